@@ -1,0 +1,457 @@
+"""`vmap` and `vectorized_map`: argument checking, in/out axes, chunking, the loop."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from . import _config
+from ._batching import BatchTrace, BatchTracer, _user_stacklevel
+from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
+from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
+
+_SENTINEL = object()
+# hooks that swap special arguments (random generators) for batch-aware proxies
+ARGUMENT_ADAPTERS: list[Callable[[BatchTrace, Any], Any]] = []
+
+
+def vmap(
+    f: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    *,
+    axis_size: int | None = None,
+    axis_name: Any = None,
+    randomness: str = "error",
+    chunk_size: int | None = None,
+    fallback: str | None = None,
+    in_dims: Any = _SENTINEL,
+    out_dims: Any = _SENTINEL,
+) -> Callable:
+    """Vectorize `f`, written for one example, over a batch axis of its arguments.
+
+    `vmap(f)(X)` returns what `np.stack([f(x) for x in X])` returns, computed with
+    batched NumPy calls. Where vmapx cannot batch something it runs it per example and
+    emits a `vmapx.PerformanceWarning` (or raises, with `fallback="error"`).
+
+    **Arguments:**
+
+    - `f`: a function of arrays (and pytrees of arrays) written for one example.
+    - `in_axes`: which axis of each positional argument is the batch axis: an int,
+      `None` (not mapped), or a pytree prefix of the arguments (a tuple with one entry
+      per argument, dicts, ...). Negative axes count from the end. Alias: `in_dims`.
+    - `out_axes`: where the batch axis goes in each output (int, `None` for an output
+      that does not depend on the batch, or a pytree prefix). Alias: `out_dims`.
+    - `axis_size`: the batch size, needed only when no argument is mapped.
+    - `axis_name`: a name for collectives (`vmapx.psum(x, name)`, ...).
+    - `randomness`: `"error"`, `"different"` or `"same"`: how a
+      `numpy.random.Generator` argument draws under the map.
+    - `chunk_size`: run at most this many examples at once (bounds peak memory;
+      the results are identical).
+    - `fallback`: `"warn"`, `"silent"` or `"error"` (default: `vmapx.config.fallback`).
+
+    Keyword arguments of the returned function are passed to `f` unbatched.
+
+    **Returns:** the batched function.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> x, y = np.ones((3, 5)), np.arange(5.0)
+    >>> vmapx.vmap(np.dot, in_axes=(0, None))(x, y)
+    array([10., 10., 10.])
+
+    ```
+    """
+    if in_dims is not _SENTINEL:
+        in_axes = in_dims
+    if out_dims is not _SENTINEL:
+        out_axes = out_dims
+    if not callable(f):
+        raise TypeError(f"vmap: `f` must be callable, got {type(f).__name__}")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    if chunk_size is not None and (
+        not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool)
+        or chunk_size < 1
+    ):  # fmt: skip
+        raise ValueError(f"vmap: `chunk_size` must be a positive int or None, got {chunk_size!r}")
+    if axis_size is not None and (not isinstance(axis_size, numbers.Integral) or axis_size < 0):
+        raise ValueError(f"vmap: `axis_size` must be a non-negative int, got {axis_size!r}")
+    if randomness not in _config.RANDOMNESS_MODES:
+        raise ValueError(
+            f"vmap: `randomness` must be one of {_config.RANDOMNESS_MODES}, got {randomness!r}"
+        )
+    if fallback is not None and fallback not in _config.FALLBACK_MODES:
+        raise ValueError(
+            f"vmap: `fallback` must be one of {_config.FALLBACK_MODES}, got {fallback!r}"
+        )
+    options = _Options(in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback)
+
+    @functools.wraps(f)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        return _vmap_call(f, options, args, kwargs)
+
+    return batched
+
+
+class _Options:
+    __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
+                 "fallback")  # fmt: skip
+
+    def __init__(self, *values: Any) -> None:
+        for name, value in zip(self.__slots__, values, strict=True):
+            setattr(self, name, value)
+
+
+def _check_axes_spec(spec: Any, what: str) -> None:
+    for leaf in optree.tree_leaves(spec, none_is_leaf=True):
+        if leaf is not None and (not isinstance(leaf, numbers.Integral) or isinstance(leaf, bool)):
+            raise InAxesError(
+                f"vmap: `{what}` must be an int, None, or a pytree of those; "
+                f"got {leaf!r} of type {type(leaf).__name__} in {what}={spec!r}"
+            )
+
+
+# -- one call -----------------------------------------------------------------------
+
+
+def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
+    leaves, treedef, axes, names = _flatten_args(f, opts.in_axes, args)
+    size = _batch_size(leaves, axes, names, opts.axis_size)
+    if opts.chunk_size is not None and size > opts.chunk_size:
+        return _chunked(f, opts, leaves, treedef, axes, kwargs, size)
+    return _run(f, opts, leaves, treedef, axes, kwargs, size)
+
+
+def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list, list]:
+    """Leaves of the arguments, with the batch axis of each (`None` = unmapped)."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+        raise InAxesError(
+            f"vmap: in_axes is a tuple of length {len(in_axes)} but the function was called "
+            f"with {len(args)} positional arguments; give one entry per argument (or a "
+            "single int/None for all)"
+        )
+    prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
+    paths = optree.tree_paths(args, is_leaf=_is_leaf)
+    axes: list = []
+    for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
+        try:
+            subtrees = optree.tree_structure(p, none_is_leaf=True).flatten_up_to(a)
+        except ValueError as e:
+            raise InAxesError(
+                f"vmap: in_axes entry for {_arg_name(f, i)} ({p!r}) does not match the "
+                f"structure of the argument (a {type(a).__name__}): {e}"
+            ) from None
+        p_leaves = optree.tree_leaves(p, none_is_leaf=True)
+        for ax, sub in zip(p_leaves, subtrees, strict=True):
+            axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
+    names = [_path_name(f, path) for path in paths]
+    return leaves, treedef, axes, names
+
+
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, Tracer | np.ndarray)
+
+
+def _arg_name(f: Callable, index: int) -> str:
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(f).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if index < len(params):
+            return f"argument `{params[index]}`"
+    except (TypeError, ValueError):
+        pass
+    return f"argument {index}"
+
+
+def _path_name(f: Callable, path: tuple) -> str:
+    name = _arg_name(f, path[0])
+    return name + "".join(f"[{k!r}]" for k in path[1:])
+
+
+def _describe(x: Any) -> str:
+    return f"{np.result_type(x) if hasattr(x, 'dtype') else type(x).__name__}{list(np.shape(x))}"
+
+
+def _batch_size(leaves: list, axes: list, names: list, axis_size: int | None) -> int:
+    sizes = []
+    for leaf, ax, name in zip(leaves, axes, names, strict=True):
+        if ax is None:
+            continue
+        if not (hasattr(leaf, "shape") or isinstance(leaf, numbers.Number)):
+            raise InAxesError(
+                f"vmap: {name} is a {type(leaf).__name__}, which has no axis to map over; "
+                "give it in_axes=None (or pass it as a keyword argument)"
+            )
+        nd = np.ndim(leaf)
+        if not -nd <= ax < max(nd, 0) or nd == 0:
+            raise InAxesError(
+                f"vmap: in_axes={ax} is out of range for {name} of shape {tuple(np.shape(leaf))} "
+                f"(ndim {nd}); valid axes are {-nd}..{nd - 1}"
+                + (" and a 0-d value cannot be mapped: use in_axes=None" if nd == 0 else "")
+            )
+        sizes.append((np.shape(leaf)[ax], ax, name, leaf))
+    if not sizes:
+        if axis_size is None:
+            raise AxisSizeError(
+                "vmap: no argument is mapped (all in_axes are None), so the batch size is "
+                "unknown; pass `axis_size=` or map at least one argument"
+            )
+        return int(axis_size)
+    distinct = {s for s, *_ in sizes}
+    if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
+        lines = "\n".join(
+            f"  * {name} of type {_describe(leaf)} has size {s} along axis {ax}"
+            for s, ax, name, leaf in sizes
+        )
+        extra = f"\n  * axis_size={axis_size} was given" if axis_size is not None else ""
+        raise AxisSizeError(
+            f"vmap got inconsistent sizes for the array axes to be mapped:\n{lines}{extra}"
+        )
+    return sizes[0][0]
+
+
+def _run(
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+) -> Any:
+    fallback = opts.fallback or _config.config.fallback
+    trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
+    try:
+        inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        try:
+            out = f(*optree.tree_unflatten(treedef, inputs), **kwargs)
+        except ConcretizationSignal as signal:
+            if signal.trace is not trace:
+                raise
+        except Exception:
+            if trace.pending is None:
+                raise
+        if trace.pending is not None:  # raised, and maybe swallowed or converted
+            signal = trace.pending
+            pop_trace(trace)
+            trace = None
+            return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, signal)
+        return _unbatch_outputs(trace, out, opts.out_axes, size)
+    finally:
+        if trace is not None:
+            pop_trace(trace)
+
+
+def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
+    for adapt in ARGUMENT_ADAPTERS:
+        adapted = adapt(trace, x)
+        if adapted is not None:
+            return adapted
+    if axis is None:
+        return x
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    if axis % x.ndim != 0:
+        x = np.moveaxis(x, axis, 0)
+    return BatchTracer(trace, x)
+
+
+def _unbatch_outputs(trace: BatchTrace, out: Any, out_axes: Any, size: int) -> Any:
+    leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
+    axes = _output_axes(out_axes, out, treedef)
+    results = []
+    for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
+        batched = isinstance(leaf, BatchTracer) and leaf._trace is trace
+        if not batched:
+            _check_output_leaf(leaf, i)
+        if ax is None:
+            if batched:
+                raise InAxesError(
+                    f"vmap: out_axes is None for output {i}, but that output depends on the "
+                    "mapped axis; give it an integer out_axes"
+                )
+            results.append(leaf)
+            continue
+        val = leaf.val if batched else _broadcast_output(leaf, size)
+        nd = np.ndim(val)
+        if not -nd <= ax < nd:
+            raise InAxesError(
+                f"vmap: out_axes={ax} is out of range for output {i} of per-example shape "
+                f"{tuple(np.shape(val))[1:]}; valid axes are {-nd}..{nd - 1}"
+            )
+        results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
+    return optree.tree_unflatten(treedef, results)
+
+
+def _output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
+    if isinstance(out_axes, int) or out_axes is None:
+        return [out_axes] * treedef.num_leaves
+    if isinstance(out_axes, list):
+        out_axes = tuple(out_axes)
+    try:
+        subtrees = optree.tree_structure(out_axes, none_is_leaf=True).flatten_up_to(out)
+    except ValueError as e:
+        raise InAxesError(
+            f"vmap: out_axes={out_axes!r} does not match the structure of the function's "
+            f"output ({type(out).__name__}): {e}"
+        ) from None
+    axes = []
+    for ax, sub in zip(optree.tree_leaves(out_axes, none_is_leaf=True), subtrees, strict=True):
+        axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
+    return axes
+
+
+def _check_output_leaf(leaf: Any, i: int) -> None:
+    if isinstance(leaf, Tracer | np.ndarray | np.generic | numbers.Number):
+        return
+    if hasattr(leaf, "__array_function__") and hasattr(leaf, "shape"):
+        return
+    raise OutputError(
+        f"vmap: the function must return arrays (or pytrees of arrays), but output {i} is a "
+        f"{type(leaf).__name__}: {leaf!r:.80}"
+    )
+
+
+def _broadcast_output(leaf: Any, size: int) -> Any:
+    """An output that does not depend on the batch, repeated as the loop would give it."""
+    if not hasattr(leaf, "shape"):
+        leaf = np.asarray(leaf)
+    out = np.empty_like(leaf, shape=(size, *leaf.shape))
+    out[...] = leaf
+    return out
+
+
+# -- chunks and the whole-function loop --------------------------------------------
+
+
+def _chunked(
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+) -> Any:
+    outs = []
+    for start in range(0, size, opts.chunk_size):
+        stop = min(start + opts.chunk_size, size)
+        part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
+        outs.append(_run(f, opts, part, treedef, axes, kwargs, stop - start))
+    return _concat_outputs(outs, opts.out_axes)
+
+
+def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
+    if axis is None:
+        return x
+    index = [slice(None)] * np.ndim(x)
+    index[axis] = slice(start, stop)
+    return x[tuple(index)]
+
+
+def _concat_outputs(outs: list, out_axes: Any) -> Any:
+    first = outs[0]
+    leaves0, treedef = optree.tree_flatten(first, is_leaf=_is_leaf)
+    axes = _output_axes(out_axes, first, treedef)
+    columns = [treedef.flatten_up_to(o) for o in outs]
+    joined = [
+        leaf if ax is None else np.concatenate([c[j] for c in columns], axis=ax)
+        for j, (leaf, ax) in enumerate(zip(leaves0, axes, strict=True))
+    ]
+    return optree.tree_unflatten(treedef, joined)
+
+
+def _whole_function_loop(
+    f: Callable,
+    opts: _Options,
+    leaves: list,
+    treedef: Any,
+    axes: list,
+    kwargs: dict,
+    size: int,
+    signal: ConcretizationSignal,
+) -> Any:
+    """Re-run `f` once per example and stack: the answer of the loop, by the loop."""
+    fallback = opts.fallback or _config.config.fallback
+    if fallback == "warn":
+        warnings.warn(
+            f"vmap: {signal.what} at {signal.location}; vmapx re-runs the function once per "
+            f"example ({size} calls). To stay batched: {signal.fix}.",
+            PerformanceWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    if size == 0:
+        raise AxisSizeError(
+            f"vmap: the function needs a per-example loop ({signal.what} at "
+            f"{signal.location}) and the batch is empty, so the output shape is unknown"
+        )
+
+    results = []
+    for i in range(size):
+        example = [x if ax is None else _take(x, ax, i) for x, ax in zip(leaves, axes, strict=True)]
+        results.append(f(*optree.tree_unflatten(treedef, example), **kwargs))
+    stacked = _stack_outputs(results)
+    return _place_axes(stacked, opts.out_axes)
+
+
+def _take(x: Any, axis: int, i: int) -> Any:
+    index = [slice(None)] * np.ndim(x)
+    index[axis] = i
+    return x[tuple(index)]
+
+
+def _stack_outputs(results: list) -> Any:
+    leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
+    columns = [treedef.flatten_up_to(r) for r in results]
+    for i, leaf in enumerate(leaves0):
+        _check_output_leaf(leaf, i)
+    return optree.tree_unflatten(
+        treedef, [np.stack([c[j] for c in columns]) for j in range(len(leaves0))]
+    )
+
+
+def _place_axes(stacked: Any, out_axes: Any) -> Any:
+    leaves, treedef = optree.tree_flatten(stacked, is_leaf=_is_leaf)
+    axes = _output_axes(out_axes, stacked, treedef)
+    moved = []
+    for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
+        if ax is None:
+            if not all(np.array_equal(leaf[0], leaf[k]) for k in range(len(leaf))):
+                raise InAxesError(
+                    f"vmap: out_axes is None for output {i}, but that output differs "
+                    "between examples; give it an integer out_axes"
+                )
+            moved.append(leaf[0])
+        else:
+            moved.append(np.moveaxis(leaf, 0, ax))
+    return optree.tree_unflatten(treedef, moved)
+
+
+# -- the TensorFlow form -----------------------------------------------------------
+
+
+def vectorized_map(
+    fn: Callable, elems: Any, fallback_to_loop: bool = True, warn: bool = True
+) -> Any:
+    """TensorFlow's `tf.vectorized_map` for NumPy code: map `fn` over axis 0 of `elems`.
+
+    `fn` receives ONE argument with the structure of `elems` (e.g. a tuple), each array
+    unpacked along its first axis. With `fallback_to_loop=False` a construct that cannot
+    be batched raises instead of looping; `warn=False` silences the loop's warning.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> a = np.ones((100, 4, 4))
+    >>> vmapx.vectorized_map(lambda a: np.tensordot(a, a, 0), a).shape
+    (100, 4, 4, 4, 4)
+
+    ```
+    """
+    mode = ("warn" if warn else "silent") if fallback_to_loop else "error"
+    return vmap(fn, fallback=mode)(elems)

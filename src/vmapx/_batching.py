@@ -1,0 +1,329 @@
+"""The batching interpreter: `BatchTracer`, `BatchTrace`, helpers for rules, the loop.
+
+Invariant: a `BatchTracer` holds its value with the batch axis at axis 0, and a value
+that does not depend on the batch is never a `BatchTracer`. Batch rules have the
+signature `rule(trace, args, kwargs)`: they receive the NumPy call's own arguments,
+unwrap this trace's tracers with `unwrap`/`val`, call `np.*` on the values one level
+down, and wrap batched results with `trace.wrap`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from . import _config
+from ._core import ConcretizationSignal, Primitive, Trace, Tracer, user_frame_location
+from .errors import ConcretizationError, FallbackError, PerformanceWarning
+
+BatchRule = Callable[["BatchTrace", tuple, dict], Any]
+batch_rules: dict[Primitive, BatchRule] = {}
+
+
+class BatchTracer(Tracer):
+    """A batched value seen per example: `.shape` etc. omit the batch axis (axis 0)."""
+
+    __slots__ = ("val",)
+
+    def __init__(self, trace: BatchTrace, val: Any) -> None:
+        self._trace = trace
+        self._aliased = False
+        self.val = val
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.val.shape[1:]
+
+    @property
+    def ndim(self) -> int:
+        return self.val.ndim - 1
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.val.dtype
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _become(self, other: Tracer) -> None:
+        self.val = other.val
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchTracer(shape={self.shape}, dtype={self.dtype}, "
+            f"batch_size={self._trace.axis_size})"
+        )
+
+    # -- values that must leave the trace (Python control flow) ------------------
+    def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
+        """Convert when all examples agree on the value; else fall back to the loop."""
+        val = self.val
+        if val.shape[0] == 0:
+            return convert(np.zeros_like(val, shape=val.shape[1:]))
+        first = val[0]
+        if bool(np.all(val == first)):
+            return convert(first)
+        raise self._trace.concretization(what, fix)
+
+    def _concrete_scalar(self, convert: Callable, name: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"only size-1 arrays can be converted to Python scalars ({name})")
+        return self._to_concrete(
+            convert,
+            f"`{name}()` of a batched value whose examples differ",
+            "keep the value an array (e.g. use `np.where` instead of `if`), or use `vmapx.cond`",
+        )
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. "
+                "Use a.any() or a.all()"
+            )
+        return self._to_concrete(
+            bool,
+            "`bool()` (an `if`/`while`/`and`/`or`) of a batched value whose examples differ",
+            "use `np.where(cond, a, b)` or `vmapx.cond(pred, true_fn, false_fn, ...)` "
+            "so that every example takes its own branch",
+        )
+
+    def __float__(self) -> float:
+        return self._concrete_scalar(float, "float")
+
+    def __int__(self) -> int:
+        return self._concrete_scalar(int, "int")
+
+    def __complex__(self) -> complex:
+        return self._concrete_scalar(complex, "complex")
+
+    def __index__(self) -> int:
+        if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
+            raise TypeError("only integer arrays can be converted to an index")
+        return self._concrete_scalar(lambda v: int(v.__index__()), "operator.index")
+
+    def item(self, *args: Any) -> Any:
+        """`ndarray.item`: works when every example holds the same value."""
+        if args:
+            return self[args if len(args) > 1 else args[0]].item()
+        return self._concrete_scalar(lambda v: v.item(), "item")
+
+    def tolist(self) -> Any:
+        return self._to_concrete(
+            lambda v: v.tolist(),
+            "`.tolist()` of a batched value whose examples differ",
+            "keep the value an array",
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._trace.concretization(
+            "`np.asarray`/`np.array` (or a plain NumPy array operation) received a batched "
+            "value; a batched value cannot become one plain array",
+            "use NumPy functions on the value directly (they batch); to put it into a new "
+            "array use `np.zeros_like(x, shape=...)` and index assignment, or `np.stack`",
+        )
+
+
+class BatchTrace(Trace):
+    """The trace of one `vmap` call."""
+
+    __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending")
+
+    def __init__(
+        self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
+    ) -> None:
+        super().__init__("vmap")
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+        self.fallback = fallback
+        self.randomness = randomness
+        # the last concretization signal raised: if code between us and `f`'s caller
+        # swallows or converts it (NumPy turns some into ValueError), `vmap` still
+        # sees that the batched run is not valid and loops instead
+        self.pending: ConcretizationSignal | None = None
+
+    def wrap(self, val: Any) -> BatchTracer:
+        if _config.config.checks:
+            assert val.shape[0] == self.axis_size, (val.shape, self.axis_size)
+        return BatchTracer(self, val)
+
+    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+        rule = batch_rules.get(prim)
+        if rule is None:
+            out = loop_rule(self, prim, args, kwargs)
+        else:
+            out = rule(self, args, kwargs)
+        return out
+
+    def concretization(self, what: str, fix: str) -> BaseException:
+        """The exception for a value that must leave this trace: an error in
+        `fallback="error"` mode, else the signal that re-runs `f` per example."""
+        location = user_frame_location()
+        if self.fallback == "error":
+            return ConcretizationError(
+                f"vmap: {what} at {location}. With fallback='error' vmapx does not run "
+                f"the function per example. Fix: {fix}."
+            )
+        self.pending = ConcretizationSignal(self, what, fix, location)
+        return self.pending
+
+
+# -- helpers for rules -------------------------------------------------------------
+
+
+def is_batched(trace: BatchTrace, x: Any) -> bool:
+    return type(x) is BatchTracer and x._trace is trace
+
+
+def unwrap(trace: BatchTrace, x: Any) -> tuple[Any, bool]:
+    """`(value, batched)`: the batch-front value of this trace's tracer, or `x` itself."""
+    if type(x) is BatchTracer and x._trace is trace:
+        return x.val, True
+    return x, False
+
+
+def example_ndim(trace: BatchTrace, x: Any) -> int:
+    """Number of axes of `x` as one example sees it."""
+    if type(x) is BatchTracer and x._trace is trace:
+        return x.val.ndim - 1
+    return np.ndim(x)
+
+
+def bcast_batch(trace: BatchTrace, x: Any) -> Any:
+    """`x` as a batch-front value: this trace's value, or a broadcast view (no copy)."""
+    if type(x) is BatchTracer and x._trace is trace:
+        return x.val
+    shape = np.shape(x)
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    return np.broadcast_to(x[None], (trace.axis_size, *shape))
+
+
+def align_rank(val: Any, example_rank: int, rank: int) -> Any:
+    """Insert axes after the batch axis so a batched value broadcasts at `rank`."""
+    if example_rank == rank:
+        return val
+    return val.reshape(val.shape[:1] + (1,) * (rank - example_rank) + val.shape[1:])
+
+
+def aligned_operands(trace: BatchTrace, operands: Any) -> list:
+    """Operands ready for broadcasting NumPy calls: batched ones get the batch axis
+    at the front of the broadcast shape, unbatched ones stay as they are (no copy)."""
+    ranks = [example_ndim(trace, x) for x in operands]
+    rank = max(ranks, default=0)
+    out = []
+    for x, r in zip(operands, ranks, strict=True):
+        v, b = unwrap(trace, x)
+        out.append(align_rank(v, r, rank) if b else v)
+    return out
+
+
+def any_batched(trace: BatchTrace, tree: Any) -> bool:
+    return any(is_batched(trace, x) for x in _leaves(tree))
+
+
+def _leaves(tree: Any) -> list:
+    return optree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
+
+
+def wrap_tree(trace: BatchTrace, tree: Any) -> Any:
+    """Wrap every array leaf of a NumPy result as batched."""
+    if isinstance(tree, tuple) and not hasattr(tree, "_fields"):
+        return tuple(wrap_tree(trace, t) for t in tree)
+    if isinstance(tree, list):
+        return [wrap_tree(trace, t) for t in tree]
+    if hasattr(tree, "_fields"):
+        return type(tree)(*(wrap_tree(trace, t) for t in tree))
+    return trace.wrap(tree)
+
+
+# -- the loop fallback ---------------------------------------------------------------
+
+
+def _example(trace: BatchTrace, tree: Any, i: int) -> Any:
+    def take(x: Any) -> Any:
+        return x.val[i] if is_batched(trace, x) else x
+
+    return optree.tree_map(take, tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
+
+
+def warn_fallback(trace: BatchTrace, what: str) -> None:
+    if trace.fallback == "error":
+        raise FallbackError(
+            f"vmap: {what} has no batching rule, and fallback='error' forbids running it "
+            f"per example (at {user_frame_location()}). Use another NumPy function, "
+            "give a batched implementation with `vmapx.custom_vmap`, or allow the loop "
+            "with fallback='warn'."
+        )
+    if trace.fallback == "warn":
+        warnings.warn(
+            f"vmap: {what} has no batching rule; it runs once per example "
+            f"({trace.axis_size} calls) and the results are stacked.",
+            PerformanceWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the innermost frame outside vmapx and NumPy."""
+    import sys
+
+    from ._core import _is_library_file
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and _is_library_file(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def loop_rule(trace: BatchTrace, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    """Run `prim` once per example and stack: correct for any function, but slow."""
+    warn_fallback(trace, f"`{prim.name}`")
+    return loop_apply(trace, prim.impl, args, kwargs, prim.name)
+
+
+def loop_apply(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict, name: str) -> Any:
+    n = trace.axis_size
+    if n == 0:
+        return _loop_zero(trace, fn, args, kwargs)
+    results = [fn(*_example(trace, args, i), **_example(trace, kwargs, i)) for i in range(n)]
+    return stack_results(trace, results, name)
+
+
+def stack_results(trace: BatchTrace, results: list, name: str) -> Any:
+    """Stack per-example results; results whose shapes differ between examples (data-
+    dependent shapes such as `np.nonzero`'s) cannot be one batched value: loop `f`."""
+    first = results[0]
+    if first is None:
+        return None
+    leaves0, treedef = optree.tree_flatten(first, none_is_leaf=True)
+    columns = [treedef.flatten_up_to(r) for r in results]
+    for j in range(len(leaves0)):
+        if len({np.shape(c[j]) for c in columns}) > 1:
+            raise trace.concretization(
+                f"`{name}` gives results of different shapes for different examples",
+                "keep shapes fixed (e.g. `np.where(mask, x, 0)` instead of `x[mask]`, "
+                "`np.sort` instead of `np.unique`)",
+            )
+    stacked = [np.stack([c[j] for c in columns]) for j in range(len(leaves0))]
+    return optree.tree_unflatten(treedef, [trace.wrap(s) for s in stacked])
+
+
+def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """A zero-size batch: run one dummy example to learn the output shapes."""
+
+    def dummy(x: Any) -> Any:
+        if is_batched(trace, x):
+            return np.ones_like(x.val, shape=x.val.shape[1:])
+        return x
+
+    is_leaf = lambda x: isinstance(x, Tracer)  # noqa: E731
+    example = fn(
+        *optree.tree_map(dummy, args, is_leaf=is_leaf, none_is_leaf=True),
+        **optree.tree_map(dummy, kwargs, is_leaf=is_leaf, none_is_leaf=True),
+    )
+    return optree.tree_map(lambda r: trace.wrap(np.zeros_like(r, shape=(0, *np.shape(r)))), example)

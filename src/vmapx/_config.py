@@ -1,0 +1,37 @@
+"""Global settings. Read once from the environment, changeable at run time."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+FALLBACK_MODES = ("warn", "silent", "error")
+RANDOMNESS_MODES = ("error", "different", "same")
+
+
+@dataclass
+class Config:
+    """vmapx's global settings.
+
+    **Attributes:**
+
+    - `fallback`: what a `vmap` does when it must run something per example:
+      `"warn"` (loop and emit a `vmapx.PerformanceWarning`), `"silent"` (loop quietly)
+      or `"error"` (raise a `vmapx.errors` error). A `vmap(..., fallback=...)` argument
+      overrides it for one call.
+    - `checks`: validate batch-axis invariants on every batched operation (slow; for
+      debugging). Set by the environment variable `VMAPX_CHECKS=1`.
+    """
+
+    fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
+    checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "fallback" and value not in FALLBACK_MODES:
+            raise ValueError(
+                f"vmapx.config.fallback must be one of {FALLBACK_MODES}, got {value!r}"
+            )
+        super().__setattr__(name, value)
+
+
+config = Config()

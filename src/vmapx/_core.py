@@ -1,0 +1,195 @@
+"""The interpreter core: primitives, tracers, traces, levels and `bind`.
+
+Every transform call pushes a `Trace` onto a thread-local stack; its level is its
+position there (1 = outermost). A `Tracer` belongs to one trace. `bind` finds the
+highest-level trace among the arguments and lets it process the primitive; values
+of lower levels are constants to that trace. This module knows nothing of NumPy's
+API: the NumPy surface is attached to `Tracer` by `vmapx._numpy`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import EscapedTracerError, TraceMixError
+
+
+class Primitive:
+    """A NumPy callable seen by the transforms.
+
+    `impl` runs the operation on plain values; `name` is what messages show.
+    `may_view` marks operations whose NumPy result can be a view of an input,
+    so that an in-place write through either one can be detected.
+    """
+
+    __slots__ = ("name", "impl", "may_view", "__weakref__")
+
+    def __init__(self, name: str, impl: Callable, *, may_view: bool = False) -> None:
+        self.name = name
+        self.impl = impl
+        self.may_view = may_view
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name})"
+
+
+class Trace:
+    """One active transform. Subclasses implement `process`."""
+
+    __slots__ = ("level", "alive", "transform", "__weakref__")
+
+    def __init__(self, transform: str) -> None:
+        self.level = 0
+        self.alive = True
+        self.transform = transform
+
+    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+        raise NotImplementedError
+
+    def concretization(self, what: str, fix: str) -> BaseException:
+        """The exception for a traced value that must become concrete (`bool(x)`,
+        `np.asarray(x)`, ...). `vmap` overrides it to fall back to a loop."""
+        from .errors import ConcretizationError
+
+        return ConcretizationError(
+            f"{self.transform}: {what} at {user_frame_location()}. Fix: {fix}."
+        )
+
+
+class Tracer:
+    """A value that belongs to a trace. Subclasses hold the payload.
+
+    `_aliased` is set when the tracer took part in an operation that may return
+    a view; such tracers cannot be written in place (see `check_writable`).
+    """
+
+    __slots__ = ("_trace", "_aliased")
+    __array_priority__ = 1000
+    __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
+
+    def _become(self, other: Tracer) -> None:
+        """Take over `other`'s payload: the functional form of an in-place write."""
+        raise NotImplementedError
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Trace] = []
+
+
+_state = _State()
+
+
+def push_trace(trace: Trace) -> Trace:
+    _state.stack.append(trace)
+    trace.level = len(_state.stack)
+    return trace
+
+
+def pop_trace(trace: Trace) -> None:
+    stack = _state.stack
+    assert stack and stack[-1] is trace, "trace stack corrupted"
+    stack.pop()
+    trace.alive = False
+
+
+def current_level() -> int:
+    return len(_state.stack)
+
+
+def _check(t: Tracer) -> Trace:
+    trace = t._trace
+    if not trace.alive:
+        raise EscapedTracerError(
+            f"A value traced by `{trace.transform}` was used after that "
+            f"`{trace.transform}` call returned (an escaped tracer). Return the value "
+            "from the transformed function instead of storing it in an outer variable."
+        )
+    stack = _state.stack
+    if trace.level > len(stack) or stack[trace.level - 1] is not trace:
+        raise TraceMixError(
+            f"A value traced by one `{trace.transform}` call was used inside another "
+            "transform it does not belong to (for example a tracer passed between "
+            "threads or stored across calls). Pass it in as an argument instead."
+        )
+    return trace
+
+
+def _top_in(seq: Any, best: Trace | None) -> Trace | None:
+    for a in seq:
+        if isinstance(a, Tracer):
+            trace = _check(a)
+            if best is None or trace.level > best.level:
+                best = trace
+        elif type(a) in (list, tuple):
+            best = _top_in(a, best)
+    return best
+
+
+def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
+    """The highest-level live trace among the tracers in `args`/`kwargs`."""
+    best = _top_in(args, None)
+    if kwargs:
+        best = _top_in(kwargs.values(), best)
+    return best
+
+
+def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    """Apply `prim` to `args`: the top trace handles it, or plain NumPy runs."""
+    trace = find_top_trace(args, kwargs)
+    if trace is None:
+        return prim.impl(*args, **kwargs)
+    out = trace.process(prim, args, kwargs)
+    if prim.may_view and trace.level == len(_state.stack):
+        # only the user's own view operations: those a rule makes on the values one
+        # level down run while this trace is still on top, with a lower level
+        _mark_aliased(args, out)
+    return out
+
+
+def _mark_aliased(args: tuple, out: Any) -> None:
+    for a in (*args, out):
+        if isinstance(a, Tracer):
+            a._aliased = True
+
+
+def user_frame_location() -> str:
+    """`file:line` of the innermost frame outside vmapx and NumPy (the user's line)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_library_file(filename):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
+def add_library_dir(path: str) -> None:
+    """Frames under `path` are skipped when naming the user's line (NumPy's own dir)."""
+    global _LIBRARY_DIRS
+    _LIBRARY_DIRS = (*_LIBRARY_DIRS, os.path.dirname(os.path.abspath(path)) + os.sep)
+
+
+def _is_library_file(filename: str) -> bool:
+    return filename.startswith(_LIBRARY_DIRS) or filename.startswith("<__array_function__")
+
+
+class ConcretizationSignal(BaseException):  # noqa: N818 (a signal, not an error)
+    """Raised inside `f` when a value must leave its trace (e.g. `bool(x)` where
+    examples disagree). The transform that owns `trace` catches it and re-runs `f`
+    per example. A BaseException so that a user's `except Exception` cannot hide it.
+    """
+
+    def __init__(self, trace: Trace, what: str, fix: str, location: str) -> None:
+        super().__init__(what)
+        self.trace = trace
+        self.what = what
+        self.fix = fix
+        self.location = location

@@ -1,0 +1,62 @@
+"""`vmapx.coverage()`: which NumPy functions and ufuncs batch natively."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+from numpy.testing.overrides import (
+    get_overridable_numpy_array_functions,
+    get_overridable_numpy_ufuncs,
+)
+
+from ._numpy._dispatch import REFUSED, UFUNC_BATCH_RULES, has_batch_rule
+
+
+def coverage() -> dict[Callable, str]:
+    """How `vmap` handles every overridable NumPy function and ufunc.
+
+    **Returns:** a dict mapping each callable to `"native"` (a batching rule),
+    `"fallback"` (runs once per example, with a `PerformanceWarning`) or `"refused"`
+    (raises a clear error: the operation cannot work on traced values).
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> vmapx.coverage()[np.sum]
+    'native'
+
+    ```
+    """
+    report: dict[Callable, str] = {}
+    for ufunc in sorted(get_overridable_numpy_ufuncs(), key=lambda u: u.__name__):
+        report[ufunc] = "native" if "__call__" in UFUNC_BATCH_RULES else "fallback"
+    for func in sorted(get_overridable_numpy_array_functions(), key=_qualname):
+        if func in REFUSED:
+            report[func] = "refused"
+        else:
+            report[func] = "native" if has_batch_rule(func) else "fallback"
+    return report
+
+
+def _qualname(func: Callable) -> str:
+    return f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', '')}"
+
+
+def coverage_table() -> str:
+    """The coverage report as a text table with totals (`python -m vmapx coverage`)."""
+    report = coverage()
+    rows = [f"{'function':<45} status"]
+    for func, status in report.items():
+        name = f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
+        rows.append(f"{name:<45} {status}")
+    counts = Counter(report.values())
+    rows.append("")
+    rows.append(
+        "totals: "
+        + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("native", "fallback", "refused"))
+        + f" (of {len(report)})"
+    )
+    return "\n".join(rows)

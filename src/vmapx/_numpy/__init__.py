@@ -1,0 +1,11 @@
+"""The NumPy surface: importing this package registers every family's rules."""
+
+from . import (  # noqa: F401
+    _tracer_api,  # noqa: F401  (installs the array interface on tracers)
+    creation,
+    indexing,
+    joins,
+    reductions,
+    shapes,
+    ufuncs,
+)

@@ -1,0 +1,340 @@
+"""The NumPy surface of every tracer: the dispatch protocols, operators, methods.
+
+Installed on `vmapx._core.Tracer`, so batching and autodiff tracers share one
+implementation: each entry turns a NumPy-style call into `bind(primitive, ...)`.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .._core import Tracer, bind
+from . import _dispatch
+from ._dispatch import FUNCTIONS, ufunc_primitive
+
+# Primitives for ndarray behaviour that has no NumPy function of its own.
+GETITEM = _dispatch.Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
+
+
+def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:
+    out = x.copy()
+    out[idx] = v
+    return out
+
+
+SETITEM = _dispatch.Primitive("ndarray.__setitem__", _setitem_impl)
+
+
+def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    out = kwargs.pop("out", None)
+    if method == "at":
+        target, *rest = inputs
+        new = bind(ufunc_primitive(ufunc, "at"), (target, *rest), kwargs)
+        assign(target, new)
+        return None
+    result = bind(ufunc_primitive(ufunc, method), inputs, kwargs)
+    if out is None or all(o is None for o in out):
+        return result
+    if len(out) == 1:
+        return assign(out[0], result)
+    return tuple(assign(o, r) for o, r in zip(out, result, strict=True))
+
+
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    """`np.copyto` writes into `dst`: functionally when `dst` is traced."""
+    if where is not True:
+        src = np.where(where, src, dst)
+    if isinstance(dst, Tracer):
+        if not np.can_cast(np.result_type(src), dst.dtype, casting=casting):
+            raise TypeError(
+                f"Cannot cast array data from {np.result_type(src)} to {dst.dtype} "
+                f"according to the rule {casting!r}"
+            )
+    assign(dst, src)
+
+
+# NumPy functions that write into their first argument: handled as functional writes
+IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
+
+
+def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    in_place = IN_PLACE.get(func)
+    if in_place is not None:
+        return in_place(*args, **kwargs)
+    prim = FUNCTIONS.get(func) or _dispatch.primitive(func)
+    out = kwargs.get("out")
+    if out is None:
+        return bind(prim, args, kwargs)
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    return assign(out, bind(prim, args, kwargs))
+
+
+def assign(target: Any, value: Any) -> Any:
+    """Write `value` into all of `target` (`out=`), functionally where it is traced."""
+    if isinstance(target, Tracer):
+        setitem(target, Ellipsis, value)
+        return target
+    if isinstance(value, Tracer):
+        raise _leave_error(value)
+    target[...] = value
+    return target
+
+
+def _leave_error(value: Tracer) -> BaseException:
+    return value._trace.concretization(
+        "a traced value was written into a plain NumPy array (`out=` or index assignment)",
+        "create the array from the traced value, e.g. `buf = np.zeros_like(x, shape=(n,))`, "
+        "so that it is traced too, or build the result with `np.stack`/`np.concatenate`",
+    )
+
+
+def setitem(target: Tracer, idx: Any, value: Any) -> None:
+    """`target[idx] = value` as a functional update: `target` takes the new value."""
+    new = bind(SETITEM, (target, idx, value), {})
+    trace = target._trace
+    if not (isinstance(new, Tracer) and new._trace is trace):
+        raise new._trace.concretization(
+            "a value that depends on an inner transform was written into an array of an outer one",
+            "return the value from the inner function instead of writing it into an outer array",
+        )
+    if target._aliased:
+        raise trace.concretization(
+            "an in-place write into an array that may share memory with another (a view "
+            "from slicing, reshape, transpose, ...)",
+            "copy before writing: `x = x.copy()`, or build the value with `np.where`",
+        )
+    target._become(new)
+
+
+def _getitem(self: Tracer, idx: Any) -> Any:
+    return bind(GETITEM, (self, idx), {})
+
+
+def _setitem(self: Tracer, idx: Any, value: Any) -> None:
+    setitem(self, idx, value)
+
+
+def _len(self: Tracer) -> int:
+    shape = self.shape
+    if not shape:
+        raise TypeError("len() of unsized object")
+    return shape[0]
+
+
+def _iter(self: Tracer) -> Any:
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+
+def _contains(self: Tracer, value: Any) -> bool:
+    return bool(np.any(self == value))
+
+
+# -- operators ---------------------------------------------------------------------
+
+
+def _binary(ufunc: np.ufunc) -> tuple:
+    prim = ufunc_primitive(ufunc, "__call__")
+
+    def op(self: Tracer, other: Any) -> Any:
+        return bind(prim, (self, other), {})
+
+    def rop(self: Tracer, other: Any) -> Any:
+        return bind(prim, (other, self), {})
+
+    def iop(self: Tracer, other: Any) -> Tracer:
+        result = bind(prim, (self, other), {})
+        return assign(self, result)
+
+    return op, rop, iop
+
+
+def _unary(ufunc: np.ufunc) -> Any:
+    prim = ufunc_primitive(ufunc, "__call__")
+    return lambda self: bind(prim, (self,), {})
+
+
+_BINARY_OPS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "truediv": np.true_divide,
+    "floordiv": np.floor_divide,
+    "mod": np.remainder,
+    "pow": np.power,
+    "matmul": np.matmul,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "lshift": np.left_shift,
+    "rshift": np.right_shift,
+}
+_COMPARISONS = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+_UNARY_OPS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
+
+
+def _divmod(self: Tracer, other: Any) -> Any:
+    return np.divmod(self, other)
+
+
+def _rdivmod(self: Tracer, other: Any) -> Any:
+    return np.divmod(other, self)
+
+
+# -- methods: each forwards to the NumPy function, which dispatches back here -----
+
+
+def _forward(func: Any) -> Any:
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+
+    method.__name__ = func.__name__
+    method.__doc__ = f"`ndarray.{func.__name__}`: same as `np.{func.__name__}(x, ...)`."
+    return method
+
+
+_FORWARDED = [
+    np.all, np.any, np.argmax, np.argmin, np.argpartition, np.argsort, np.choose,
+    np.clip, np.compress, np.cumprod, np.cumsum, np.diagonal, np.dot, np.max, np.mean,
+    np.min, np.nonzero, np.prod, np.ptp, np.repeat, np.round, np.searchsorted, np.std,
+    np.sum, np.swapaxes, np.take, np.trace, np.var,
+]  # fmt: skip
+
+
+def _shape_args(args: tuple) -> Any:
+    """`x.reshape(2, 3)` and `x.reshape((2, 3))` mean the same."""
+    return args[0] if len(args) == 1 else args
+
+
+def _reshape(self: Tracer, *shape: Any, order: str = "C", copy: Any = None) -> Any:
+    return np.reshape(self, _shape_args(shape), order=order)
+
+
+def _transpose(self: Tracer, *axes: Any) -> Any:
+    return np.transpose(self, _shape_args(axes) if axes else None)
+
+
+def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
+            subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
+    if not copy and np.dtype(dtype) == self.dtype:
+        return self
+    return np.astype(self, dtype, copy=True)
+
+
+def _copy(self: Tracer, order: str = "C") -> Any:
+    return np.copy(self)
+
+
+def _flatten(self: Tracer, order: str = "C") -> Any:
+    return np.copy(np.ravel(self, order=order))
+
+
+def _ravel(self: Tracer, order: str = "C") -> Any:
+    return np.ravel(self, order=order)
+
+
+def _squeeze(self: Tracer, axis: Any = None) -> Any:
+    return np.squeeze(self, axis=axis)
+
+
+def _conj(self: Tracer) -> Any:
+    return np.conjugate(self)
+
+
+def _fill(self: Tracer, value: Any) -> None:
+    setitem(self, Ellipsis, value)
+
+
+def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+    assign(self, np.sort(self, axis=axis, kind=kind))
+
+
+def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect") -> None:
+    assign(self, np.partition(self, kth, axis=axis, kind=kind))
+
+
+def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
+    if dtype is None or np.dtype(dtype) == self.dtype:
+        return self
+    raise _dispatch.UnsupportedError(
+        "`ndarray.view` with another dtype reinterprets memory and cannot be traced; "
+        "use `.astype` to convert values"
+    )
+
+
+def _copy_dunder(self: Tracer) -> Any:
+    return np.copy(self)
+
+
+def _deepcopy(self: Tracer, memo: Any) -> Any:
+    return np.copy(self)
+
+
+_PROPERTIES = {
+    "T": lambda self: np.transpose(self),
+    "mT": lambda self: np.swapaxes(self, -1, -2),
+    "real": lambda self: np.real(self),
+    "imag": lambda self: np.imag(self),
+    "itemsize": lambda self: self.dtype.itemsize,
+    "nbytes": lambda self: self.size * self.dtype.itemsize,
+}
+
+_METHODS = {
+    "__array_ufunc__": _array_ufunc,
+    "__array_function__": _array_function,
+    "__getitem__": _getitem,
+    "__setitem__": _setitem,
+    "__len__": _len,
+    "__iter__": _iter,
+    "__contains__": _contains,
+    "__divmod__": _divmod,
+    "__rdivmod__": _rdivmod,
+    "__copy__": _copy_dunder,
+    "__deepcopy__": _deepcopy,
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "astype": _astype,
+    "copy": _copy,
+    "flatten": _flatten,
+    "ravel": _ravel,
+    "squeeze": _squeeze,
+    "conj": _conj,
+    "conjugate": _conj,
+    "fill": _fill,
+    "sort": _sort,
+    "partition": _partition,
+    "view": _view,
+}
+
+
+def install(cls: type) -> None:
+    """Give `cls` (the tracer base class) NumPy's array interface."""
+    for name, ufunc in _BINARY_OPS.items():
+        op, rop, iop = _binary(ufunc)
+        setattr(cls, f"__{name}__", op)
+        setattr(cls, f"__r{name}__", rop)
+        setattr(cls, f"__i{name}__", iop)
+    for name, ufunc in _COMPARISONS.items():
+        setattr(cls, f"__{name}__", _binary(ufunc)[0])
+    for name, ufunc in _UNARY_OPS.items():
+        setattr(cls, f"__{name}__", _unary(ufunc))
+    for func in _FORWARDED:
+        setattr(cls, func.__name__, _forward(func))
+    for name, method in _METHODS.items():
+        setattr(cls, name, method)
+    for name, getter in _PROPERTIES.items():
+        setattr(cls, name, property(getter))
+
+
+install(Tracer)

@@ -1,0 +1,52 @@
+"""The errors and warnings vmapx raises. Every user-facing error is one of these."""
+
+from __future__ import annotations
+
+
+class VmapxError(Exception):
+    """Base class of every error vmapx raises on purpose."""
+
+
+class InAxesError(VmapxError, ValueError):
+    """`in_axes`/`out_axes` do not fit the arguments or outputs."""
+
+
+class AxisSizeError(VmapxError, ValueError):
+    """The mapped axes disagree in size, or no size can be determined."""
+
+
+class OutputError(VmapxError, TypeError):
+    """The mapped function returned something that is not an array."""
+
+
+class ConcretizationError(VmapxError):
+    """A batched value had to become a single concrete value (`bool`, `float`,
+    `np.asarray`, ...) and `fallback="error"` forbids the per-example loop."""
+
+
+class FallbackError(VmapxError):
+    """A NumPy function has no batching rule and `fallback="error"` forbids the loop."""
+
+
+class EscapedTracerError(VmapxError):
+    """A traced value was used after its transform returned."""
+
+
+class TraceMixError(VmapxError):
+    """A traced value was used inside a transform it does not belong to."""
+
+
+class UnsupportedError(VmapxError, NotImplementedError):
+    """The operation cannot be supported on traced values at all."""
+
+
+class RandomnessError(VmapxError):
+    """A random draw inside `vmap` with `randomness="error"`."""
+
+
+class DifferentiationError(VmapxError):
+    """A function has no derivative rule for the requested transform."""
+
+
+class PerformanceWarning(UserWarning):
+    """vmapx ran something per example (a loop) instead of batched."""

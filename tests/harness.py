@@ -1,0 +1,104 @@
+"""The equivalence harness: `vmap(f)` must equal the explicit per-example loop."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optree
+
+import vmapx
+
+
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def loop_reference(f: Callable, args: Sequence, in_axes: Any, out_axes: Any = 0) -> Any:
+    """`np.stack([f(*example_i) for i in range(B)])`, moved to `out_axes`."""
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    sizes = {np.shape(a)[ax] for a, ax in zip(args, axes, strict=True) if ax is not None}
+    assert len(sizes) == 1, sizes
+    (size,) = sizes
+    results = []
+    for i in range(size):
+        example = [
+            a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes, strict=True)
+        ]
+        results.append(f(*example))
+    leaves, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
+    columns = [treedef.flatten_up_to(r) for r in results]
+    stacked = [np.stack([c[j] for c in columns]) for j in range(len(leaves))]
+    out_ax = out_axes if isinstance(out_axes, tuple) else (out_axes,) * len(stacked)
+    moved = [np.moveaxis(s, 0, ax) for s, ax in zip(stacked, out_ax, strict=True)]
+    return optree.tree_unflatten(treedef, moved)
+
+
+def assert_same(got: Any, expected: Any, rtol: float = 1e-7, atol: float = 1e-9) -> None:
+    """Same tree structure, and per leaf the same shape, dtype and values."""
+    g_leaves, g_def = optree.tree_flatten(got, is_leaf=_is_leaf)
+    e_leaves, e_def = optree.tree_flatten(expected, is_leaf=_is_leaf)
+    assert g_def == e_def, f"structure {g_def} != {e_def}"
+    for g, e in zip(g_leaves, e_leaves, strict=True):
+        assert isinstance(g, np.ndarray), f"vmap returned {type(g).__name__}, not an ndarray"
+        e = np.asarray(e)
+        assert g.shape == e.shape, f"shape {g.shape} != {e.shape}"
+        assert g.dtype == e.dtype, f"dtype {g.dtype} != {e.dtype}"
+        if e.dtype.kind in "fc":
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, e)
+
+
+def check_vmap(
+    f: Callable, args: Sequence, in_axes: Any = 0, out_axes: Any = 0, rtol: float = 1e-7,
+    atol: float = 1e-9,
+) -> Any:  # fmt: skip
+    """Assert `vmap(f, in_axes, out_axes)(*args)` equals the loop; return the result."""
+    got = vmapx.vmap(f, in_axes=in_axes, out_axes=out_axes)(*args)
+    assert_same(got, loop_reference(f, args, in_axes, out_axes), rtol, atol)
+    return got
+
+
+def check_zero_batch(f: Callable, args: Sequence, in_axes: Any) -> None:
+    """A zero-size batch gives outputs of shape (0, *per-example shape)."""
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    empty = [
+        a if ax is None else np.take(a, np.arange(0), axis=ax)
+        for a, ax in zip(args, axes, strict=True)
+    ]
+    one = [
+        a if ax is None else np.take(a, np.arange(1), axis=ax)
+        for a, ax in zip(args, axes, strict=True)
+    ]
+    got = vmapx.vmap(f, in_axes=in_axes)(*empty)
+    ref = loop_reference(f, one, in_axes)
+    g_leaves = optree.tree_leaves(got, is_leaf=_is_leaf)
+    r_leaves = optree.tree_leaves(ref, is_leaf=_is_leaf)
+    for g, r in zip(g_leaves, r_leaves, strict=True):
+        assert g.shape == (0, *r.shape[1:]), f"{g.shape} vs {(0, *r.shape[1:])}"
+        assert g.dtype == r.dtype, f"{g.dtype} vs {r.dtype}"
+
+
+def in_axes_placements(ndims: Sequence[int]) -> list[tuple]:
+    """Every way to map the arguments: each mapped at its first or last axis, or not
+    mapped; at least one mapped."""
+    options = [[None, 0, nd] if nd > 0 else [None, 0] for nd in ndims]
+    return [p for p in itertools.product(*options) if any(a is not None for a in p)]
+
+
+def batched_args(make: Callable, in_axes: tuple, size: int, rng: np.random.Generator) -> list:
+    """Arguments for a batch of `size` examples, each made by `make(rng)` (a list of
+    per-example arrays); mapped ones are stacked along their in_axes, unmapped ones
+    are taken from the first example."""
+    examples = [make(rng) for _ in range(max(size, 1))]
+    out = []
+    for j, ax in enumerate(in_axes):
+        if ax is None:
+            out.append(examples[0][j])
+            continue
+        stacked = np.stack([e[j] for e in examples], axis=ax)
+        out.append(stacked if size else np.take(stacked, np.arange(0), axis=ax))
+    return out
