@@ -17,6 +17,7 @@ from numpy.testing.overrides import get_overridable_numpy_ufuncs
 import op_table_contractions
 import op_table_indexing
 import op_table_shapes
+import op_table_stats
 from op_spec import Op, _random  # noqa: F401
 
 # -- ufuncs: generated from NumPy's own list ------------------------------------------
@@ -382,5 +383,6 @@ OPS: list[Op] = [
     # one file per family keeps rows next to each other without edit conflicts
     *op_table_shapes.OPS,  # shapes, joins, splits, creation
     *op_table_contractions.OPS,  # contractions, linalg, fft
-    *op_table_indexing.OPS,  # gather/scatter, sorting, statistics, misc
+    *op_table_indexing.OPS,  # gather/scatter, set functions, sorting
+    *op_table_stats.OPS,  # statistics, polynomials, misc numerics
 ]
