@@ -125,14 +125,14 @@ def _check_axes_spec(spec: Any, what: str) -> None:
 
 
 def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
-    leaves, treedef, axes, names = _flatten_args(f, opts.in_axes, args)
-    size = _batch_size(leaves, axes, names, opts.axis_size)
+    leaves, treedef, axes = _flatten_args(f, opts.in_axes, args)
+    size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
     if opts.chunk_size is not None and size > opts.chunk_size:
         return _chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
 
 
-def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list, list]:
+def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list]:
     """Leaves of the arguments, with the batch axis of each (`None` = unmapped)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -144,7 +144,6 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
         )
     prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
-    paths = optree.tree_paths(args, is_leaf=_is_leaf)
     axes: list = []
     for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
         try:
@@ -157,8 +156,7 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
         p_leaves = optree.tree_leaves(p, none_is_leaf=True)
         for ax, sub in zip(p_leaves, subtrees, strict=True):
             axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
-    names = [_path_name(f, path) for path in paths]
-    return leaves, treedef, axes, names
+    return leaves, treedef, axes
 
 
 def _is_leaf(x: Any) -> bool:
@@ -179,7 +177,9 @@ def _arg_name(f: Callable, index: int) -> str:
     return f"argument {index}"
 
 
-def _path_name(f: Callable, path: tuple) -> str:
+def _leaf_name(f: Callable, args: tuple, i: int) -> str:
+    """`argument `x`['w']`: the i-th leaf of the arguments, for messages only."""
+    path = optree.tree_paths(args, is_leaf=_is_leaf)[i]
     name = _arg_name(f, path[0])
     return name + "".join(f"[{k!r}]" for k in path[1:])
 
@@ -188,24 +188,24 @@ def _describe(x: Any) -> str:
     return f"{np.result_type(x) if hasattr(x, 'dtype') else type(x).__name__}{list(np.shape(x))}"
 
 
-def _batch_size(leaves: list, axes: list, names: list, axis_size: int | None) -> int:
+def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | None) -> int:
     sizes = []
-    for leaf, ax, name in zip(leaves, axes, names, strict=True):
+    for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
         if ax is None:
             continue
         if not (hasattr(leaf, "shape") or isinstance(leaf, numbers.Number)):
             raise InAxesError(
-                f"vmap: {name} is a {type(leaf).__name__}, which has no axis to map over; "
+                f"vmap: {name_of(i)} is a {type(leaf).__name__}, which has no axis to map over; "
                 "give it in_axes=None (or pass it as a keyword argument)"
             )
         nd = np.ndim(leaf)
         if not -nd <= ax < max(nd, 0) or nd == 0:
             raise InAxesError(
-                f"vmap: in_axes={ax} is out of range for {name} of shape {tuple(np.shape(leaf))} "
-                f"(ndim {nd}); valid axes are {-nd}..{nd - 1}"
+                f"vmap: in_axes={ax} is out of range for {name_of(i)} of shape "
+                f"{tuple(np.shape(leaf))} (ndim {nd}); valid axes are {-nd}..{nd - 1}"
                 + (" and a 0-d value cannot be mapped: use in_axes=None" if nd == 0 else "")
             )
-        sizes.append((np.shape(leaf)[ax], ax, name, leaf))
+        sizes.append((np.shape(leaf)[ax], ax, i, leaf))
     if not sizes:
         if axis_size is None:
             raise AxisSizeError(
@@ -216,8 +216,8 @@ def _batch_size(leaves: list, axes: list, names: list, axis_size: int | None) ->
     distinct = {s for s, *_ in sizes}
     if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
         lines = "\n".join(
-            f"  * {name} of type {_describe(leaf)} has size {s} along axis {ax}"
-            for s, ax, name, leaf in sizes
+            f"  * {name_of(i)} of type {_describe(leaf)} has size {s} along axis {ax}"
+            for s, ax, i, leaf in sizes
         )
         extra = f"\n  * axis_size={axis_size} was given" if axis_size is not None else ""
         raise AxisSizeError(
