@@ -186,11 +186,22 @@ def unwrap(trace: BatchTrace, x: Any) -> tuple[Any, bool]:
     return x, False
 
 
+_SCALARS = (float, int, bool, complex)
+
+
+def _ndim(x: Any) -> int:
+    """`np.ndim(x)` without NumPy's dispatch for the common cases (hot path)."""
+    if type(x) in _SCALARS:
+        return 0
+    nd = getattr(x, "ndim", None)
+    return np.ndim(x) if nd is None else nd
+
+
 def example_ndim(trace: BatchTrace, x: Any) -> int:
     """Number of axes of `x` as one example sees it."""
     if type(x) is BatchTracer and x._trace is trace:
         return x.val.ndim - 1
-    return np.ndim(x)
+    return _ndim(x)
 
 
 def bcast_batch(trace: BatchTrace, x: Any) -> Any:
@@ -213,13 +224,24 @@ def align_rank(val: Any, example_rank: int, rank: int) -> Any:
 def aligned_operands(trace: BatchTrace, operands: Any) -> list:
     """Operands ready for broadcasting NumPy calls: batched ones get the batch axis
     at the front of the broadcast shape, unbatched ones stay as they are (no copy)."""
-    ranks = [example_ndim(trace, x) for x in operands]
-    rank = max(ranks, default=0)
-    out = []
-    for x, r in zip(operands, ranks, strict=True):
-        v, b = unwrap(trace, x)
-        out.append(align_rank(v, r, rank) if b else v)
-    return out
+    # hot path (every ufunc call): one pass, and no reshape when ranks already agree
+    vals, batched_ranks, rank = [], [], 0
+    for x in operands:
+        if type(x) is BatchTracer and x._trace is trace:
+            v = x.val
+            r = v.ndim - 1
+            batched_ranks.append(r)
+        else:
+            v = x
+            r = _ndim(x)
+            batched_ranks.append(-1)
+        vals.append(v)
+        if r > rank:
+            rank = r
+    for i, r in enumerate(batched_ranks):
+        if 0 <= r < rank:
+            vals[i] = align_rank(vals[i], r, rank)
+    return vals
 
 
 def any_batched(trace: BatchTrace, tree: Any) -> bool:

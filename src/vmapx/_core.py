@@ -103,29 +103,43 @@ def current_level() -> int:
 
 def _check(t: Tracer) -> Trace:
     trace = t._trace
-    if not trace.alive:
-        raise EscapedTracerError(
-            f"A value traced by `{trace.transform}` was used after that "
-            f"`{trace.transform}` call returned (an escaped tracer). Return the value "
-            "from the transformed function instead of storing it in an outer variable."
-        )
-    stack = _state.stack
-    if trace.level > len(stack) or stack[trace.level - 1] is not trace:
+    _check_trace(trace)
+    return trace
+
+
+def _check_trace(trace: Trace) -> None:
+    """Raise unless `trace` is alive and on this thread's stack at its level."""
+    if trace.alive:
+        stack = _state.stack
+        level = trace.level
+        if level <= len(stack) and stack[level - 1] is trace:
+            return
         raise TraceMixError(
             f"A value traced by one `{trace.transform}` call was used inside another "
             "transform it does not belong to (for example a tracer passed between "
             "threads or stored across calls). Pass it in as an argument instead."
         )
-    return trace
+    raise EscapedTracerError(
+        f"A value traced by `{trace.transform}` was used after that "
+        f"`{trace.transform}` call returned (an escaped tracer). Return the value "
+        "from the transformed function instead of storing it in an outer variable."
+    )
+
+
+_SEQUENCES = (list, tuple)
 
 
 def _top_in(seq: Any, best: Trace | None) -> Trace | None:
+    # hot path: every NumPy call on a tracer comes here; each distinct trace is
+    # validated once (the arguments of one call almost always share one trace)
     for a in seq:
         if isinstance(a, Tracer):
-            trace = _check(a)
-            if best is None or trace.level > best.level:
-                best = trace
-        elif type(a) in (list, tuple):
+            trace = a._trace
+            if trace is not best:
+                _check_trace(trace)
+                if best is None or trace.level > best.level:
+                    best = trace
+        elif type(a) in _SEQUENCES:
             best = _top_in(a, best)
     return best
 
@@ -140,7 +154,9 @@ def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
 
 def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
     """Apply `prim` to `args`: the top trace handles it, or plain NumPy runs."""
-    trace = find_top_trace(args, kwargs)
+    trace = _top_in(args, None)
+    if kwargs:
+        trace = _top_in(kwargs.values(), trace)
     if trace is None:
         return prim.impl(*args, **kwargs)
     out = trace.process(prim, args, kwargs)

@@ -1,0 +1,431 @@
+"""Benchmark runner: every workload of BENCHMARKS.md, every method side by side.
+
+    python benchmarks/run.py              # all workloads (what `make bench` runs)
+    python benchmarks/run.py --only w1,w7 --quick
+
+Methods: the Python loop (+ `np.stack`), `np.vectorize`, hand-vectorized NumPy, vmapx,
+`torch.func.vmap`, eager `jax.vmap` and `jax.jit(jax.vmap)` (compile time apart).
+float64 throughout. Each method's result is checked against the loop before it is
+timed; the median of repeats after a warm-up is reported. Writes
+`benchmarks/results.md`, `benchmarks/results.json` and `benchmarks/results.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import sys
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+import optree  # noqa: E402
+
+import overhead  # noqa: E402
+import vmapx  # noqa: E402
+from workloads import WORKLOADS, Workload, compare, loop  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+METHODS = ["loop", "np.vectorize", "hand", "vmapx", "torch.vmap", "jax.vmap", "jax.jit(vmap)"]
+
+
+# -- the optional peers ---------------------------------------------------------------
+
+
+def load_peers() -> dict[str, Any]:
+    peers: dict[str, Any] = {}
+    try:
+        import torch
+
+        peers["torch"] = torch
+    except ImportError:
+        print("torch is not installed: its column stays empty (`make bench` installs it)")
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        peers["jax"], peers["jnp"] = jax, jnp
+    except ImportError:
+        print("jax is not installed: its columns stay empty (`make bench` installs it)")
+    return peers
+
+
+def to_torch(torch: Any, args: tuple) -> tuple:
+    return optree.tree_map(lambda a: torch.from_numpy(np.ascontiguousarray(a)), args)
+
+
+def to_jax(jnp: Any, args: tuple) -> tuple:
+    return optree.tree_map(jnp.asarray, args)
+
+
+# -- timing ---------------------------------------------------------------------------
+
+
+def median_time(thunk: Callable[[], Any], budget: float, min_repeat: int = 3) -> float:
+    """Median seconds of `thunk()` over repeats (after the warm-up done by the caller)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < min_repeat or (time.perf_counter() - start < budget and len(times) < 200):
+        t0 = time.perf_counter()
+        thunk()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def peak_memory(thunk: Callable[[], Any]) -> int:
+    """Peak bytes allocated while `thunk()` runs, beyond what was allocated before."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = thunk()
+        peak = tracemalloc.get_traced_memory()[1]
+        del result
+    finally:
+        tracemalloc.stop()
+    return peak - base
+
+
+class Outcome:
+    """One method on one workload: a time, or why there is none."""
+
+    def __init__(self, seconds: float | None = None, note: str = "") -> None:
+        self.seconds = seconds
+        self.note = note
+        self.compile_seconds: float | None = None
+
+    def as_json(self) -> dict:
+        return {"ms": None if self.seconds is None else self.seconds * 1e3, "note": self.note,
+                "compile_ms": None if self.compile_seconds is None
+                else self.compile_seconds * 1e3}  # fmt: skip
+
+
+def measure(
+    w: Workload, name: str, thunk: Callable[[], Any], expected: Any, budget: float
+) -> Outcome:
+    """Warm up, check against the loop, then time. A vmapx fallback is noted."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", vmapx.PerformanceWarning)
+        try:
+            got = thunk()
+            compare(w, got, expected, name)
+        except AssertionError as e:
+            print(f"  {name}: WRONG RESULT, not timed: {str(e).splitlines()[0]}")
+            return Outcome(note="wrong result")
+        except Exception as e:  # a peer that cannot run this workload
+            print(f"  {name}: failed ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+            return Outcome(note=f"fails: {type(e).__name__}")
+    note = ""
+    fallbacks = [c for c in caught if issubclass(c.category, vmapx.PerformanceWarning)]
+    if fallbacks:
+        note = "loop fallback"
+        print(f"  {name}: {str(fallbacks[0].message)[:160]}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        thunk()
+        return Outcome(median_time(thunk, budget), note)
+
+
+def run_workload(w: Workload, peers: dict, budget: float) -> dict:
+    rng = np.random.default_rng(0)
+    args = w.inputs(rng, w.batch)
+    print(f"{w.key}: {w.title}, B={w.batch}")
+    expected = loop(w, args)
+    out: dict[str, Outcome] = {"loop": Outcome(median_time(lambda: loop(w, args), budget))}
+    if w.signature is not None:
+        vec = np.vectorize(w.example, signature=w.signature)
+        out["np.vectorize"] = measure(w, "np.vectorize", lambda: vec(*args), expected, budget)
+    out["hand"] = measure(w, "hand", lambda: w.hand(*args), expected, budget)
+    memory: dict[str, int] = {"hand": peak_memory(lambda: w.hand(*args))}
+
+    missing = w.missing()
+    if missing:
+        names = ", ".join(f"vmapx.{m}" for m in missing)
+        print(f"  vmapx: skipped, {names} does not exist yet")
+        out["vmapx"] = Outcome(note=f"needs {names}")
+    else:
+        fn = w.vmapx(vmapx)
+        out["vmapx"] = measure(w, "vmapx", lambda: fn(*args), expected, budget)
+        if out["vmapx"].seconds is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+                memory["vmapx"] = peak_memory(lambda: fn(*args))
+
+    if "torch" in peers and w.torch is not None:
+        torch = peers["torch"]
+        targs = to_torch(torch, args)
+        tfn = w.torch(torch)
+        out["torch.vmap"] = measure(w, "torch.vmap", lambda: tfn(*targs), expected, budget)
+    if "jax" in peers and w.jax is not None:
+        jax, jnp = peers["jax"], peers["jnp"]
+        jargs = to_jax(jnp, args)
+        jfn = w.jax(jax, jnp)
+        out["jax.vmap"] = measure(
+            w, "jax.vmap", lambda: jax.block_until_ready(jfn(*jargs)), expected, budget
+        )
+        t0 = time.perf_counter()
+        try:
+            compiled = jax.jit(jfn).lower(*jargs).compile()
+        except Exception as e:
+            print(f"  jax.jit: failed to compile ({type(e).__name__})")
+            out["jax.jit(vmap)"] = Outcome(note="fails to compile")
+        else:
+            compile_s = time.perf_counter() - t0
+            out["jax.jit(vmap)"] = measure(
+                w, "jax.jit(vmap)", lambda: jax.block_until_ready(compiled(*jargs)), expected,
+                budget,
+            )  # fmt: skip
+            out["jax.jit(vmap)"].compile_seconds = compile_s
+    for name in METHODS:
+        o = out.get(name)
+        if o is not None and o.seconds is not None:
+            print(f"  {name:>14}: {o.seconds * 1e3:10.3f} ms  {o.note}")
+    return {"workload": w, "outcomes": out, "memory": memory}
+
+
+# -- the report -----------------------------------------------------------------------
+
+
+def machine_info(peers: dict) -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "vmapx": vmapx.__version__,
+    }
+    if "torch" in peers:
+        torch = peers["torch"]
+        info["torch"] = f"{torch.__version__} ({torch.get_num_threads()} threads)"
+    if "jax" in peers:
+        import jaxlib
+
+        info["jax"] = f"{peers['jax'].__version__} (jaxlib {jaxlib.__version__}, x64)"
+    return info
+
+
+def _ms(o: Outcome | None) -> str:
+    if o is None:
+        return "–"
+    if o.seconds is None:
+        return f"({o.note})"
+    text = f"{o.seconds * 1e3:.3g}"
+    if o.compile_seconds is not None:
+        text += f" (+{o.compile_seconds * 1e3:.0f} compile)"
+    if o.note:
+        text += f" ({o.note})"
+    return text
+
+
+def ratio(a: Outcome | None, b: Outcome | None) -> float | None:
+    if a is None or b is None or a.seconds is None or b.seconds is None:
+        return None
+    return a.seconds / b.seconds
+
+
+def _r(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def _holds(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def targets(results: list[dict], op_rows: list[dict]) -> list[tuple[str, str, bool | None]]:
+    """(target, detail, met) for each target of the issue."""
+    rows: list[tuple[str, str, bool | None]] = []
+    for r in results:
+        w, o = r["workload"], r["outcomes"]
+        limit = 2.0 if w.overhead_bound else 1.2
+        vh = ratio(o["vmapx"], o["hand"])
+        rows.append(
+            (f"{w.key}: vmapx ≤ {limit}× hand", _r(vh), None if vh is None else vh <= limit)
+        )
+        for peer in ("torch.vmap", "jax.vmap"):
+            vp = ratio(o["vmapx"], o.get(peer))
+            rows.append(
+                (f"{w.key}: vmapx faster than {peer}", _r(vp), None if vp is None else vp < 1)
+            )
+        mem = r["memory"]
+        if "vmapx" in mem:
+            m = mem["vmapx"] / max(mem["hand"], 1)
+            rows.append((f"{w.key}: peak memory ≤ 1.2× hand", _r(m), m <= 1.2))
+    for row in op_rows:
+        if "grad" not in row["op"]:
+            rows.append((f"overhead {row['op']} ≤ 5 µs", f"{row['added_us']:.2f} µs",
+                         row["added_us"] <= 5.0))  # fmt: skip
+    return rows
+
+
+def write_markdown(path: Path, info: dict, results: list[dict], op_rows: list[dict]) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        "Produced by `make bench` (`python benchmarks/run.py`). Medians in milliseconds",
+        "(float64, after warm-up; every result checked against the loop first).",
+        "",
+        *[f"- {k}: {v}" for k, v in info.items()],
+        "",
+        "## Times (ms)",
+        "",
+        "| id | workload | B | " + " | ".join(METHODS) + " |",
+        "|---|---|---|" + "---|" * len(METHODS),
+    ]
+    for r in results:
+        w, o = r["workload"], r["outcomes"]
+        cells = [_ms(o.get(m)) if m in o else "–" for m in METHODS]
+        lines.append(f"| {w.key} | {w.title} | {w.batch} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Ratios (lower is better for vmapx)",
+        "",
+        "| id | vmapx / hand | vmapx / torch.vmap | vmapx / jax.vmap | vmapx / jax.jit(vmap) "
+        "| peak MiB hand | peak MiB vmapx | memory vmapx / hand |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        o, mem = r["outcomes"], r["memory"]
+        v = o["vmapx"]
+        mem_h = mem["hand"] / 2**20
+        mem_v = mem.get("vmapx")
+        cells = [
+            _r(ratio(v, o["hand"])),
+            _r(ratio(v, o.get("torch.vmap"))),
+            _r(ratio(v, o.get("jax.vmap"))),
+            _r(ratio(v, o.get("jax.jit(vmap)"))),
+            f"{mem_h:.2f}",
+            "–" if mem_v is None else f"{mem_v / 2**20:.2f}",
+            "–" if mem_v is None else _r(mem_v / max(mem["hand"], 1)),
+        ]
+        lines.append(f"| {r['workload'].key} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Per-op overhead on tiny arrays (µs per NumPy call)",
+        "",
+        f"A chain of {overhead.N_OPS} calls on a batch of {overhead.BATCH} examples of shape "
+        "(4, 4); slope over the chain length, so the fixed cost of a `vmap` call is apart.",
+        "",
+        "| operation | vmapx | the NumPy call itself | added by vmapx | fixed cost per call |",
+        "|---|---|---|---|---|",
+    ]
+    for row in op_rows:
+        lines.append(
+            f"| {row['op']} | {row['vmapx_us']:.2f} | {row['numpy_us']:.2f} | "
+            f"{row['added_us']:.2f} | {row['fixed_us']:.1f} |"
+        )
+    if not any("grad" in row["op"] for row in op_rows):
+        lines.append("| under vmap(grad) | (needs `vmapx.grad`) | | | |")
+    lines += ["", "## Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for name, detail, met in targets(results, op_rows):
+        lines.append(f"| {name} | {detail} | {'–' if met is None else ('yes' if met else 'NO')} |")
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    return text
+
+
+def write_chart(path: Path, results: list[dict]) -> None:
+    """Grouped bars: each method's time relative to hand-vectorized NumPy (log scale)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart")
+        return
+    shown = ["loop", "hand", "vmapx", "torch.vmap", "jax.vmap", "jax.jit(vmap)"]
+    keys = [r["workload"].key for r in results]
+    fig, ax = plt.subplots(figsize=(12, 4.8))
+    width = 0.8 / len(shown)
+    for j, m in enumerate(shown):
+        xs, ys = [], []
+        for i, r in enumerate(results):
+            q = ratio(r["outcomes"].get(m), r["outcomes"]["hand"])
+            if q is not None:
+                xs.append(i + (j - (len(shown) - 1) / 2) * width)
+                ys.append(q)
+        ax.bar(xs, ys, width, label=m)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(keys)), keys)
+    ax.set_ylabel("time / hand-vectorized NumPy (log)")
+    ax.set_title("vmapx benchmarks (float64, median; lower is better)")
+    ax.legend(ncol=len(shown), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated workload ids (prefixes), e.g. w1,w6")
+    parser.add_argument("--quick", action="store_true", help="short timing budget")
+    parser.add_argument("--out", type=Path, default=HERE, help="folder for the results")
+    opts = parser.parse_args(argv)
+
+    peers = load_peers()
+    info = machine_info(peers)
+    for k, v in info.items():
+        print(f"{k}: {v}")
+    budget = 0.1 if opts.quick else 0.5
+    chosen = WORKLOADS
+    if opts.only:
+        prefixes = opts.only.split(",")
+        chosen = [w for w in WORKLOADS if any(w.key.startswith(p) for p in prefixes)]
+    results = [run_workload(w, peers, budget) for w in chosen]
+
+    print("per-op overhead ...")
+    rng = np.random.default_rng(0)
+    op_rows = overhead.vmap_overhead(rng)
+    grad_row = overhead.grad_overhead(rng)
+    if grad_row is not None:
+        op_rows.append(grad_row)
+
+    opts.out.mkdir(parents=True, exist_ok=True)
+    text = write_markdown(opts.out / "results.md", info, results, op_rows)
+    write_chart(opts.out / "results.png", results)
+    payload = {
+        "info": info,
+        "workloads": {
+            r["workload"].key: {
+                "batch": r["workload"].batch,
+                "times": {m: o.as_json() for m, o in r["outcomes"].items()},
+                "peak_bytes": r["memory"],
+            }
+            for r in results
+        },
+        "overhead_us": op_rows,
+    }
+    (opts.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n")
+    print()
+    print(text)
+    wrong = [r["workload"].key for r in results if r["outcomes"]["vmapx"].note == "wrong result"]
+    if wrong:
+        print(f"vmapx gave a wrong result on {', '.join(wrong)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

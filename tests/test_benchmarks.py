@@ -1,0 +1,36 @@
+"""The benchmark workloads at tiny sizes: vmapx and the hand-vectorized NumPy each
+give the loop's answer (the check `make bench` makes before it times anything)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vmapx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from workloads import WORKLOADS, Workload, compare, loop  # noqa: E402
+
+TINY = 3
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+def test_hand_equals_loop(w: Workload) -> None:
+    args = w.inputs(np.random.default_rng(0), TINY)
+    compare(w, w.hand(*args), loop(w, args), "hand")
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+def test_vmapx_equals_loop(w: Workload) -> None:
+    missing = w.missing()
+    if missing:
+        pytest.skip(f"needs vmapx.{', vmapx.'.join(missing)}")
+    args = w.inputs(np.random.default_rng(0), TINY)
+    with warnings.catch_warnings():  # correctness here; speed is `make bench`'s business
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = w.vmapx(vmapx)(*args)
+    compare(w, got, loop(w, args), "vmapx")
