@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import Tracer, bind
 from . import _dispatch
-from ._dispatch import FUNCTIONS, ufunc_primitive
+from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
 GETITEM = _dispatch.Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
@@ -35,7 +35,8 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         new = bind(ufunc_primitive(ufunc, "at"), (target, *rest), kwargs)
         assign(target, new)
         return None
-    result = bind(ufunc_primitive(ufunc, method), inputs, kwargs)
+    prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
+    result = bind(prim, inputs, kwargs)
     if out is None or all(o is None for o in out):
         return result
     if len(out) == 1:
@@ -195,9 +196,16 @@ def _rdivmod(self: Tracer, other: Any) -> Any:
 # -- methods: each forwards to the NumPy function, which dispatches back here -----
 
 
+def _call(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """`func(*args, **kwargs)` for a NumPy function of a tracer, dispatched directly."""
+    return _array_function(None, func, None, args, kwargs)
+
+
 def _forward(func: Any) -> Any:
+    # straight to our `__array_function__`: what NumPy's dispatch would end up calling,
+    # without its search for overriding arguments (a good part of a method's cost)
     def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
-        return func(self, *args, **kwargs)
+        return _array_function(self, func, None, (self, *args), kwargs)
 
     method.__name__ = func.__name__
     method.__doc__ = f"`ndarray.{func.__name__}`: same as `np.{func.__name__}(x, ...)`."
@@ -218,11 +226,11 @@ def _shape_args(args: tuple) -> Any:
 
 
 def _reshape(self: Tracer, *shape: Any, order: str = "C", copy: Any = None) -> Any:
-    return np.reshape(self, _shape_args(shape), order=order)
+    return _call(np.reshape, self, _shape_args(shape), order=order)
 
 
 def _transpose(self: Tracer, *axes: Any) -> Any:
-    return np.transpose(self, _shape_args(axes) if axes else None)
+    return _call(np.transpose, self, _shape_args(axes) if axes else None)
 
 
 def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
@@ -241,11 +249,11 @@ def _flatten(self: Tracer, order: str = "C") -> Any:
 
 
 def _ravel(self: Tracer, order: str = "C") -> Any:
-    return np.ravel(self, order=order)
+    return _call(np.ravel, self, order=order)
 
 
 def _squeeze(self: Tracer, axis: Any = None) -> Any:
-    return np.squeeze(self, axis=axis)
+    return _call(np.squeeze, self, axis=axis)
 
 
 def _conj(self: Tracer) -> Any:
@@ -282,8 +290,8 @@ def _deepcopy(self: Tracer, memo: Any) -> Any:
 
 
 _PROPERTIES = {
-    "T": lambda self: np.transpose(self),
-    "mT": lambda self: np.swapaxes(self, -1, -2),
+    "T": lambda self: _call(np.transpose, self),
+    "mT": lambda self: _call(np.swapaxes, self, -1, -2),
     "real": lambda self: np.real(self),
     "imag": lambda self: np.imag(self),
     "itemsize": lambda self: self.dtype.itemsize,
