@@ -2,6 +2,7 @@
 
     python benchmarks/run.py              # all workloads (what `make bench` runs)
     python benchmarks/run.py --only w1,w7 --quick
+    python benchmarks/run.py --threads 0  # each library's default threads (default: 1)
 
 Methods: the Python loop (+ `np.stack`), `np.vectorize`, hand-vectorized NumPy, vmapx,
 `torch.func.vmap`, eager `jax.vmap` and `jax.jit(jax.vmap)` (compile time apart).
@@ -26,6 +27,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+
+def _threads_from_argv(argv: list[str]) -> int:
+    """`--threads N` (read before NumPy is imported: BLAS reads its threads at import)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 1
+
+
+THREADS = _threads_from_argv(sys.argv)
+if THREADS > 0:  # every library on the same number of threads: a per-core comparison
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(THREADS)
+    if THREADS == 1:
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+            " intra_op_parallelism_threads=1"
+        ).strip()
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -48,6 +69,8 @@ def load_peers() -> dict[str, Any]:
     try:
         import torch
 
+        if THREADS > 0:
+            torch.set_num_threads(THREADS)
         peers["torch"] = torch
     except ImportError:
         print("torch is not installed: its column stays empty (`make bench` installs it)")
@@ -214,6 +237,7 @@ def machine_info(peers: dict) -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "vmapx": vmapx.__version__,
+        "threads": f"{THREADS} per library (BLAS, torch, XLA)" if THREADS else "defaults",
     }
     if "torch" in peers:
         torch = peers["torch"]
@@ -248,8 +272,10 @@ def _r(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
-def _holds(value: float | None, limit: float) -> bool | None:
-    return None if value is None else value <= limit
+def _holds(value: float | None, limit: float, strict: bool = False) -> bool | None:
+    if value is None:
+        return None
+    return value < limit if strict else value <= limit
 
 
 def targets(results: list[dict], op_rows: list[dict]) -> list[tuple[str, str, bool | None]]:
@@ -382,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated workload ids (prefixes), e.g. w1,w6")
     parser.add_argument("--quick", action="store_true", help="short timing budget")
     parser.add_argument("--out", type=Path, default=HERE, help="folder for the results")
+    parser.add_argument(
+        "--threads", type=int, default=1,
+        help="threads for every library (BLAS, torch, XLA); 0 keeps each one's default",
+    )  # fmt: skip
     opts = parser.parse_args(argv)
 
     peers = load_peers()

@@ -9,6 +9,7 @@ down, and wrap batched results with `trace.wrap`.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +49,7 @@ class BatchTracer(Tracer):
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.val.shape[1:])
 
     def _become(self, other: Tracer) -> None:
         self.val = other.val

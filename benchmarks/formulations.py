@@ -1,0 +1,132 @@
+"""Faster NumPy formulations a batching rule could choose, measured side by side.
+
+    python benchmarks/formulations.py
+
+Each row is one NumPy computation that a vmapx rule performs on a benchmark workload,
+in the form the rule uses now and in a faster form that gives the same values
+(checked before timing, bitwise where the row says so). Times are the fastest of
+repeats, in milliseconds; peak memory from tracemalloc, in MiB.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+rng = np.random.default_rng(0)
+
+
+def best_ms(fn: Callable[[], Any], repeat: int = 7) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times) * 1e3
+
+
+def peak_mib(fn: Callable[[], Any]) -> float:
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    out = fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del out
+    return (peak - base) / 2**20
+
+
+def column_sum(v: Any) -> Any:
+    """Sum over a short last axis (fewer than 8 entries) as adds of its columns: the
+    same additions in the same order as NumPy's reduction, so bitwise equal."""
+    out = v[..., 0] + v[..., 1]
+    for j in range(2, v.shape[-1]):
+        out += v[..., j]
+    return out
+
+
+def rows() -> list[tuple[str, str, Callable, Callable, bool]]:
+    """(where, what, current form, proposed form, bitwise equal?)"""
+    x7 = rng.standard_normal((100_000, 4))
+    x8, y8 = rng.standard_normal((2048, 3)), rng.standard_normal((512, 3))
+    d8 = (y8[None] - x8[:, None]) ** 2
+    x2, w2 = rng.standard_normal((4096, 32)), rng.standard_normal((64, 32))
+    x9, w9 = rng.standard_normal((256, 784)), rng.standard_normal((784, 128))
+    a5 = rng.standard_normal((100, 16, 16))
+    return [
+        ("w7, reductions", "sum over a length-4 axis of (100000, 4)",
+         lambda: x7.sum(axis=1), lambda: column_sum(x7), True),
+        ("w8, reductions", "sum over the length-3 axis of (2048, 512, 3)",
+         lambda: d8.sum(axis=-1), lambda: column_sum(d8), True),
+        ("w2, matmul rule", "unbatched W (64,32) @ batched x (32,), B=4096",
+         lambda: np.matmul(w2, x2[:, :, None])[..., 0], lambda: x2 @ w2.T, False),
+        ("w9, matmul rule", "batched x (784,) @ unbatched W (784,128), B=256",
+         lambda: np.matmul(x9[:, None, :], w9)[:, 0], lambda: x9 @ w9, False),
+        ("w5, contractions", "tensordot(a, a, 0), a (16,16), B=100: loop vs broadcast",
+         lambda: np.stack([np.tensordot(a, a, 0) for a in a5]),
+         lambda: a5[:, :, :, None, None] * a5[:, None, None, :, :], True),
+        ("w8, fusion", "distances: broadcast form vs |x|^2 + |y|^2 - 2 x.y",
+         lambda: np.sqrt(((y8[None] - x8[:, None]) ** 2).sum(-1)),
+         lambda: np.sqrt(np.maximum(
+             (x8**2).sum(1)[:, None] + (y8**2).sum(1)[None] - 2 * x8 @ y8.T, 0.0)),
+         False),
+    ]  # fmt: skip
+
+
+def memory_rows() -> list[tuple[str, str, Callable, Callable]]:
+    """Peak memory: a rule that writes into a temporary it alone holds (what NumPy's
+    own temporary elision does for `(a - b) ** 2` in plain code) against a new array."""
+    x8, y8 = rng.standard_normal((2048, 3)), rng.standard_normal((512, 3))
+    x7 = rng.standard_normal((100_000, 4))
+
+    def w8_new() -> Any:
+        d = np.subtract(y8[None], x8[:, None])
+        sq = np.power(d, 2)  # what a rule does now: `d` is held by its tracer
+        return np.sqrt(sq.sum(-1))
+
+    def w8_reuse() -> Any:
+        d = np.subtract(y8[None], x8[:, None])
+        np.power(d, 2, out=d)
+        return np.sqrt(d.sum(-1))
+
+    def w7_new() -> Any:
+        s = x7.sum(axis=1)
+        return np.multiply(s, 2)
+
+    def w7_reuse() -> Any:
+        s = x7.sum(axis=1)
+        return np.multiply(s, 2, out=s)
+
+    return [
+        ("w8", "(Y - x) ** 2 then sum", w8_new, w8_reuse),
+        ("w7", "x.sum() * 2", w7_new, w7_reuse),
+    ]
+
+
+def main() -> None:
+    print("| workload, rule | computation | now (ms) | proposed (ms) | speed-up | bitwise |")
+    print("|---|---|---|---|---|---|")
+    for where, what, now, new, bitwise in rows():
+        a, b = now(), new()
+        if bitwise:
+            assert np.array_equal(a, b), what
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9, err_msg=what)
+        t_now, t_new = best_ms(now), best_ms(new)
+        print(f"| {where} | {what} | {t_now:.3f} | {t_new:.3f} | {t_now / t_new:.1f}x | "
+              f"{'yes' if bitwise else 'no (rounding)'} |")  # fmt: skip
+    print()
+    print("| workload | computation | peak MiB, new array | peak MiB, reuse temporary |")
+    print("|---|---|---|---|")
+    for where, what, now, new in memory_rows():
+        np.testing.assert_array_equal(now(), new())
+        print(f"| {where} | {what} | {peak_mib(now):.2f} | {peak_mib(new):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
