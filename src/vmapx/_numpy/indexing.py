@@ -22,7 +22,7 @@ from .._batching import (
     is_batched,
     unwrap,
 )
-from .._core import Tracer
+from .._core import Tracer, bind
 from ._dispatch import defbatch
 from ._tracer_api import GETITEM, SETITEM
 
@@ -39,29 +39,43 @@ def _is_bool_array(c: Any) -> bool:
     return _is_array(c) and c.dtype == np.bool_
 
 
-def _components(trace: BatchTrace, ndim: int, idx: Any) -> list:
-    """One example's index as a list of components, one per consumed axis or `None`.
+def _has_tracer(seq: list) -> bool:
+    return any(isinstance(e, Tracer) or (isinstance(e, list) and _has_tracer(e)) for e in seq)
 
-    Ellipsis is expanded, lists become arrays, unbatched boolean masks become the
-    integer arrays of their `nonzero()`.
-    """
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    comps = [np.asarray(c) if isinstance(c, list) else c for c in idx]
-    consumed = sum(
-        c.ndim if _is_bool_array(c) else 0 if c is None or c is Ellipsis else 1 for c in comps
-    )
-    out: list = []
-    for c in comps:
-        if c is Ellipsis:
-            out.extend([slice(None)] * (ndim - consumed))
-        elif _is_bool_array(c) and not is_batched(trace, c):
-            out.extend(np.nonzero(c) if c.ndim else [c])
-        else:
-            out.append(c)
-    if not any(c is Ellipsis for c in comps):
-        out.extend([slice(None)] * (ndim - consumed))
-    return out
+
+def _list_index(c: list) -> Any:
+    """A list in an index is an array (NumPy's rule); one holding tracers is stacked."""
+    if _has_tracer(c):
+        return np.stack([_list_index(e) if isinstance(e, list) else e for e in c])
+    return np.asarray(c, dtype=np.intp) if len(c) == 0 else np.asarray(c)
+
+
+def _as_component(c: Any) -> Any:
+    if isinstance(c, list):
+        return _list_index(c)
+    if isinstance(c, bool | np.bool_):  # a 0-d boolean index: an advanced index
+        return np.asarray(c)
+    return c
+
+
+def _consumes(c: Any) -> int:
+    """How many axes of the indexed array a component consumes."""
+    if c is None or c is Ellipsis:
+        return 0
+    return c.ndim if _is_bool_array(c) else 1
+
+
+def _components(trace: BatchTrace, ndim: int, idx: Any) -> list:
+    """One example's index as a list of components: lists become arrays, Ellipsis and
+    the implicit trailing `:` become explicit slices (so positions can be counted)."""
+    comps = [_as_component(c) for c in (idx if isinstance(idx, tuple) else (idx,))]
+    free = ndim - sum(_consumes(c) for c in comps)
+    if sum(c is Ellipsis for c in comps) != 1:
+        return comps + [slice(None)] * max(free, 0)
+    at = next(i for i, c in enumerate(comps) if c is Ellipsis)
+    # an Ellipsis standing for no axis stays: it still separates advanced indices
+    fill = [slice(None)] * free if free > 0 else [Ellipsis]
+    return [*comps[:at], *fill, *comps[at + 1 :]]
 
 
 def _result_dims(c: Any) -> int:
@@ -69,9 +83,25 @@ def _result_dims(c: Any) -> int:
     return 1 if isinstance(c, slice) or c is None else 0
 
 
-def batched_index(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None]:
-    """`(index, perm)`: index the batched value with `index`, then transpose the
-    result by `perm` (when not None) to get the batch-front per-example layout."""
+def _adv_rank(trace: BatchTrace, c: Any) -> int:
+    """Rank an advanced component adds to the broadcast index shape: a boolean mask
+    counts as its `nonzero()` (one axis), an integer as none."""
+    if _is_bool_array(c):
+        return 1
+    return example_ndim(trace, c) if _is_array(c) else 0
+
+
+def _plan(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None, int]:
+    """`(index, perm, region_rank)`: index the batched value with `index`, then
+    transpose by `perm` (when not None) to get the batch-front per-example layout of
+    a result with `region_rank` axes per example.
+
+    Advanced indices broadcast per example; NumPy puts their axes where the first one
+    is when they are adjacent, else first. A batched index array gets the batch axis
+    in front and is paired with `arange(B)` on the batch axis, so the batch axis of
+    the result is an advanced axis too: `perm` moves the axes back where one example's
+    indexing puts them.
+    """
     comps = _components(trace, ndim, idx)
     if any(is_batched(trace, c) and c.dtype == np.bool_ for c in comps):
         raise trace.concretization(
@@ -82,95 +112,171 @@ def batched_index(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple 
     has_arrays = any(_is_array(c) for c in comps)
     adv = [i for i, c in enumerate(comps) if _is_array(c) or (has_arrays and _is_int(c))]
     adjacent = not adv or adv[-1] - adv[0] + 1 == len(adv)
+    rank = max((_adv_rank(trace, comps[i]) for i in adv), default=0)
+    basic = sum(_result_dims(c) for c in comps)
+    region_rank = rank + basic
     if not any(is_batched(trace, c) for c in comps):
         if has_arrays and not adjacent:  # NumPy put the advanced dims before the batch
-            adv_nd = max(np.ndim(comps[i]) for i in adv)
-            perm = (adv_nd, *range(adv_nd), *range(adv_nd + 1, _result_ndim(comps, adv) + 1))
-            return (slice(None), *comps), perm
-        return (slice(None), *comps), None
-    rank = max(example_ndim(trace, comps[i]) for i in adv)
+            perm = (rank, *range(rank), *range(rank + 1, region_rank + 1))
+            return (slice(None), *comps), perm, region_rank
+        return (slice(None), *comps), None, region_rank
     arange = np.arange(trace.axis_size).reshape((-1,) + (1,) * rank)
     for i in adv:
         v, b = unwrap(trace, comps[i])
         comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
     index = (arange, *comps)
     if not adjacent or adv[0] == 0:
-        return index, None
+        return index, None, region_rank
     before = sum(_result_dims(c) for c in comps[: adv[0]])
-    total = 1 + rank + sum(_result_dims(c) for c in comps)
     perm = (
         0,
         *range(1 + rank, 1 + rank + before),
         *range(1, 1 + rank),
-        *range(1 + rank + before, total),
+        *range(1 + rank + before, 1 + region_rank),
     )
+    return index, perm, region_rank
+
+
+def batched_index(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None]:
+    """`(index, perm)`: index the batched value with `index`, then transpose the
+    result by `perm` (when not None) to get the batch-front per-example layout."""
+    index, perm, _ = _plan(trace, ndim, idx)
     return index, perm
 
 
-def _result_ndim(comps: list, adv: list) -> int:
-    adv_nd = max(np.ndim(comps[i]) for i in adv) if adv else 0
-    return adv_nd + sum(_result_dims(c) for c in comps)
+_NO_VALUE = object()
+
+
+def _at(trace: BatchTrace, tree: Any, i: int) -> Any:
+    """Example `i` of every value of this trace in `tree` (index tuples, lists)."""
+    if is_batched(trace, tree):
+        return tree.val[i]
+    if isinstance(tree, tuple | list):
+        return type(tree)(_at(trace, t, i) for t in tree)
+    return tree
+
+
+def _example_error(trace: BatchTrace, x: Any, idx: Any, value: Any) -> BaseException | None:
+    """NumPy's own error for the first example whose indexing fails (its message names
+    the example's axes, not the batched value's)."""
+    batched = any(is_batched(trace, t) for t in (idx if isinstance(idx, tuple) else (idx,)))
+    batched = batched or is_batched(trace, value)
+    shape = x.shape if isinstance(x, Tracer) else np.shape(x)
+    for i in range(trace.axis_size if batched else 1):
+        example = np.zeros(shape, dtype=np.result_type(x))
+        try:
+            if value is _NO_VALUE:
+                example[_at(trace, idx, i)]
+            else:
+                example[_at(trace, idx, i)] = _at(trace, value, i)
+        except (IndexError, ValueError, TypeError) as e:
+            return e
+    return None
+
+
+def _checked(trace: BatchTrace, run: Any, x: Any, idx: Any, value: Any = _NO_VALUE) -> Any:
+    """Run the batched indexing; an error is re-raised as one example raises it."""
+    try:
+        return run()
+    except (IndexError, ValueError):
+        err = _example_error(trace, x, idx, value)
+        if err is None:
+            raise
+        raise err from None
 
 
 def getitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     x, idx = args
-    index, perm = batched_index(trace, example_ndim(trace, x), idx)
-    out = bcast_batch(trace, x)[index]
+    index, perm, _ = _plan(trace, example_ndim(trace, x), idx)
+    # bind, not `[]`: the index may hold tracers of an outer vmap
+    out = _checked(trace, lambda: bind(GETITEM, (bcast_batch(trace, x), index), {}), x, idx)
     return trace.wrap(out if perm is None else out.transpose(perm))
 
 
 def setitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     x, idx, value = args
     nd = example_ndim(trace, x)
-    mask = _batched_mask(trace, idx)
-    if mask is not None:
-        return _masked_update(trace, x, mask, value)
-    index, perm = batched_index(trace, nd, idx)
-    out = bcast_batch(trace, x).copy()
+    _check_mask_value(trace, nd, idx, value)
+    masked = _batched_mask_write(trace, x, nd, idx, value)
+    if masked is not None:
+        return masked
+    index, perm, region_rank = _plan(trace, nd, idx)
+    base = bcast_batch(trace, x)
+
+    def run() -> Any:
+        v = _value_layout(trace, value, region_rank, perm)
+        return bind(SETITEM, (base, index, v), {})
+
+    return trace.wrap(_checked(trace, run, x, idx, value))
+
+
+def _value_layout(trace: BatchTrace, value: Any, rank: int, perm: tuple | None) -> Any:
+    """The value to write, laid out to broadcast against the batched region: its
+    per-example axes aligned to the region's `rank` and transposed like the region."""
     v, vb = unwrap(trace, value)
-    if perm is None and not vb:
-        out[index] = v
-        return trace.wrap(out)
-    # the written region's batched shape; a broadcast dummy makes basic indexing free
-    region = np.broadcast_to(np.zeros((), dtype=np.bool_), out.shape)[index].shape
-    desired = region if perm is None else tuple(region[p] for p in perm)
-    if vb:
-        v = align_rank(v, example_ndim(trace, value), len(desired) - 1)
-    if perm is not None:
-        v = np.broadcast_to(v, desired).transpose(np.argsort(perm))
-    out[index] = v
+    shape = tuple(v.shape[1:]) if vb else np.shape(v)
+    extra = len(shape) - rank
+    if extra > 0 and all(d == 1 for d in shape[:extra]):  # NumPy drops leading 1s
+        shape = shape[extra:]
+    if len(shape) > rank:  # the caller reports the example's own error
+        raise ValueError("value has more dimensions than the indexed region")
+    if not vb and perm is None:
+        return v
+    lead = (v.shape[0],) if vb else (1,)
+    v = np.reshape(v, (*lead, *(1,) * (rank - len(shape)), *shape))
+    return v if perm is None else v.transpose(np.argsort(perm))
+
+
+def _check_mask_value(trace: BatchTrace, nd: int, idx: Any, value: Any) -> None:
+    """NumPy's rule for `x[mask] = v` with one mask over all axes: `v` is 0-d or 1-d."""
+    comps = idx if isinstance(idx, tuple) else (idx,)
+    vnd = example_ndim(trace, value)
+    if len(comps) == 1 and _is_bool_array(comps[0]) and comps[0].ndim == nd and vnd > 1:
+        raise TypeError(
+            "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, "
+            f"input has {vnd} dimensions"
+        )
+
+
+def _is_full(c: Any) -> bool:
+    return c is Ellipsis or (isinstance(c, slice) and c == slice(None))
+
+
+def _batched_mask_write(trace: BatchTrace, x: Any, nd: int, idx: Any, value: Any) -> Any:
+    """`x[mask] = value` with a batched boolean `mask` (after full slices or `...`) and
+    one value: a boolean write into the batched value. None when no mask is batched."""
+    comps = [_as_component(c) for c in (idx if isinstance(idx, tuple) else (idx,))]
+    masks = [i for i, c in enumerate(comps) if is_batched(trace, c) and c.dtype == np.bool_]
+    if not masks:
+        return None
+    at = masks[0]
+    others = comps[:at] + comps[at + 1 :]
+    if len(masks) > 1 or np.size(value) != 1 or not all(_is_full(c) for c in others):
+        raise trace.concretization(
+            "index assignment through a batched boolean mask combined with other indices, "
+            "or of more than one value (how many values are taken depends on the data)",
+            "use `x = np.where(mask, values, x)` with `values` shaped like `x`",
+        )
+    mask = comps[at].val
+    mshape = mask.shape[1:]
+    after = comps[at + 1 :]
+    k = nd - len(mshape) - len(after) if any(c is Ellipsis for c in comps[:at]) else at
+    shape = _example_shape(trace, x)
+    full_mask = np.broadcast_to(
+        mask.reshape((mask.shape[0],) + (1,) * k + mshape), (mask.shape[0], *shape[:k], *mshape)
+    )
+    v, vb = unwrap(trace, value)
+    if vb:  # one value per example: gather the value of each selected element
+        v = np.broadcast_to(v.reshape((v.shape[0],) + (1,) * (k + len(mshape))), full_mask.shape)
+        v = v[full_mask].reshape((-1,) + (1,) * (nd - k - len(mshape)))
+    base = bcast_batch(trace, x)
+    out = _checked(trace, lambda: bind(SETITEM, (base, full_mask, v), {}), x, idx, value)
     return trace.wrap(out)
 
 
-def _batched_mask(trace: BatchTrace, idx: Any) -> Any:
-    comps = idx if isinstance(idx, tuple) else (idx,)
-    if any(is_batched(trace, c) and c.dtype == np.bool_ for c in comps):
-        if len(comps) != 1:
-            raise trace.concretization(
-                "index assignment with a batched boolean mask combined with other indices",
-                "use `x = np.where(mask, value, x)`",
-            )
-        return comps[0]
-    return None
-
-
-def _masked_update(trace: BatchTrace, x: Any, mask: Any, value: Any) -> Any:
-    """`x[mask] = value` with a batched mask: `np.where` when `value` is a scalar."""
-    if np.size(value) != 1:
-        raise trace.concretization(
-            "index assignment of an array through a batched boolean mask (how many values "
-            "are taken depends on the data)",
-            "use `x = np.where(mask, values, x)` with `values` shaped like `x`",
-        )
-    nd = example_ndim(trace, x)
-    m = mask.val.reshape(mask.val.shape + (1,) * (nd - mask.ndim))
-    v, vb = unwrap(trace, value)
-    if vb:
-        v = v.reshape((-1,) + (1,) * nd)
-    else:
-        v = np.reshape(v, ())
-    xv = bcast_batch(trace, x)
-    return trace.wrap(np.where(m, v, xv).astype(xv.dtype, copy=False))
+def _example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
+    v, b = unwrap(trace, x)
+    return tuple(v.shape[1:]) if b else tuple(np.shape(v))
 
 
 batch_rules[GETITEM] = getitem_rule
