@@ -55,21 +55,19 @@ def rows() -> list[tuple[str, str, Callable, Callable, bool]]:
     x7 = rng.standard_normal((100_000, 4))
     x8, y8 = rng.standard_normal((2048, 3)), rng.standard_normal((512, 3))
     d8 = (y8[None] - x8[:, None]) ** 2
-    x2, w2 = rng.standard_normal((4096, 32)), rng.standard_normal((64, 32))
-    x9, w9 = rng.standard_normal((256, 784)), rng.standard_normal((784, 128))
-    a5 = rng.standard_normal((100, 16, 16))
+    a5, a8 = rng.standard_normal((100, 16, 16)), rng.standard_normal((100, 8, 8))
+    r5, r8 = a5.reshape(100, -1), a8.reshape(100, -1)
     return [
         ("w7, reductions", "sum over a length-4 axis of (100000, 4)",
          lambda: x7.sum(axis=1), lambda: column_sum(x7), True),
         ("w8, reductions", "sum over the length-3 axis of (2048, 512, 3)",
          lambda: d8.sum(axis=-1), lambda: column_sum(d8), True),
-        ("w2, matmul rule", "unbatched W (64,32) @ batched x (32,), B=4096",
-         lambda: np.matmul(w2, x2[:, :, None])[..., 0], lambda: x2 @ w2.T, False),
-        ("w9, matmul rule", "batched x (784,) @ unbatched W (784,128), B=256",
-         lambda: np.matmul(x9[:, None, :], w9)[:, 0], lambda: x9 @ w9, False),
-        ("w5, contractions", "tensordot(a, a, 0), a (16,16), B=100: loop vs broadcast",
-         lambda: np.stack([np.tensordot(a, a, 0) for a in a5]),
-         lambda: a5[:, :, :, None, None] * a5[:, None, None, :, :], True),
+        ("w5, contractions", "outer product of batched a (8,8): broadcast vs einsum",
+         lambda: a8[:, :, :, None, None] * a8[:, None, None, :, :],
+         lambda: np.einsum("bi,bj->bij", r8, r8).reshape(a8.shape + a8.shape[1:]), True),
+        ("w5, contractions", "outer product of batched a (16,16): broadcast vs einsum",
+         lambda: a5[:, :, :, None, None] * a5[:, None, None, :, :],
+         lambda: np.einsum("bi,bj->bij", r5, r5).reshape(a5.shape + a5.shape[1:]), True),
         ("w8, fusion", "distances: broadcast form vs |x|^2 + |y|^2 - 2 x.y",
          lambda: np.sqrt(((y8[None] - x8[:, None]) ** 2).sum(-1)),
          lambda: np.sqrt(np.maximum(
