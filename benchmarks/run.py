@@ -1,4 +1,4 @@
-"""Benchmark runner: every workload of BENCHMARKS.md, every method side by side.
+"""Benchmark runner: every workload (w1-w9), every method side by side.
 
     python benchmarks/run.py              # all workloads (what `make bench` runs)
     python benchmarks/run.py --only w1,w7 --quick

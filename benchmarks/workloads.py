@@ -1,4 +1,4 @@
-"""The benchmark workloads of BENCHMARKS.md, each written once per method.
+"""The benchmark workloads w1-w9, each written once per method.
 
 A `Workload` holds the per-example function in plain NumPy (the loop's body and
 `np.vectorize`'s), the hand-vectorized NumPy a careful person would write, and the
