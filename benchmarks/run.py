@@ -96,15 +96,27 @@ def to_jax(jnp: Any, args: tuple) -> tuple:
 # -- timing ---------------------------------------------------------------------------
 
 
-def median_time(thunk: Callable[[], Any], budget: float, min_repeat: int = 3) -> float:
-    """Median seconds of `thunk()` over repeats (after the warm-up done by the caller)."""
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < min_repeat or (time.perf_counter() - start < budget and len(times) < 200):
-        t0 = time.perf_counter()
-        thunk()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def median_times(thunks: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
+    """Median seconds of each thunk (already warmed up), timed in alternation.
+
+    Round-robin, so that a busy moment of the machine falls on every method alike;
+    each method runs until it has had `budget` seconds (at least 3, at most 200 runs).
+    """
+    times: dict[str, list[float]] = {k: [] for k in thunks}
+    spent = dict.fromkeys(thunks, 0.0)
+    active = list(thunks)
+    while active:
+        for k in active:
+            t0 = time.perf_counter()
+            thunks[k]()
+            dt = time.perf_counter() - t0
+            times[k].append(dt)
+            spent[k] += dt
+        active = [
+            k for k in active
+            if len(times[k]) < 3 or (spent[k] < budget and len(times[k]) < 200)
+        ]  # fmt: skip
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def peak_memory(thunk: Callable[[], Any]) -> int:
@@ -125,9 +137,10 @@ def peak_memory(thunk: Callable[[], Any]) -> int:
 class Outcome:
     """One method on one workload: a time, or why there is none."""
 
-    def __init__(self, seconds: float | None = None, note: str = "") -> None:
-        self.seconds = seconds
+    def __init__(self, thunk: Callable[[], Any] | None = None, note: str = "") -> None:
+        self.thunk = thunk
         self.note = note
+        self.seconds: float | None = None
         self.compile_seconds: float | None = None
 
     def as_json(self) -> dict:
@@ -136,10 +149,8 @@ class Outcome:
                 else self.compile_seconds * 1e3}  # fmt: skip
 
 
-def measure(
-    w: Workload, name: str, thunk: Callable[[], Any], expected: Any, budget: float
-) -> Outcome:
-    """Warm up, check against the loop, then time. A vmapx fallback is noted."""
+def checked(w: Workload, name: str, thunk: Callable[[], Any], expected: Any) -> Outcome:
+    """Run once (the warm-up) and check against the loop; a vmapx fallback is noted."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", vmapx.PerformanceWarning)
         try:
@@ -156,10 +167,7 @@ def measure(
     if fallbacks:
         note = "loop fallback"
         print(f"  {name}: {str(fallbacks[0].message)[:160]}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
-        thunk()
-        return Outcome(median_time(thunk, budget), note)
+    return Outcome(thunk, note)
 
 
 def run_workload(w: Workload, peers: dict, budget: float) -> dict:
@@ -167,12 +175,11 @@ def run_workload(w: Workload, peers: dict, budget: float) -> dict:
     args = w.inputs(rng, w.batch)
     print(f"{w.key}: {w.title}, B={w.batch}")
     expected = loop(w, args)
-    out: dict[str, Outcome] = {"loop": Outcome(median_time(lambda: loop(w, args), budget))}
+    out: dict[str, Outcome] = {"loop": Outcome(lambda: loop(w, args))}
     if w.signature is not None:
         vec = np.vectorize(w.example, signature=w.signature)
-        out["np.vectorize"] = measure(w, "np.vectorize", lambda: vec(*args), expected, budget)
-    out["hand"] = measure(w, "hand", lambda: w.hand(*args), expected, budget)
-    memory: dict[str, int] = {"hand": peak_memory(lambda: w.hand(*args))}
+        out["np.vectorize"] = checked(w, "np.vectorize", lambda: vec(*args), expected)
+    out["hand"] = checked(w, "hand", lambda: w.hand(*args), expected)
 
     missing = w.missing()
     if missing:
@@ -181,23 +188,19 @@ def run_workload(w: Workload, peers: dict, budget: float) -> dict:
         out["vmapx"] = Outcome(note=f"needs {names}")
     else:
         fn = w.vmapx(vmapx)
-        out["vmapx"] = measure(w, "vmapx", lambda: fn(*args), expected, budget)
-        if out["vmapx"].seconds is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", vmapx.PerformanceWarning)
-                memory["vmapx"] = peak_memory(lambda: fn(*args))
+        out["vmapx"] = checked(w, "vmapx", lambda: fn(*args), expected)
 
     if "torch" in peers and w.torch is not None:
         torch = peers["torch"]
         targs = to_torch(torch, args)
         tfn = w.torch(torch)
-        out["torch.vmap"] = measure(w, "torch.vmap", lambda: tfn(*targs), expected, budget)
+        out["torch.vmap"] = checked(w, "torch.vmap", lambda: tfn(*targs), expected)
     if "jax" in peers and w.jax is not None:
         jax, jnp = peers["jax"], peers["jnp"]
         jargs = to_jax(jnp, args)
         jfn = w.jax(jax, jnp)
-        out["jax.vmap"] = measure(
-            w, "jax.vmap", lambda: jax.block_until_ready(jfn(*jargs)), expected, budget
+        out["jax.vmap"] = checked(
+            w, "jax.vmap", lambda: jax.block_until_ready(jfn(*jargs)), expected
         )
         t0 = time.perf_counter()
         try:
@@ -207,11 +210,19 @@ def run_workload(w: Workload, peers: dict, budget: float) -> dict:
             out["jax.jit(vmap)"] = Outcome(note="fails to compile")
         else:
             compile_s = time.perf_counter() - t0
-            out["jax.jit(vmap)"] = measure(
-                w, "jax.jit(vmap)", lambda: jax.block_until_ready(compiled(*jargs)), expected,
-                budget,
-            )  # fmt: skip
+            out["jax.jit(vmap)"] = checked(
+                w, "jax.jit(vmap)", lambda: jax.block_until_ready(compiled(*jargs)), expected
+            )
             out["jax.jit(vmap)"].compile_seconds = compile_s
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        thunks = {m: o.thunk for m, o in out.items() if o.thunk is not None}
+        for m, seconds in median_times(thunks, budget).items():
+            out[m].seconds = seconds
+        memory = {"hand": peak_memory(out["hand"].thunk)}
+        if out["vmapx"].thunk is not None:
+            memory["vmapx"] = peak_memory(out["vmapx"].thunk)
     for name in METHODS:
         o = out.get(name)
         if o is not None and o.seconds is not None:
