@@ -20,6 +20,11 @@ from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
 _SENTINEL = object()
 # hooks that swap special arguments (random generators) for batch-aware proxies
 ARGUMENT_ADAPTERS: list[Callable[[BatchTrace, Any], Any]] = []
+# hooks that replace special arguments (random generators) once per vmap call, before any
+# chunking: `prepare(leaf, randomness) -> replacement or None`. A replacement is never
+# mapped: each batched run gets its ARGUMENT_ADAPTERS form, and example `i` of the
+# per-example loop gets `replacement._vmapx_example(i)` (see `vmapx.random`).
+CALL_ADAPTERS: list[Callable[[Any, str], Any]] = []
 
 
 def vmap(
@@ -94,6 +99,11 @@ def vmap(
         raise ValueError(
             f"vmap: `fallback` must be one of {_config.FALLBACK_MODES}, got {fallback!r}"
         )
+    if chunk_size is not None and axis_name is not None:
+        raise ValueError(
+            "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
+            "need the whole batch at once"
+        )
     options = _Options(in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback)
 
     @functools.wraps(f)
@@ -126,6 +136,8 @@ def _check_axes_spec(spec: Any, what: str) -> None:
 
 def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
     leaves, treedef, axes = _flatten_args(f, opts.in_axes, args)
+    if CALL_ADAPTERS:
+        leaves, axes, kwargs = _prepare_special(leaves, axes, kwargs, opts.randomness)
     size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
     if opts.chunk_size is not None and size > opts.chunk_size:
         return _chunked(f, opts, leaves, treedef, axes, kwargs, size)
@@ -234,7 +246,7 @@ def _run(
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
         try:
-            out = f(*optree.tree_unflatten(treedef, inputs), **kwargs)
+            out = f(*optree.tree_unflatten(treedef, inputs), **_special_kwargs(trace, kwargs))
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
@@ -392,8 +404,12 @@ def _whole_function_loop(
 
     results = []
     for i in range(size):
-        example = [x if ax is None else _take(x, ax, i) for x, ax in zip(leaves, axes, strict=True)]
-        results.append(f(*optree.tree_unflatten(treedef, example), **kwargs))
+        example = [
+            _special_example(x, i) if ax is None else _take(x, ax, i)
+            for x, ax in zip(leaves, axes, strict=True)
+        ]
+        example_kwargs = optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
+        results.append(f(*optree.tree_unflatten(treedef, example), **example_kwargs))
     stacked = _stack_outputs(results)
     return _place_axes(stacked, opts.out_axes)
 
@@ -429,6 +445,33 @@ def _place_axes(stacked: Any, out_axes: Any) -> Any:
         else:
             moved.append(np.moveaxis(leaf, 0, ax))
     return optree.tree_unflatten(treedef, moved)
+
+
+# -- special arguments (random generators; see `vmapx.random`) ---------------------
+
+
+def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) -> tuple:
+    def prepare(x: Any) -> Any:
+        for hook in CALL_ADAPTERS:
+            replacement = hook(x, randomness)
+            if replacement is not None:
+                return replacement
+        return x
+
+    prepared = [prepare(x) for x in leaves]
+    axes = [ax if p is x else None for x, p, ax in zip(leaves, prepared, axes, strict=True)]
+    return prepared, axes, optree.tree_map(prepare, kwargs) if kwargs else kwargs
+
+
+def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
+    if not kwargs or not ARGUMENT_ADAPTERS:
+        return kwargs
+    return optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs)
+
+
+def _special_example(x: Any, i: int) -> Any:
+    example = getattr(type(x), "_vmapx_example", None)
+    return x if example is None else example(x, i)
 
 
 # -- the TensorFlow form -----------------------------------------------------------

@@ -50,3 +50,12 @@ class DifferentiationError(VmapxError):
 
 class PerformanceWarning(UserWarning):
     """vmapx ran something per example (a loop) instead of batched."""
+
+
+class ControlFlowError(VmapxError, ValueError):
+    """`cond`/`switch`/`while_loop`/`scan` got branches or a body whose results do not fit
+    together (different structures or shapes where examples must be stitched)."""
+
+
+class AxisNameError(VmapxError, NameError):
+    """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""

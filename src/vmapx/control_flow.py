@@ -1,0 +1,605 @@
+"""Structured control flow: `cond`, `switch`, `while_loop`, `fori_loop`, `scan`.
+
+Without a transform these are plain Python. Under `vmap`, a predicate that differs
+between examples *partitions* the batch: each branch runs once, batched, on exactly the
+examples that take it, and the results are stitched back in example order. A branch no
+example takes never runs (it costs nothing and cannot loop forever), unlike a `select`
+that runs every branch on every example. `while_loop` keeps iterating only the examples
+whose predicate still holds. `scan`, and `fori_loop` with unbatched bounds, have no
+data-dependent control flow: they are Python loops of batched NumPy calls.
+
+How a partition runs. The vmap levels involved (the *chain*: the consecutive `vmap`
+traces from the outermost one that batches the predicate up to the innermost one among
+the arguments) are flattened into one batch of `N = B_1 * ... * B_m` examples. For the
+examples of one branch, the chain's stack slots are taken by guards (`_Suspended`), a
+fresh `BatchTrace` of that many examples is pushed, and the branch runs on the gathered
+operands. Batched values the branch closes over are gathered too (its closure cells
+hold the gathered values for the run). Any other use of a chain value inside the branch
+hits a guard, and the function then runs once per example (the loop's answer), as it
+does when the branch itself cannot stay batched.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optree
+
+from ._batching import BatchTrace, BatchTracer
+from ._core import ConcretizationSignal, Trace, Tracer, _state, pop_trace, push_trace
+from .errors import ControlFlowError, TraceMixError
+from .random import BatchGenerator, subbatch_generator
+
+__all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
+
+_UNBATCHED, _BATCHED, _GENERATOR = 0, 1, 2
+# a batched value used inside a branch that the branch neither received nor closes over
+_CAPTURE = types.SimpleNamespace(
+    what="a branch or loop body used a batched value it did not receive as an operand "
+    "(for example through an object's attribute)",
+    fix="pass the value to `cond`/`switch`/`while_loop` as an operand",
+)
+
+
+class _Suspended(Trace):
+    """Holds a vmap's stack slot while a branch runs on part of its batch."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, trace: BatchTrace) -> None:
+        super().__init__(trace.transform)
+        self.level = trace.level
+        self.trace = trace
+
+
+def _batched_levels(x: Any) -> list[int]:
+    """The levels of the vmaps that batch `x`, innermost first."""
+    levels = []
+    while type(x) is BatchTracer:
+        levels.append(x._trace.level)
+        x = x.val
+    return levels
+
+
+def _level(x: Any) -> int:
+    if isinstance(x, Tracer):
+        return x._trace.level
+    if isinstance(x, BatchGenerator) and x._trace is not None:
+        return x._trace.level
+    return 0
+
+
+def _leaves(tree: Any) -> list:
+    return optree.tree_leaves(tree)
+
+
+# -- closures ------------------------------------------------------------------------
+
+
+def _traced(value: Any) -> bool:
+    return any(isinstance(x, Tracer | BatchGenerator) for x in _leaves(value))
+
+
+def _traced_cells(fn: Any) -> list[types.CellType]:
+    """The closure cells of `fn` (and of functions it closes over) holding traced values."""
+    found: list = []
+    seen: set = set()
+
+    def visit(f: Any) -> None:
+        if id(f) in seen:
+            return
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            visit(f.func)
+        elif isinstance(f, types.MethodType):
+            visit(f.__func__)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a variable not assigned yet
+                continue
+            if isinstance(value, types.FunctionType | functools.partial | types.MethodType):
+                visit(value)
+            elif _traced(value):
+                found.append(cell)
+
+    visit(fn)
+    return found
+
+
+def _captured_leaves(fns: Sequence[Callable]) -> list:
+    leaves = []
+    for fn in fns:
+        leaves += [x for cell in _traced_cells(fn) for x in _leaves(cell.cell_contents)]
+        if isinstance(fn, functools.partial):
+            leaves += _leaves((fn.args, fn.keywords))
+    return leaves
+
+
+# -- the chain of vmap levels a partition flattens ---------------------------------
+
+
+class _Chain:
+    """Consecutive vmap traces whose batches are flattened into one of `size` examples."""
+
+    __slots__ = ("traces", "sizes", "size", "lo")
+
+    def __init__(self, traces: list[BatchTrace]) -> None:
+        self.traces = traces
+        self.sizes = tuple(t.axis_size for t in traces)
+        self.size = int(np.prod(self.sizes, dtype=np.int64))
+        self.lo = traces[0].level
+
+    def peel(self, x: Any) -> tuple[Any, list[int]]:
+        """`x` below the chain, and the chain positions of its leading (batch) axes."""
+        present = []
+        for j in range(len(self.traces) - 1, -1, -1):
+            if type(x) is BatchTracer and x._trace is self.traces[j]:
+                x = x.val
+                present.append(j)
+        return x, present[::-1]
+
+    def index(self, idx: np.ndarray) -> tuple:
+        """Flat example numbers as one index array per chain level."""
+        return np.unravel_index(idx, self.sizes) if len(self.sizes) > 1 else (idx,)
+
+    def gather(self, x: Any, ix: tuple) -> tuple[Any, int]:
+        """`(value, kind)`: the examples `ix` of `x` (batch-front, below the chain)."""
+        if isinstance(x, BatchGenerator):
+            return x, _GENERATOR if any(x._trace is t for t in self.traces) else _UNBATCHED
+        v, present = self.peel(x)
+        if not present:
+            return x, _UNBATCHED
+        return v[tuple(ix[j] for j in present)], _BATCHED
+
+    def flat(self, x: Any, what: str) -> np.ndarray:
+        """The concrete per-example scalars of `x` over the flattened batch: `(size,)`."""
+        v, present = self.peel(x)
+        v = np.asarray(v)  # a value traced below the chain asks its own trace
+        if v.ndim != len(present):
+            raise TypeError(
+                f"{what} must be a scalar for each example, got per-example shape "
+                f"{v.shape[len(present) :]}"
+            )
+        shape = [s if j in present else 1 for j, s in enumerate(self.sizes)]
+        return np.broadcast_to(v.reshape(shape), self.sizes).reshape(-1)
+
+    def wrap(self, flat: Any) -> Any:
+        """A `(size, ...)` value below the chain as the batched value of every level."""
+        v = flat.reshape(self.sizes + tuple(flat.shape[1:]))
+        for t in self.traces:
+            v = t.wrap(v)
+        return v
+
+    # -- running a function on part of the batch -------------------------------------
+
+    def run(self, fn: Callable, inputs: list, treedef: Any, ix: tuple, what: str) -> tuple:
+        """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
+        `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
+        top = self.traces[-1]
+        sub = BatchTrace(len(ix[0]), None, top.fallback, top.randomness)
+        stack = _state.stack
+        span = slice(self.lo - 1, self.lo - 1 + len(self.traces))
+        saved = stack[span]
+        stack[span] = [_Suspended(t) for t in saved]
+        push_trace(sub)
+        failure = None
+        try:
+            fn, undo = self._capture(fn, ix, sub)
+            try:
+                out = fn(*treedef.unflatten([self._enter(sub, v, k) for v, k in inputs]))
+            finally:
+                undo()
+        except ConcretizationSignal as signal:
+            if signal.trace is not sub:
+                raise
+            failure = signal
+        except TraceMixError:
+            failure = _CAPTURE
+        except Exception:
+            if sub.pending is None:
+                raise
+        finally:
+            pop_trace(sub)
+            stack[span] = saved
+        failure = failure or sub.pending
+        if failure is None:
+            leaves, out_def = optree.tree_flatten(out)
+            pairs = [self._exit(sub, x, what) for x in leaves]
+            if None not in pairs:
+                return pairs, out_def
+            failure = _CAPTURE
+        raise top.concretization(failure.what, failure.fix)
+
+    def _enter(self, sub: BatchTrace, v: Any, kind: int) -> Any:
+        if kind == _BATCHED:
+            return sub.wrap(v)
+        if kind == _GENERATOR:
+            return subbatch_generator(v, self.traces, sub)
+        return v
+
+    def _exit(self, sub: BatchTrace, x: Any, what: str) -> tuple | None:
+        if type(x) is BatchTracer and x._trace is sub:
+            return x.val, True
+        if isinstance(x, BatchGenerator):
+            raise ControlFlowError(f"{what}: a random generator cannot be a result or carry")
+        if isinstance(x, Tracer) and x._trace.level >= self.lo:
+            return None  # a chain value the branch reached some other way
+        return x, False
+
+    def _capture(self, fn: Callable, ix: tuple, sub: BatchTrace) -> tuple[Callable, Callable]:
+        """Give the closure cells of `fn` the examples `ix` of their batched values;
+        returns the function to call and the undo."""
+
+        def convert(tree: Any) -> Any:
+            return optree.tree_map(lambda x: self._enter(sub, *self.gather(x, ix)), tree)
+
+        swapped = []
+        for cell in _traced_cells(fn):
+            old = cell.cell_contents
+            cell.cell_contents = convert(old)
+            swapped.append((cell, old))
+        if isinstance(fn, functools.partial) and _traced((fn.args, fn.keywords)):
+            fn = functools.partial(fn.func, *convert(fn.args), **convert(fn.keywords))
+
+        def undo() -> None:
+            for cell, old in swapped:
+                cell.cell_contents = old
+
+        return fn, undo
+
+    def stitch(self, parts: list, what: str) -> Any:
+        """Put the results of the parts (`(idx, pairs, treedef)`, the examples of each)
+        back in example order, as the batched values of every chain level."""
+        treedef = parts[0][2]
+        for _, _, other in parts[1:]:
+            if other != treedef:
+                raise ControlFlowError(
+                    f"{what}: the branches return different structures ({treedef} and "
+                    f"{other}); every branch must return the same structure"
+                )
+        columns = zip(*(pairs for _, pairs, _ in parts), strict=True)
+        idxs = [idx for idx, _, _ in parts]
+        return treedef.unflatten([self.wrap(self._join(c, idxs, what)) for c in columns])
+
+    def _join(self, pieces: Sequence, idxs: list, what: str) -> Any:
+        pieces = [(v, b) if b or isinstance(v, Tracer) else (np.asarray(v), b) for v, b in pieces]
+        shapes = {tuple(v.shape[1:] if b else v.shape) for v, b in pieces}
+        if len(shapes) > 1:
+            raise ControlFlowError(
+                f"{what}: the examples' results have different shapes {sorted(shapes)}; "
+                "every branch (and every iteration of a loop) must give the same shape"
+            )
+        (shape,) = shapes
+        if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
+            out = np.empty((self.size, *shape), np.result_type(*(v for v, _ in pieces)))
+            for (v, _), idx in zip(pieces, idxs, strict=True):
+                out[idx] = v
+            return out
+        full = [
+            v if b else np.broadcast_to(v, (len(i), *shape))
+            for (v, b), i in zip(pieces, idxs, strict=True)
+        ]
+        order = np.argsort(np.concatenate(idxs), kind="stable")
+        return np.concatenate(full)[order]
+
+
+def _plan(pred: Any, trees: Sequence, fns: Sequence[Callable], what: str) -> _Chain | None:
+    """The chain for a partition by `pred`, or None when `pred` is not batched."""
+    levels = _batched_levels(pred)
+    if not levels:
+        return None
+    leaves = [x for tree in trees for x in _leaves(tree)] + _captured_leaves(fns)
+    hi = max([*levels, *(_level(x) for x in leaves)])
+    traces = _state.stack[min(levels) - 1 : hi]
+    if all(type(t) is BatchTrace for t in traces):
+        return _Chain(traces)
+    raise pred._trace.concretization(
+        f"`{what}` on a batched predicate whose operands are also traced by another "
+        "transform applied inside the vmap (for example `vmap(grad(f))`)",
+        "apply the other transform outside the vmap, or use `np.where` on both results",
+    )
+
+
+# -- the public functions ----------------------------------------------------------
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    """Apply `branches[index]` to `operands`, batched per example under `vmap`.
+
+    The index is clamped to `0 .. len(branches) - 1` (as in JAX). Without a transform
+    this is `branches[index](*operands)`. Under `vmap` with an index that differs
+    between examples, each branch runs once on exactly the examples that select it,
+    and only branches some example selects run at all.
+
+    **Arguments:**
+
+    - `index`: an integer scalar per example.
+    - `branches`: a sequence of functions, each taking `*operands` and returning the
+      same structure of arrays with the same per-example shapes.
+    - `operands`: the arguments of the branch (arrays or pytrees of arrays).
+
+    **Returns:** the result of the selected branch.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> branches = [np.negative, np.square, np.sqrt]
+    >>> vmapx.vmap(lambda i, x: vmapx.switch(i, branches, x))(np.array([0, 1, 2]), np.full(3, 4.0))
+    array([-4., 16.,  2.])
+
+    ```
+    """
+    branches = tuple(branches)
+    if not branches or not all(callable(b) for b in branches):
+        raise TypeError("switch: `branches` must be a non-empty sequence of functions")
+    return _select(index, branches, operands, "switch", "the index of `switch`")
+
+
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
+    """`true_fn(*operands)` if `pred` else `false_fn(*operands)`, per example under `vmap`.
+
+    Without a transform this is a Python `if`. Under `vmap` with a predicate that
+    differs between examples, `true_fn` runs once on exactly the examples whose
+    predicate holds and `false_fn` on the others; a branch that no example takes
+    never runs (so it costs nothing, and cannot fail or loop forever on inputs it was
+    not meant for). The branches must return the same structure and per-example shapes.
+
+    **Arguments:**
+
+    - `pred`: a boolean (or number) scalar per example.
+    - `true_fn`, `false_fn`: functions of `*operands`. They may also use values from
+      the enclosing function (closures); passing them as operands is the sure way.
+    - `operands`: the arguments of the branches.
+
+    **Returns:** the result of the branch taken.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> def safe_log(x):
+    ...     return vmapx.cond(x > 0, np.log, lambda x: np.full_like(x, -np.inf), x)
+    >>> vmapx.vmap(safe_log)(np.array([1.0, 0.0, np.e]))
+    array([  0., -inf,   1.])
+
+    ```
+    """
+    if not (callable(true_fn) and callable(false_fn)):
+        raise TypeError("cond: `true_fn` and `false_fn` must be functions")
+    return _select(pred, (false_fn, true_fn), operands, "cond", "the predicate of `cond`")
+
+
+def _select(index: Any, branches: tuple, operands: tuple, name: str, what: str) -> Any:
+    chain = _plan(index, (operands,), branches, name)
+    if chain is None:
+        i = int(bool(index)) if name == "cond" else int(index)
+        return branches[min(max(i, 0), len(branches) - 1)](*operands)
+    flat = chain.flat(index, what)
+    flat = flat.astype(bool).astype(np.intp) if name == "cond" else _clamp(flat, len(branches))
+    taken = np.unique(flat)
+    if len(taken) <= 1:  # every example agrees: the branch runs on the batch as it is
+        return branches[int(taken[0]) if len(taken) else 0](*operands)
+    leaves, treedef = optree.tree_flatten(operands)
+    parts = []
+    for b in taken:
+        idx = np.flatnonzero(flat == b)
+        ix = chain.index(idx)
+        inputs = [chain.gather(x, ix) for x in leaves]
+        pairs, out_def = chain.run(branches[b], inputs, treedef, ix, name)
+        parts.append((idx, pairs, out_def))
+    return chain.stitch(parts, name)
+
+
+def _clamp(flat: np.ndarray, n: int) -> np.ndarray:
+    if not np.issubdtype(flat.dtype, np.integer) and flat.dtype != np.bool_:
+        raise TypeError(f"switch: the index must be an integer, got dtype {flat.dtype}")
+    return np.clip(flat, 0, n - 1).astype(np.intp)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """Repeat `val = body_fun(val)` while `cond_fun(val)`; per example under `vmap`.
+
+    Without a transform this is a Python `while` loop. Under `vmap`, while every
+    example agrees the body runs on the whole batch; once they disagree, only the
+    examples still running are iterated (the active set shrinks) and the loop ends when
+    the last one stops, so each example gets exactly the iterations it would get alone.
+    Differentiable with `jvp` and with the reverse-mode transforms (the tape records
+    the iterations actually run).
+
+    **Arguments:**
+
+    - `cond_fun`: a function of the loop value returning a boolean scalar.
+    - `body_fun`: a function of the loop value returning the next one (same
+      structure and per-example shapes).
+    - `init_val`: the initial loop value (an array or a pytree of arrays).
+
+    **Returns:** the final loop value.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> def collatz_steps(n):          # the number of steps to reach 1
+    ...     def body(s):
+    ...         n, k = s
+    ...         return np.where(n % 2 == 0, n // 2, 3 * n + 1), k + 1
+    ...     return vmapx.while_loop(lambda s: s[0] != 1, body, (n, 0))[1]
+    >>> vmapx.vmap(collatz_steps)(np.array([1, 6, 27]))
+    array([  0,   8, 111])
+
+    ```
+    """
+    val = init_val
+    while True:
+        c = cond_fun(val)
+        chain = _plan(c, (val,), (cond_fun, body_fun), "while_loop")
+        if chain is None:
+            if not c:
+                return val
+            val = body_fun(val)
+            continue
+        go = chain.flat(c, "the result of `cond_fun`").astype(bool)
+        if not go.any():  # (also an empty batch)
+            return val
+        if go.all():
+            val = body_fun(val)
+        else:
+            return _while_partitioned(chain, go, cond_fun, body_fun, val)
+
+
+def _while_partitioned(
+    chain: _Chain, go: np.ndarray, cond_fun: Callable, body_fun: Callable, val: Any
+) -> Any:
+    """The loop with an active set: finished examples are set aside as they finish."""
+    leaves, treedef = optree.tree_flatten(val)
+    args_def = optree.tree_structure((val,))  # the leaves of `(val,)`, as `run` takes them
+    active = np.arange(chain.size)
+    state = [chain.gather(x, chain.index(active)) for x in leaves]
+    if any(k == _GENERATOR for _, k in state):
+        raise ControlFlowError("while_loop: a random generator cannot be part of the loop value")
+    parts = []
+    while True:
+        if not go.all():
+            done, keep = np.flatnonzero(~go), np.flatnonzero(go)
+            finished = [(v[done], True) if k else (v, False) for v, k in state]
+            parts.append((active[done], finished, treedef))
+            active = active[keep]
+            state = [(v[keep], k) if k else (v, k) for v, k in state]
+        if not len(active):
+            return chain.stitch(parts, "while_loop")
+        ix = chain.index(active)
+        pairs, out_def = chain.run(body_fun, state, args_def, ix, "while_loop")
+        if out_def != treedef:
+            raise ControlFlowError(
+                f"while_loop: `body_fun` must return the structure of the loop value "
+                f"({treedef}), got {out_def}"
+            )
+        state = [(v, int(b)) for v, b in pairs]
+        (c, c_batched), *rest = chain.run(cond_fun, state, args_def, ix, "while_loop")[0]
+        if rest:
+            raise TypeError("while_loop: `cond_fun` must return a boolean scalar")
+        if c_batched:
+            go = _concrete(c, "the result of `cond_fun`").astype(bool)
+        else:
+            go = np.full(len(active), bool(c))
+
+
+def _concrete(v: Any, what: str) -> np.ndarray:
+    v = np.asarray(v)
+    if v.ndim != 1:
+        raise TypeError(f"{what} must be a scalar for each example, got shape {v.shape[1:]}")
+    return v
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+    """`for i in range(lower, upper): val = body_fun(i, val)`; per example under `vmap`.
+
+    With bounds that do not depend on the batch this is a Python loop of batched
+    NumPy calls. With batched bounds it is a `while_loop` on `(i, val)`, so each
+    example runs its own number of iterations.
+
+    **Arguments:**
+
+    - `lower`, `upper`: integer bounds (scalars per example).
+    - `body_fun`: a function `(i, val) -> val`.
+    - `init_val`: the initial loop value.
+
+    **Returns:** the final loop value.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> partial_sum = lambda n: vmapx.fori_loop(0, n, lambda i, s: s + i, 0)
+    >>> vmapx.vmap(partial_sum)(np.array([3, 0, 5]))
+    array([ 3,  0, 10])
+
+    ```
+    """
+    if not (_batched_levels(lower) or _batched_levels(upper)):
+        val = init_val
+        for i in range(int(lower), int(upper)):
+            val = body_fun(i, val)
+        return val
+
+    def body(carry: tuple) -> tuple:
+        i, val = carry
+        return i + 1, body_fun(i, val)
+
+    return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
+
+
+def scan(
+    f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+) -> tuple[Any, Any]:
+    """Loop `carry, y = f(carry, x)` over the leading axis of `xs`, stacking the `y`s.
+
+    The semantics of `jax.lax.scan`: returns the final carry and the stacked outputs.
+    It is a Python loop over the steps; under `vmap` each step is batched, and it is
+    differentiable in both modes.
+
+    **Arguments:**
+
+    - `f`: a function `(carry, x) -> (carry, y)`.
+    - `init`: the initial carry (array or pytree).
+    - `xs`: the values to scan over (a pytree of arrays with the same leading size), or
+      None with `length` given.
+    - `length`: the number of steps (needed when `xs` is None).
+    - `reverse`: scan from the end (the `y`s stay in the order of `xs`).
+
+    **Returns:** `(final_carry, ys)`.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> cumsum = lambda x: vmapx.scan(lambda c, v: (c + v, c + v), 0.0, x)[1]
+    >>> vmapx.vmap(cumsum)(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    array([[ 1.,  3.,  6.],
+           [ 4.,  9., 15.]])
+
+    ```
+    """
+    x_leaves, x_def = optree.tree_flatten(xs)
+    lengths = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in x_leaves}
+    if -1 in lengths or len(lengths) > 1:
+        raise ValueError(
+            f"scan: every leaf of `xs` needs the same leading axis size, got "
+            f"{[np.shape(x) for x in x_leaves]}"
+        )
+    if length is not None and lengths and lengths != {length}:
+        raise ValueError(f"scan: `length`={length} but `xs` has leading size {lengths.pop()}")
+    if length is None:
+        if not lengths:
+            raise ValueError("scan: give `xs` or `length`")
+        (length,) = lengths
+    carry, ys = init, []
+    for i in reversed(range(length)) if reverse else range(length):
+        carry, y = _pair(f(carry, x_def.unflatten([x[i] for x in x_leaves])))
+        ys.append(y)
+    if not ys:
+        return carry, _empty_ys(f, init, x_leaves, x_def)
+    if reverse:
+        ys.reverse()
+    y_leaves, y_def = optree.tree_flatten(ys[0])
+    columns = zip(*(y_def.flatten_up_to(y) for y in ys), strict=True)
+    return carry, y_def.unflatten([np.stack(c) for c in columns])
+
+
+def _pair(out: Any) -> tuple:
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"scan: `f` must return a pair `(carry, y)`, got {type(out).__name__}")
+    return out
+
+
+def _empty_ys(f: Callable, init: Any, x_leaves: list, x_def: Any) -> Any:
+    """Zero steps: the `y`s have length 0; one call on zeros tells their shapes."""
+    x = x_def.unflatten([np.zeros_like(v, shape=np.shape(v)[1:]) for v in x_leaves])
+    _, y = _pair(f(init, x))
+    return optree.tree_map(lambda v: np.zeros_like(v, shape=(0, *np.shape(v))), y)

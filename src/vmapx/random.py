@@ -1,0 +1,328 @@
+"""Random numbers under `vmap`: a `numpy.random.Generator` argument becomes batch-aware.
+
+`vmap(f, randomness=...)` swaps every `numpy.random.Generator` among `f`'s arguments
+(positional or keyword, anywhere in a pytree) for a `BatchGenerator` bound to that vmap.
+A generator is never mapped: its `in_axes` entry may be 0 or None and is ignored.
+
+- `"error"` (the default): any draw raises `vmapx.errors.RandomnessError` naming the call.
+- `"different"`: every example draws its own numbers. The whole batch is drawn in one
+  call of size `(B, *shape)`; NumPy's generators fill arrays in order, so these are
+  exactly the numbers the per-example loop draws (example 0's first, then example 1's,
+  ...) for every elementwise distribution (`normal`, `random`, `integers`, `uniform`,
+  `binomial`, `poisson`, ...), whose parameters may be batched. `chunk_size` continues
+  the same stream. Methods whose draws do not split that way (`choice`, `permutation`,
+  `shuffle`, the multivariate ones, `integers` with 8/16-bit dtypes) run once per
+  example on the same generator: the loop's numbers too, at the loop's speed.
+- `"same"`: one draw shared by every example (with batched parameters, every example
+  draws from the same generator state).
+
+Exactness holds per call: a function that draws twice per example gets every example's
+first draw, then every example's second draw: the loop's numbers in another order
+(independent and identically distributed all the same). Nested vmaps compose: the inner
+vmap's draws go through the outer vmap's generator.
+
+**Limits.** Only generators that reach `f` as arguments are seen. A generator `f` reaches
+another way (a closure, a global, an object's attribute) and NumPy's legacy functions
+(`np.random.normal`, ...) draw once for the whole batch, so every example would get the
+same numbers: pass the generator as an argument, or call `vmapx.random.batch_aware(rng)`
+inside `f`. Draws inside a `cond`/`switch`/`while_loop` branch taken by only some
+examples are independent per example, but not in the loop's order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from . import _api
+from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
+from ._core import _state, user_frame_location
+from ._numpy._tracer_api import setitem
+from .errors import RandomnessError, UnsupportedError
+
+__all__ = ["BatchGenerator", "batch_aware"]
+
+_GEN = np.random.Generator
+# one draw of size (B, *shape) gives the numbers of B draws of `shape` (checked in tests)
+_ELEMENTWISE = (
+    "beta", "binomial", "chisquare", "exponential", "f", "gamma", "geometric", "gumbel",
+    "hypergeometric", "integers", "laplace", "logistic", "lognormal", "logseries",
+    "negative_binomial", "noncentral_chisquare", "noncentral_f", "normal", "pareto",
+    "poisson", "power", "random", "rayleigh", "standard_cauchy", "standard_exponential",
+    "standard_gamma", "standard_normal", "standard_t", "triangular", "uniform", "vonmises",
+    "wald", "weibull", "zipf",
+)  # fmt: skip
+_PER_EXAMPLE = (
+    "bytes", "choice", "dirichlet", "multinomial", "multivariate_hypergeometric",
+    "multivariate_normal", "permutation", "permuted",
+)  # fmt: skip
+_SIGNATURES = {n: inspect.signature(getattr(_GEN, n)) for n in (*_ELEMENTWISE, *_PER_EXAMPLE)}
+_SIGNATURES["shuffle"] = inspect.signature(_GEN.shuffle)
+_OPTIONS = ("size", "dtype", "out", "method", "endpoint")
+# the distribution parameters of each elementwise method, in order
+_PARAMS = {
+    n: tuple(p for p in _SIGNATURES[n].parameters if p != "self" and p not in _OPTIONS)
+    for n in _ELEMENTWISE
+}
+
+
+def _root(gen: Any) -> np.random.Generator:
+    while isinstance(gen, BatchGenerator):
+        gen = gen._parent
+    return gen
+
+
+def _shape(size: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in size) if np.iterable(size) else (int(size),)
+
+
+class BatchGenerator:
+    """A `numpy.random.Generator` as one example inside `vmap` sees it.
+
+    `vmap` passes one of these to `f` in place of each generator argument; it has the
+    generator's distribution methods with the same signatures, and draws according to
+    the vmap's `randomness` (see the module `vmapx.random`). `bit_generator` is the
+    underlying generator's.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> noisy = lambda x, rng: x + rng.normal(size=2)
+    >>> out = vmapx.vmap(noisy, randomness="different")(np.zeros((3, 2)), np.random.default_rng(0))
+    >>> rng = np.random.default_rng(0)
+    >>> bool(np.array_equal(out, np.stack([noisy(x, rng) for x in np.zeros((3, 2))])))
+    True
+
+    ```
+    """
+
+    __slots__ = ("_trace", "_parent", "_mode")
+
+    def __init__(self, trace: BatchTrace | None, parent: Any, mode: str) -> None:
+        self._trace = trace
+        self._parent = parent
+        self._mode = mode
+
+    @property
+    def bit_generator(self) -> np.random.BitGenerator:
+        return _root(self).bit_generator
+
+    def spawn(self, n_children: int) -> Any:
+        raise UnsupportedError(
+            "vmap: `Generator.spawn` is not supported inside vmap; spawn outside and pass "
+            "the child generator in"
+        )
+
+    def __repr__(self) -> str:
+        size = None if self._trace is None else self._trace.axis_size
+        return f"BatchGenerator(randomness={self._mode!r}, batch_size={size}, {_root(self)!r})"
+
+    def _draw(self, name: str, args: tuple, kwargs: dict) -> Any:
+        if self._mode == "error":
+            raise RandomnessError(
+                f"vmap: `{name}()` was called on a numpy.random.Generator inside a vmap with "
+                f"randomness='error' (the default) at {user_frame_location()}. Choose "
+                "randomness='different' (every example draws its own numbers: those of the "
+                "per-example loop) or randomness='same' (one draw shared by every example)."
+            )
+        bound = _SIGNATURES[name].bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        del a["self"]
+        if a.pop("out", None) is not None:
+            raise UnsupportedError(f"vmap: `{name}(out=...)` is not supported inside vmap")
+        if name == "shuffle":
+            return self._shuffle(**a)
+        if name in _ELEMENTWISE and _splits(name, a):
+            return self._elementwise(name, a)
+        return self._per_example(name, a)
+
+    def _parent_draw(self, name: str, kwargs: dict) -> Any:
+        return getattr(self._parent, name)(**kwargs)
+
+    def _elementwise(self, name: str, a: dict) -> Any:
+        trace, size = self._trace, a.pop("size")
+        params = {k: a.pop(k) for k in _PARAMS[name]}
+        vals = {k: unwrap(trace, v) for k, v in params.items()}
+        if self._mode == "same":
+            if any(b for _, b in vals.values()):
+                return self._same_loop(name, params, {**a, "size": size})
+            return self._parent_draw(name, {**params, **a, "size": size})
+        if size is None:
+            shapes = [v.shape[1:] if b else np.shape(v) for v, b in vals.values()]
+            shape = np.broadcast_shapes(*shapes)
+        else:
+            shape = _shape(size)
+        for k, (v, b) in vals.items():
+            if b:
+                params[k] = align_rank(v, example_ndim(trace, params[k]), len(shape))
+        out = self._parent_draw(name, {**params, **a, "size": (trace.axis_size, *shape)})
+        return trace.wrap(out)
+
+    def _per_example(self, name: str, a: dict) -> Any:
+        batched = any(is_batched(self._trace, v) for v in a.values())
+        if self._mode == "same":
+            if not batched:
+                return self._parent_draw(name, a)
+            return self._same_loop(name, a, {})
+        return self._loop(lambda **p: self._parent_draw(name, p), a, name)
+
+    def _same_loop(self, name: str, params: dict, rest: dict) -> Any:
+        """Batched parameters with shared randomness: each example draws from one state."""
+        gen = _root(self).bit_generator
+        start = gen.state
+
+        def one(**p: Any) -> Any:
+            gen.state = start
+            return self._parent_draw(name, {**p, **rest})
+
+        return self._loop(one, params, name)
+
+    def _loop(self, fn: Any, params: dict, name: str) -> Any:
+        if self._trace.axis_size:
+            return loop_apply(self._trace, fn, (), params, name)
+        gen = _root(self).bit_generator  # an empty batch draws nothing
+        start = gen.state
+        try:
+            return loop_apply(self._trace, fn, (), params, name)
+        finally:
+            gen.state = start
+
+    def _shuffle(self, x: Any, axis: int = 0) -> None:
+        trace = self._trace
+        if not is_batched(trace, x):
+            if self._mode == "same":
+                return self._parent.shuffle(x, axis=axis)
+            raise trace.concretization(
+                "`shuffle` with randomness='different' of an array that is the same for "
+                "every example (each example would shuffle it differently)",
+                "shuffle a batched array, or use `x = rng.permutation(x)`",
+            )
+        if x.ndim == 0:
+            raise TypeError("shuffle: a 0-d array cannot be shuffled")
+        axis = axis % x.ndim
+        perm, perm_batched = unwrap(trace, self.permutation(x.shape[axis]))
+        v = np.moveaxis(x.val, axis + 1, 1)
+        if perm_batched:
+            v = v[np.arange(trace.axis_size)[:, None], perm]
+        else:
+            v = v[:, perm]
+        setitem(x, Ellipsis, trace.wrap(np.moveaxis(v, 1, axis + 1)))
+
+
+def _splits(name: str, a: dict) -> bool:
+    """8- and 16-bit integers are drawn from a per-call buffer: they do not split."""
+    return name != "integers" or np.dtype(a["dtype"]).itemsize >= 4
+
+
+def _method(name: str) -> Any:
+    def method(self: BatchGenerator, *args: Any, **kwargs: Any) -> Any:
+        return self._draw(name, args, kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"BatchGenerator.{name}"
+    method.__doc__ = f"`numpy.random.Generator.{name}`, drawn as the vmap's `randomness` says."
+    method.__signature__ = _SIGNATURES[name]
+    return method
+
+
+for _name in _SIGNATURES:
+    setattr(BatchGenerator, _name, _method(_name))
+
+
+def batch_aware(rng: Any) -> Any:
+    """`rng` as the enclosing vmaps see it: a `BatchGenerator` that follows each vmap's
+    `randomness` (outside any vmap, `rng` itself).
+
+    `vmap` swaps only the generators passed to `f` as arguments. For one that `f`
+    reaches another way (a closure, a global), call this inside `f`: otherwise its
+    draws happen once and every example gets the same numbers. (A generator passed as
+    an argument also keeps the loop's numbers when vmap falls back to a per-example
+    loop, and replays across chunks with randomness="same"; this one does not.)
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> rng = np.random.default_rng(0)
+    >>> f = lambda x: x + vmapx.random.batch_aware(rng).standard_normal()
+    >>> out = vmapx.vmap(f, randomness="different")(np.zeros(3))
+    >>> bool(np.array_equal(out, np.random.default_rng(0).standard_normal(3)))
+    True
+
+    ```
+    """
+    base = rng._trace.level if isinstance(rng, BatchGenerator) and rng._trace else 0
+    for t in _state.stack:
+        if type(t) is BatchTrace and t.level > base:
+            rng = BatchGenerator(t, rng, t.randomness)
+    return rng
+
+
+def subbatch_generator(gen: BatchGenerator, traces: list, sub: BatchTrace) -> BatchGenerator:
+    """`gen`, bound to the vmap levels `traces`, rebound to `sub`: the examples of those
+    levels that run one branch of a `cond`/`switch`/`while_loop` (see `control_flow`)."""
+    modes = set()
+    while isinstance(gen, BatchGenerator) and any(gen._trace is t for t in traces):
+        modes.add(gen._mode)
+        gen = gen._parent
+    if len(modes) > 1:
+        raise RandomnessError(
+            "vmap: a generator is used inside a branch taken by only some examples of "
+            f"nested vmaps with different `randomness` settings ({sorted(modes)}); give "
+            "the nested vmaps the same `randomness`"
+        )
+    return BatchGenerator(sub, gen, modes.pop())
+
+
+# -- the hooks vmap calls ------------------------------------------------------------
+
+
+class _CallGenerator:
+    """A generator argument of one vmap call. It binds to each batched run (a chunk) and
+    stands in for the generator in each example of the per-example loop, restoring the
+    state so that the loop draws the loop's numbers."""
+
+    __slots__ = ("parent", "mode", "state", "start", "run_start")
+
+    def __init__(self, parent: Any, mode: str) -> None:
+        self.parent = parent
+        self.mode = mode
+        self.state = _root(parent).bit_generator
+        self.start = self.run_start = self.state.state
+
+    def bind(self, trace: BatchTrace) -> BatchGenerator:
+        if self.mode == "same":  # every chunk replays the one draw
+            self.state.state = self.start
+        self.run_start = self.state.state
+        return BatchGenerator(trace, self.parent, self.mode)
+
+    def _vmapx_example(self, i: int) -> Any:
+        """The generator example `i` of the per-example loop uses."""
+        if self.mode == "same":
+            self.state.state = self.start
+        elif i == 0:  # undo what the batched attempt drew
+            self.state.state = self.run_start
+        return BatchGenerator(None, self.parent, "error") if self.mode == "error" else self.parent
+
+
+def _prepare(leaf: Any, randomness: str) -> Any:
+    if isinstance(leaf, _GEN | BatchGenerator):
+        return _CallGenerator(leaf, randomness)
+    if isinstance(leaf, np.random.RandomState):
+        raise UnsupportedError(
+            "vmap: a numpy.random.RandomState argument cannot be batched; pass a "
+            "numpy.random.Generator (`np.random.default_rng(seed)`) instead"
+        )
+    return None
+
+
+def _adapt(trace: BatchTrace, leaf: Any) -> Any:
+    return leaf.bind(trace) if type(leaf) is _CallGenerator else None
+
+
+_api.CALL_ADAPTERS.append(_prepare)
+_api.ARGUMENT_ADAPTERS.append(_adapt)
