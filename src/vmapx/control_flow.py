@@ -382,7 +382,7 @@ def _select(index: Any, branches: tuple, operands: tuple, name: str, what: str) 
         return branches[min(max(i, 0), len(branches) - 1)](*operands)
     flat = chain.flat(index, what)
     flat = flat.astype(bool).astype(np.intp) if name == "cond" else _clamp(flat, len(branches))
-    taken = np.unique(flat)
+    taken = np.flatnonzero(np.bincount(flat, minlength=len(branches)))
     if len(taken) <= 1:  # every example agrees: the branch runs on the batch as it is
         return branches[int(taken[0]) if len(taken) else 0](*operands)
     leaves, treedef = optree.tree_flatten(operands)
