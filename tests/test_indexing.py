@@ -119,7 +119,7 @@ def _quiet(f: Any) -> Any:
 
 
 _SETTINGS = settings(
-    max_examples=int(os.environ.get("VMAPX_HYPOTHESIS_EXAMPLES", "300")),
+    max_examples=int(os.environ.get("VMAPX_HYPOTHESIS_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

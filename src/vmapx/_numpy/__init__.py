@@ -3,9 +3,12 @@
 from . import (  # noqa: F401
     _tracer_api,  # noqa: F401  (installs the array interface on tracers)
     creation,
+    gather,
     indexing,
     joins,
     reductions,
+    setops,
     shapes,
+    sorting,
     ufuncs,
 )

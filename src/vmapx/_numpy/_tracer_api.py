@@ -214,10 +214,15 @@ def _forward(func: Any) -> Any:
 
 _FORWARDED = [
     np.all, np.any, np.argmax, np.argmin, np.argpartition, np.argsort, np.choose,
-    np.clip, np.compress, np.cumprod, np.cumsum, np.diagonal, np.dot, np.max, np.mean,
+    np.clip, np.cumprod, np.cumsum, np.diagonal, np.dot, np.max, np.mean,
     np.min, np.nonzero, np.prod, np.ptp, np.repeat, np.round, np.searchsorted, np.std,
     np.sum, np.swapaxes, np.take, np.trace, np.var,
 ]  # fmt: skip
+
+
+def _compress(self: Tracer, condition: Any, axis: Any = None, out: Any = None) -> Any:
+    # `x.compress(condition)` is `np.compress(condition, x)`: the array comes second
+    return _call(np.compress, condition, self, axis=axis, out=out)
 
 
 def _shape_args(args: tuple) -> Any:
@@ -306,6 +311,7 @@ _METHODS = {
     "__len__": _len,
     "__iter__": _iter,
     "__contains__": _contains,
+    "compress": _compress,
     "__divmod__": _divmod,
     "__rdivmod__": _rdivmod,
     "__copy__": _copy_dunder,

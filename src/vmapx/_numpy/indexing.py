@@ -204,13 +204,13 @@ def setitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     base = bcast_batch(trace, x)
 
     def run() -> Any:
-        v = _value_layout(trace, value, region_rank, perm)
+        v = value_layout(trace, value, region_rank, perm)
         return bind(SETITEM, (base, index, v), {})
 
     return trace.wrap(_checked(trace, run, x, idx, value))
 
 
-def _value_layout(trace: BatchTrace, value: Any, rank: int, perm: tuple | None) -> Any:
+def value_layout(trace: BatchTrace, value: Any, rank: int, perm: tuple | None) -> Any:
     """The value to write, laid out to broadcast against the batched region: its
     per-example axes aligned to the region's `rank` and transposed like the region."""
     v, vb = unwrap(trace, value)

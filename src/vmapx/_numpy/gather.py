@@ -1,0 +1,545 @@
+"""Gather and scatter functions: `take`, `take_along_axis`, `choose`, `select`,
+`compress`, the in-place writers (`put`, `put_along_axis`, `place`, `putmask`), index
+helpers, and the functions whose output shape depends on the data (`nonzero`,
+`bincount`, `trim_zeros`, ...).
+
+Data-dependent shapes stay batched when every example gives the same shape (checked on
+the data, like the loop's stacking would); when examples disagree, the whole function
+runs once per example with a `PerformanceWarning` that says why. A zero-size batch has
+no data to ask: it takes the shape an example of ones gives (as the loop fallback does).
+
+Errors are NumPy's own: when a batched call fails, the examples are replayed one by
+one so that the message names the example's axes and sizes, not the batched value's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from .._batching import (
+    BatchTrace,
+    align_rank,
+    aligned_operands,
+    batch_rules,
+    bcast_batch,
+    example_ndim,
+    is_batched,
+    loop_apply,
+    unwrap,
+)
+from .._core import Tracer, bind
+from ._dispatch import defbatch, get_arg, primitive
+from ._tracer_api import IN_PLACE, SETITEM, assign
+from .indexing import getitem_rule, value_layout
+from .shapes import flat_shape
+from .ufuncs import _shift_one
+
+# -- shared helpers -------------------------------------------------------------------
+
+
+def example(trace: BatchTrace, tree: Any, i: int) -> Any:
+    """Example `i` of every value of this trace in `tree`."""
+
+    def take(x: Any) -> Any:
+        return x.val[i] if is_batched(trace, x) else x
+
+    return optree.tree_map(take, tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
+
+
+def replay_errors(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> None:
+    """Run `func` on each example in turn: the first failing one raises NumPy's own
+    error for it. Used on error paths only."""
+    for i in range(trace.axis_size):
+        func(*example(trace, args, i), **example(trace, kwargs, i))
+
+
+def replaying(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, run: Callable) -> Any:
+    """`run()`, with an error re-raised as the first failing example raises it."""
+    try:
+        return run()
+    except (IndexError, ValueError, TypeError):
+        replay_errors(trace, func, args, kwargs)
+        raise
+
+
+def agreed_size(trace: BatchTrace, sizes: Any, what: str) -> int:
+    """The size every example gives (a data-dependent output size), or the whole
+    function loops: a batched value cannot hold results of different sizes."""
+    first = sizes[0]
+    if not bool(np.all(sizes == first)):
+        raise trace.concretization(
+            f"{what} gives results of different sizes for different examples",
+            "keep shapes fixed (e.g. `np.where(mask, x, 0)` instead of `x[mask]`, "
+            "`np.sort` instead of `np.unique`)",
+        )
+    return int(first)
+
+
+def compact(trace: BatchTrace, vals: Any, keep: Any, what: str) -> tuple[Any, Any]:
+    """`(vals[b][keep[b]] for each b, their columns)` as `(B, k)` arrays, when every
+    row keeps the same number `k` of entries. `vals` and `keep` are `(B, n)`."""
+    k = agreed_size(trace, np.count_nonzero(keep, axis=1), what)
+    cols = np.nonzero(keep)[1].reshape(keep.shape[0], k)
+    return np.take_along_axis(vals, cols, axis=1), cols
+
+
+def zero_batch(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """A data-dependent result for a zero-size batch: the shape of an example of ones."""
+    return loop_apply(trace, func, args, kwargs, func.__name__)
+
+
+def _rows_shape(v: Any) -> tuple[int, int]:
+    """`(B, size)` of a batch-front value (`flat_shape` for any array-like)."""
+    return flat_shape(v if hasattr(v, "shape") else np.asarray(v))
+
+
+def _flat(trace: BatchTrace, x: Any) -> Any:
+    """`(B, size)`: every example flattened (unbatched values broadcast, no copy)."""
+    v = bcast_batch(trace, x)
+    return v.reshape(flat_shape(v))
+
+
+def _axis_and_value(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
+    """The batched value and the batched axis for `axis` (None flattens each example)."""
+    v = bcast_batch(trace, x)
+    if axis is None:
+        return v.reshape(flat_shape(v)), 1
+    return v, _shift_one(axis, example_ndim(trace, x))
+
+
+# -- take, take_along_axis, choose, select, compress, extract -----------------------------
+
+
+def _take_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a, indices = args[0], get_arg(args, kwargs, 1, "indices")
+        axis, mode = get_arg(args, kwargs, 2, "axis"), get_arg(args, kwargs, 4, "mode", "raise")
+        ind, ib = unwrap(trace, indices)
+        call = (func, args, kwargs)
+        if not ib:  # a per-example axis of a batched array
+            v, ax = _axis_and_value(trace, a, axis)
+            return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
+        if not is_batched(trace, a):  # a gather from one array: the batch is an index axis
+            ax = None if axis is None else _shift_one(axis, np.ndim(a)) - 1
+            out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
+            return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
+        v, ax = _axis_and_value(trace, a, axis)
+        n = v.shape[ax]
+        if mode == "wrap" and n:
+            ind = ind % n
+        elif mode == "clip" and n:
+            ind = np.clip(ind, 0, n - 1)
+        index = (slice(None),) * (ax - 1) + (trace.wrap(ind),)
+        return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
+
+    return rule
+
+
+def _take_along_axis_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arr, indices = args[0], get_arg(args, kwargs, 1, "indices")
+        v, ax = _axis_and_value(trace, arr, get_arg(args, kwargs, 2, "axis", -1))
+        ind = bcast_batch(trace, indices)
+        run = lambda: np.take_along_axis(v, ind, axis=ax)  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _choose_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a, choices = args[0], get_arg(args, kwargs, 1, "choices")
+        mode = get_arg(args, kwargs, 3, "mode", "raise")
+        if isinstance(choices, list | tuple):  # a sequence of arrays: align them all
+            a_v, *ch = aligned_operands(trace, [a, *choices])
+        else:  # one array whose first axis enumerates the choices
+            c, cb = unwrap(trace, choices)
+            crank = example_ndim(trace, choices) - 1
+            rank = max(example_ndim(trace, a), crank)
+            if cb:  # (B, n, ...) -> (n, B, 1.., ...): each choice batch-front
+                c = np.moveaxis(c, 1, 0)
+                c = c.reshape(c.shape[:2] + (1,) * (rank - crank) + c.shape[2:])
+            av, ab = unwrap(trace, a)
+            a_v, ch = (align_rank(av, example_ndim(trace, a), rank) if ab else av), c
+        run = lambda: np.choose(a_v, ch, mode=mode)  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _select_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        conds = list(get_arg(args, kwargs, 0, "condlist"))
+        choices = list(get_arg(args, kwargs, 1, "choicelist"))
+        default = get_arg(args, kwargs, 2, "default", 0)
+        ready = aligned_operands(trace, [*conds, *choices, default])
+        c, ch, d = ready[: len(conds)], ready[len(conds) : -1], ready[-1]
+        return trace.wrap(replaying(trace, func, args, kwargs, lambda: np.select(c, ch, d)))
+
+    return rule
+
+
+def _compress_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        condition, a = args[0], get_arg(args, kwargs, 1, "a")
+        if is_batched(trace, condition):
+            raise _data_shape(trace, func)
+        v, ax = _axis_and_value(trace, a, get_arg(args, kwargs, 2, "axis"))
+        run = lambda: np.compress(condition, v, axis=ax)  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _extract_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        condition, arr = args[0], get_arg(args, kwargs, 1, "arr")
+        if is_batched(trace, condition):
+            raise _data_shape(trace, func)
+        where = np.nonzero(np.ravel(condition))[0]
+        v = _flat(trace, arr)
+        return trace.wrap(replaying(trace, func, args, kwargs, lambda: np.take(v, where, axis=1)))
+
+    return rule
+
+
+def _data_shape(trace: BatchTrace, func: Callable) -> BaseException:
+    return trace.concretization(
+        f"`np.{func.__name__}` with a batched condition (the result's shape depends on the data)",
+        "keep the shape with `np.where(condition, x, fill)`, or select outside the vmapped "
+        "function",
+    )
+
+
+defbatch(np.take, _take_rule)
+defbatch(np.take_along_axis, _take_along_axis_rule)
+defbatch(np.choose, _choose_rule)
+defbatch(np.select, _select_rule)
+defbatch(np.compress, _compress_rule)
+defbatch(np.extract, _extract_rule)
+
+
+# -- in-place writers: functional updates of a traced target --------------------------
+
+
+def _put_impl(a: Any, ind: Any, v: Any, mode: str = "raise") -> Any:
+    out = np.copy(a)
+    np.put(out, ind, v, mode=mode)
+    return out
+
+
+def _put_along_axis_impl(arr: Any, indices: Any, values: Any, axis: Any) -> Any:
+    out = np.copy(arr)
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+def _place_impl(arr: Any, mask: Any, vals: Any) -> Any:
+    out = np.copy(arr)
+    np.place(out, mask, vals)
+    return out
+
+
+def _putmask_impl(a: Any, mask: Any, values: Any) -> Any:
+    out = np.copy(a)
+    np.putmask(out, mask, values)
+    return out
+
+
+def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, ind, v = args[:3]
+    mode = get_arg(args, kwargs, 3, "mode", "raise")
+    flat = _flat(trace, a)
+    n = flat.shape[1]
+    idx, ib = unwrap(trace, ind)
+    idx = np.reshape(idx, _rows_shape(idx) if ib else (-1,))
+    if mode == "wrap" and n:
+        idx = idx % n
+    elif mode == "clip" and n:
+        idx = np.clip(idx, 0, n - 1)
+    vals, vb = unwrap(trace, v)
+    vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
+    k, m = idx.shape[-1], vals.shape[-1]
+    if k and not n:
+        replay_errors(trace, _put_impl, (a, ind, v, mode), {})
+    if m == 0 or k == 0:  # NumPy writes nothing
+        return trace.wrap(flat.reshape(bcast_batch(trace, a).shape).copy())
+    vals = np.take(vals, np.arange(k) % m, axis=-1)  # NumPy repeats `v` as needed
+    rows = np.arange(flat.shape[0]).reshape(-1, 1)
+
+    def run() -> Any:
+        return bind(SETITEM, (flat, (rows, idx), vals), {})
+
+    out = replaying(trace, _put_impl, (a, ind, v, mode), {}, run)
+    return trace.wrap(out.reshape(bcast_batch(trace, a).shape))
+
+
+def _put_along_axis_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    arr, indices, values = args[:3]
+    axis = get_arg(args, kwargs, 3, "axis")
+    v, ax = _axis_and_value(trace, arr, axis)
+    ind = bcast_batch(trace, indices)
+
+    def run() -> Any:
+        vals = value_layout(trace, values, example_ndim(trace, indices), None)
+        if not is_batched(trace, values):  # a leading 1: broadcast like one example
+            vals = np.reshape(vals, (1, *np.shape(vals)))
+        # the functional write one level down: the values may be outer tracers
+        return bind(primitive(np.put_along_axis), (v, ind, vals, ax), {})
+
+    out = replaying(trace, _put_along_axis_impl, (arr, indices, values, axis), {}, run)
+    return trace.wrap(out.reshape(bcast_batch(trace, arr).shape))
+
+
+def _place_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    """`np.place`: the k-th selected element gets `vals[k % len(vals)]`, where k counts
+    the selected elements of the example (a cumulative sum, so batched masks work)."""
+    arr, mask, vals = args[:3]
+    return _masked_write(trace, _place_impl, args, arr, mask, vals, by_count=True)
+
+
+def _putmask_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    """`np.putmask`: element n gets `values[n % len(values)]` where the mask is set."""
+    a, mask, values = args[:3]
+    return _masked_write(trace, _putmask_impl, args, a, mask, values, by_count=False)
+
+
+def _masked_write(
+    trace: BatchTrace, impl: Callable, args: tuple, x: Any, mask: Any, vals: Any, by_count: bool
+) -> Any:
+    dtype = np.result_type(x)
+    base = bcast_batch(trace, x)
+    flat = base.reshape(flat_shape(base))
+    m = _flat(trace, mask).astype(bool, copy=False)
+    if m.shape[1] != flat.shape[1]:
+        replay_errors(trace, impl, args, {})
+    v, vb = unwrap(trace, vals)
+    if hasattr(v, "dtype"):  # arrays are cast safely, Python values converted
+        if not np.can_cast(v.dtype, dtype, casting="safe"):
+            replay_errors(trace, impl, args, {})
+        v = v.astype(dtype, copy=False)
+    else:
+        v = np.array(v, dtype=dtype)
+    v = np.reshape(v, _rows_shape(v) if vb else (-1,))
+    count = v.shape[-1]
+    if count == 0:
+        if by_count and bool(np.any(m)):
+            replay_errors(trace, impl, args, {})
+        return trace.wrap(base.copy())
+    pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1])
+    pos = pos % count
+    if not vb:
+        chosen = np.take(v, pos)
+    else:
+        chosen = np.take_along_axis(v, pos, axis=1) if pos.ndim == 2 else np.take(v, pos, axis=1)
+    return trace.wrap(np.where(m, chosen, flat).reshape(base.shape))
+
+
+def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
+    """Register an in-place NumPy writer: a functional primitive (its rule), and the
+    `IN_PLACE` entry that writes the new value back into a traced target."""
+    prim = primitive(func)
+    prim.impl = impl
+    batch_rules[prim] = rule
+
+    def write(*args: Any, **kwargs: Any) -> None:
+        target = args[0] if args else next(iter(kwargs.values()))
+        if isinstance(target, Tracer):
+            assign(target, bind(prim, args, kwargs))
+            return None
+        tracer = next(x for x in optree.tree_leaves((args, kwargs)) if isinstance(x, Tracer))
+        raise tracer._trace.concretization(
+            f"`np.{func.__name__}` writes a traced value into a plain NumPy array",
+            "make the target traced too (e.g. `a = np.zeros_like(x)` or `a = x.copy()`), "
+            "or build the result with `np.where`",
+        )
+
+    IN_PLACE[func] = write
+
+
+_in_place(np.put, _put_impl, _put_rule)
+_in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
+_in_place(np.place, _place_impl, _place_rule)
+_in_place(np.putmask, _putmask_impl, _putmask_rule)
+
+
+# -- data-dependent shapes: nonzero, argwhere, flatnonzero -----------------------------
+
+
+def _nonzero_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        nd = example_ndim(trace, x)
+        if trace.axis_size == 0:
+            return zero_batch(trace, func, args, kwargs)
+        if nd == 0 and func is np.nonzero:
+            replay_errors(trace, func, args, kwargs)  # NumPy refuses 0-d arrays
+        v = unwrap(trace, x)[0]
+        flat = v.reshape(flat_shape(v))
+        k = agreed_size(trace, np.count_nonzero(flat, axis=1), f"`np.{func.__name__}`")
+        b = v.shape[0]
+        if func is np.flatnonzero:
+            return trace.wrap(np.nonzero(flat)[1].reshape(b, k))
+        if nd == 0:  # argwhere of a 0-d example: (k, 0)
+            return trace.wrap(np.zeros((b, k, 0), dtype=np.intp))
+        where = np.nonzero(v)[1:]  # sorted by example first, like one call per example
+        if func is np.argwhere:
+            return trace.wrap(np.stack(where, axis=-1).reshape(b, k, nd))
+        return tuple(trace.wrap(w.reshape(b, k)) for w in where)
+
+    return rule
+
+
+defbatch([np.nonzero, np.argwhere, np.flatnonzero], _nonzero_rule)
+
+
+# -- index helpers ------------------------------------------------------------------
+
+
+def _unravel_index_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v = unwrap(trace, args[0])[0]
+        run = lambda: np.unravel_index(v, *args[1:], **kwargs)  # noqa: E731
+        return tuple(trace.wrap(o) for o in replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _ravel_multi_index_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        multi = args[0]
+        if is_batched(trace, multi):  # one array whose first axis enumerates the indices
+            multi = [multi[j] for j in range(len(multi))]
+        ready = tuple(aligned_operands(trace, list(multi)))
+        run = lambda: np.ravel_multi_index(ready, *args[1:], **kwargs)  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _shape_only_rule(func: Callable) -> Callable:
+    """Functions of an array's shape only (`diag_indices_from`, ...): the result does
+    not depend on the batch; a free broadcast stands in for one example."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+        return func(stand_in, *args[1:], **kwargs)
+
+    return rule
+
+
+def _ix_rule(func: Callable) -> Callable:
+    """`np.ix_`: each sequence becomes an open-mesh axis; batched ones keep the batch
+    axis in front (boolean ones become their `nonzero()`, when the counts agree)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        nd = len(args)
+        out = []
+        for k, seq in enumerate(args):
+            if not is_batched(trace, seq):
+                out.append(func(*[seq if j == k else np.zeros(1, np.intp) for j in range(nd)])[k])
+                continue
+            if seq.ndim != 1:
+                raise ValueError("Cross index must be 1 dimensional")
+            v = seq.val
+            if v.dtype == np.bool_:
+                v = unwrap(trace, np.nonzero(seq)[0])[0]
+            elif v.shape[1] == 0:
+                v = v.astype(np.intp)
+            out.append(
+                trace.wrap(v.reshape((v.shape[0],) + (1,) * k + v.shape[1:] + (1,) * (nd - k - 1)))
+            )
+        return tuple(out)
+
+    return rule
+
+
+defbatch(np.unravel_index, _unravel_index_rule)
+defbatch(np.ravel_multi_index, _ravel_multi_index_rule)
+defbatch([np.diag_indices_from, np.tril_indices_from, np.triu_indices_from], _shape_only_rule)
+defbatch(np.ix_, _ix_rule)
+
+
+# -- bincount, trim_zeros ----------------------------------------------------------------
+
+
+def _bincount_rule(func: Callable) -> Callable:
+    """One `np.bincount` over the whole batch: example b's values are offset by
+    `b * length`, so each example counts into its own bins (and sums its weights in
+    the same order as alone). The length depends on the data: it must agree."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        weights = get_arg(args, kwargs, 1, "weights")
+        minlength = get_arg(args, kwargs, 2, "minlength", 0)
+        xv, xb = unwrap(trace, x)
+        bad = example_ndim(trace, x) != 1 or not np.can_cast(np.result_type(x), np.intp, "safe")
+        if bad or (xb and np.size(xv) and bool(np.any(xv < 0))):
+            replay_errors(trace, func, args, kwargs)
+        if trace.axis_size == 0:
+            return zero_batch(trace, func, args, kwargs)
+        if xb:
+            top = np.max(xv, axis=1) + 1 if xv.shape[1] else np.zeros(xv.shape[0], np.intp)
+            length = agreed_size(trace, np.maximum(top, minlength), "`np.bincount`")
+        else:
+            length = len(np.bincount(x, minlength=minlength))
+        offsets = np.arange(trace.axis_size, dtype=np.intp).reshape(-1, 1) * length
+        flat = (offsets + bcast_batch(trace, x)).ravel()
+        w = None if weights is None else bcast_batch(trace, weights).ravel()
+        run = lambda: np.bincount(flat, w, minlength=length * trace.axis_size)  # noqa: E731
+        out = replaying(trace, func, args, kwargs, run)
+        return trace.wrap(out.reshape(trace.axis_size, length))
+
+    return rule
+
+
+def _trim_zeros_rule(func: Callable) -> Callable:
+    """The bounding box of each example's nonzero entries; a batched slice when every
+    example's box is the same."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        filt = args[0]
+        trim = get_arg(args, kwargs, 1, "trim", "fb")
+        axis = get_arg(args, kwargs, 2, "axis")
+        v = unwrap(trace, filt)[0]
+        nd = example_ndim(trace, filt)
+        if not isinstance(trim, str) or trim.lower() not in {"fb", "bf", "f", "b"}:
+            replay_errors(trace, func, args, kwargs)
+        if v.dtype.kind not in "biufc":
+            return loop_apply(trace, func, args, kwargs, "np.trim_zeros")
+        axes = range(nd) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, nd)
+        if not axes:
+            return filt
+        if trace.axis_size == 0:
+            return zero_batch(trace, func, args, kwargs)
+        trim = trim.lower()
+        nonzero = v != 0
+        index = [slice(None)] * (nd + 1)
+        for ax in range(nd):
+            if ax not in axes:
+                continue
+            others = tuple(a + 1 for a in range(nd) if a != ax)
+            hit = np.any(nonzero, axis=others) if others else nonzero
+            n = hit.shape[1]
+            empty = ~np.any(hit, axis=1)
+            start = np.argmax(hit, axis=1) if "f" in trim else np.zeros_like(empty, np.intp)
+            stop = (
+                n - np.argmax(hit[:, ::-1], axis=1)
+                if "b" in trim
+                else np.full_like(empty, n, np.intp)
+            )
+            start = agreed_size(trace, np.where(empty, 0, start), "`np.trim_zeros`")
+            stop = agreed_size(trace, np.where(empty, 0, stop), "`np.trim_zeros`")
+            index[ax + 1] = slice(start, stop)
+        return trace.wrap(v[tuple(index)])
+
+    return rule
+
+
+defbatch(np.bincount, _bincount_rule)
+defbatch(np.trim_zeros, _trim_zeros_rule)

@@ -1,0 +1,216 @@
+"""Sorting and searching: `sort`, `argsort`, `partition`, `argpartition`, `lexsort`,
+`sort_complex`, `searchsorted`, `digitize`.
+
+Sorts run along a per-example axis (shifted by one): each example is sorted by the
+same NumPy routine as alone, so results equal the loop bit for bit. `searchsorted`
+with a batched sorted array has no NumPy counterpart: `search_rows` is a binary search
+over all rows at once (a gather per halving step), or for dtypes without a plain `<`
+order (complex, strings, datetimes) a merge of queries and data in one stable sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._batching import (
+    BatchTrace,
+    bcast_batch,
+    example_ndim,
+    is_batched,
+    loop_rule,
+    unwrap,
+)
+from ._dispatch import defbatch, get_arg, primitive, set_arg
+from .gather import replay_errors, replaying
+from .shapes import flat_shape
+from .ufuncs import _shift_one
+
+# -- sort, argsort, partition, argpartition --------------------------------------------
+
+
+def _sort_rule(func: Callable) -> Callable:
+    """`func(a, axis=-1, ...)`; `axis=None` sorts each flattened example."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v = unwrap(trace, args[0])[0]
+        axis = get_arg(args, kwargs, 1, "axis", -1)
+        if axis is None:
+            v, axis = v.reshape(flat_shape(v)), 1
+        else:
+            axis = _shift_one(axis, v.ndim - 1)
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", axis)
+        return trace.wrap(func(*args, **kwargs))
+
+    return rule
+
+
+def _partition_rule(func: Callable) -> Callable:
+    """`func(a, kth, axis=-1, ...)`; a batched `kth` differs per example: loop."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        if is_batched(trace, get_arg(args, kwargs, 1, "kth")):
+            return loop_rule(trace, primitive(func), args, kwargs)
+        v = unwrap(trace, args[0])[0]
+        axis = get_arg(args, kwargs, 2, "axis", -1)
+        if axis is None:
+            v, axis = v.reshape(flat_shape(v)), 1
+        else:
+            axis = _shift_one(axis, v.ndim - 1)
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
+        return trace.wrap(replaying(trace, func, args, kwargs, lambda: func(*args, **kwargs)))
+
+    return rule
+
+
+def _lexsort_rule(func: Callable) -> Callable:
+    """`np.lexsort(keys, axis=-1)`: keys are a sequence of arrays (or one array whose
+    first axis enumerates them), each shaped like one example's keys."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        keys = get_arg(args, kwargs, 0, "keys")
+        axis = get_arg(args, kwargs, 1, "axis", -1)
+        if is_batched(trace, keys):  # (B, k, ...) -> (k, B, ...)
+            stacked, nd = np.moveaxis(keys.val, 1, 0), keys.ndim - 1
+        else:
+            stacked = tuple(bcast_batch(trace, k) for k in keys)  # a tuple: NumPy dispatches
+            nd = max((example_ndim(trace, k) for k in keys), default=0)
+        run = lambda: np.lexsort(stacked, axis=_shift_one(axis, nd))  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
+
+    return rule
+
+
+def _sort_complex_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        if example_ndim(trace, args[0]) == 0:  # NumPy sorts along axis -1: none here
+            replay_errors(trace, func, args, kwargs)
+        return trace.wrap(func(unwrap(trace, args[0])[0]))
+
+    return rule
+
+
+defbatch([np.sort, np.argsort], _sort_rule)
+defbatch([np.partition, np.argpartition], _partition_rule)
+defbatch(np.lexsort, _lexsort_rule)
+defbatch(np.sort_complex, _sort_complex_rule)
+
+
+# -- searchsorted, digitize ------------------------------------------------------------
+
+
+def search_rows(a: Any, v: Any, side: str = "left") -> Any:
+    """`np.searchsorted(a[b], v[b], side)` for every row `b` of the sorted 2-d `a` and
+    the 2-d queries `v`, in NumPy's order (NaN last), without a loop over rows."""
+    dtype = np.result_type(a, v)  # NumPy compares in the common type
+    a, v = a.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    if dtype.kind in "biuf":
+        return _binary_search(a, v, side, nan_last=dtype.kind == "f")
+    return _merge_search(a, v, side)
+
+
+def _binary_search(a: Any, v: Any, side: str, nan_last: bool) -> Any:
+    """All rows' binary searches at once: `log2(n) + 1` halving steps, each a gather."""
+    n = a.shape[1]
+
+    def less(x: Any, y: Any) -> Any:  # NumPy's sort order: NaN after everything
+        return (x < y) | (np.isnan(y) & ~np.isnan(x)) if nan_last else x < y
+
+    lo = np.zeros(v.shape, dtype=np.intp)
+    hi = np.full(v.shape, n, dtype=np.intp)
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) // 2
+        at = np.take_along_axis(a, np.minimum(mid, n - 1), axis=1)
+        right = less(at, v) if side == "left" else ~less(v, at)
+        open_ = lo < hi
+        lo = np.where(open_ & right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+    return lo
+
+
+def _merge_search(a: Any, v: Any, side: str) -> Any:
+    """Queries placed before equal data (`"left"`) or after it (`"right"`) in one stable
+    sort of each row's data and queries: a query's position minus the queries before
+    it is the number of data before it."""
+    n, k = a.shape[1], v.shape[1]
+    both = np.concatenate((v, a) if side == "left" else (a, v), axis=1)
+    position = np.argsort(np.argsort(both, axis=1, kind="stable"), axis=1)
+    position = position[:, :k] if side == "left" else position[:, n:]
+    rank = np.argsort(np.argsort(v, axis=1, kind="stable"), axis=1)
+    return position - rank
+
+
+def _rows(trace: BatchTrace, x: Any) -> tuple[Any, tuple]:
+    """`(B, size)` queries and the per-example shape to give the answer back."""
+    v = np.asarray(x) if not hasattr(x, "dtype") else x  # NumPy's own scalar conversion
+    v = bcast_batch(trace, v)
+    return v.reshape(flat_shape(v)), v.shape[1:]
+
+
+def _searchsorted_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a, v = args[0], get_arg(args, kwargs, 1, "v")
+        side = get_arg(args, kwargs, 2, "side", "left")
+        sorter = get_arg(args, kwargs, 3, "sorter")
+        if not (is_batched(trace, a) or is_batched(trace, sorter)):  # NumPy's own search
+            vv = unwrap(trace, v)[0]
+            return trace.wrap(np.searchsorted(a, vv, side=side, sorter=sorter))
+        if example_ndim(trace, a) != 1 or side not in ("left", "right"):
+            replay_errors(trace, func, args, kwargs)
+        rows = bcast_batch(trace, a)
+        if sorter is not None:
+            rows = replaying(
+                trace, func, args, kwargs,
+                lambda: np.take_along_axis(rows, bcast_batch(trace, sorter), axis=1),
+            )  # fmt: skip
+        queries, shape = _rows(trace, v)
+        return trace.wrap(search_rows(rows, queries, side).reshape(len(queries), *shape))
+
+    return rule
+
+
+def _digitize_rule(func: Callable) -> Callable:
+    """`np.digitize` is a search in `bins`, which may increase or decrease: batched bins
+    are checked and searched per example (decreasing ones reversed)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, bins = args[0], get_arg(args, kwargs, 1, "bins")
+        right = get_arg(args, kwargs, 2, "right", False)
+        if not is_batched(trace, bins):
+            return trace.wrap(np.digitize(unwrap(trace, x)[0], bins, right=right))
+        if example_ndim(trace, bins) != 1 or np.result_type(x).kind == "c":
+            replay_errors(trace, func, args, kwargs)
+        rows = bins.val
+        order = _monotonicity(rows)
+        if not bool(np.all(order != 0)):
+            replay_errors(trace, func, args, kwargs)
+        down = (order == -1).reshape(-1, 1)
+        rows = np.where(down, rows[:, ::-1], rows)
+        queries, shape = _rows(trace, x)
+        found = search_rows(rows, queries, "left" if right else "right")
+        found = np.where(down, rows.shape[1] - found, found)
+        return trace.wrap(found.reshape(len(queries), *shape))
+
+    return rule
+
+
+def _monotonicity(bins: Any) -> Any:
+    """NumPy's check of `digitize` bins per row (in float64, as NumPy does): 1 for
+    non-decreasing, -1 for non-increasing, 0 for neither. The direction is set by the
+    first value that differs from the first bin."""
+    b = bins.astype(np.float64)
+    if b.shape[1] < 2:
+        return np.ones(b.shape[0], dtype=np.intp)
+    differs = b[:, 1:] != b[:, :1]
+    first = np.argmax(differs, axis=1) + 1
+    up = b[:, 0] < np.take_along_axis(b, first.reshape(-1, 1), axis=1)[:, 0]
+    up_ok = ~np.any(b[:, :-1] > b[:, 1:], axis=1)
+    down_ok = ~np.any(b[:, :-1] < b[:, 1:], axis=1)
+    order = np.where(up, np.where(up_ok, 1, 0), np.where(down_ok, -1, 0))
+    return np.where(np.any(differs, axis=1), order, 1)
+
+
+defbatch(np.searchsorted, _searchsorted_rule)
+defbatch(np.digitize, _digitize_rule)
