@@ -6,9 +6,11 @@ from . import (  # noqa: F401
     gather,
     indexing,
     joins,
+    misc,
     reductions,
     setops,
     shapes,
+    statistics,
     sorting,
     ufuncs,
 )
