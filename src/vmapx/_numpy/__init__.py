@@ -10,7 +10,7 @@ from . import (  # noqa: F401
     reductions,
     setops,
     shapes,
-    statistics,
     sorting,
+    statistics,
     ufuncs,
 )
