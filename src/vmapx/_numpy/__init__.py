@@ -2,10 +2,13 @@
 
 from . import (  # noqa: F401
     _tracer_api,  # noqa: F401  (installs the array interface on tracers)
+    contractions,
     creation,
+    fft,
     gather,
     indexing,
     joins,
+    linalg,
     misc,
     reductions,
     setops,

@@ -1,0 +1,483 @@
+"""Contractions: matmul, dot, vdot, inner, outer, tensordot, einsum, kron, convolve.
+
+Under `vmap` the batch axis is one more free axis of a contraction, and the fastest
+NumPy formulation depends on which operands carry it:
+
+- batched @ unbatched: the batch folds into the rows of ONE matrix product
+  (`(B*n, k) @ (k, m)`), not B small ones;
+- unbatched matrix @ batched vector: `x_batch @ W.T` (one GEMM, not B GEMVs);
+- both batched: a stacked `np.matmul` over the batch (`np.vecdot` for two vectors);
+- no contracted axis (outer products): a broadcasting multiply.
+
+`einsum` gets a batch letter on its batched operands; a two-operand einsum that is a
+plain tensor contraction goes through the same contraction code as `tensordot`.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._batching import (
+    BatchTrace,
+    align_rank,
+    aligned_operands,
+    batch_rules,
+    is_batched,
+    loop_apply,
+    unwrap,
+)
+from ._dispatch import defbatch, get_arg, ufunc_primitive
+from .shapes import flat_shape
+from .ufuncs import gufunc_rule
+
+_GENERIC_MATMUL = gufunc_rule(np.matmul)
+# per-example matrix sizes (elements) where `np.einsum` beats a stacked matvec loop
+_EINSUM_GEMV = (1024, 262144)
+
+
+def _operand(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
+    """`(value, batched, per-example shape)` of an operand; plain sequences become arrays."""
+    v, b = unwrap(trace, x)
+    if b:
+        return v, True, tuple(v.shape[1:])
+    if not hasattr(v, "shape"):
+        v = np.asarray(v)
+    return v, False, tuple(v.shape)
+
+
+# -- matrix products of 1-d/2-d examples -------------------------------------------------
+
+
+def _is_complex(*vals: Any) -> bool:
+    return any(np.iscomplexobj(v) for v in vals)
+
+
+def _gemv_by_einsum(size: int) -> bool:
+    return _EINSUM_GEMV[0] <= size <= _EINSUM_GEMV[1]
+
+
+def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+    """`a @ b` for 1-d/2-d examples, as a batch-front value (at least one is batched)."""
+    na, nb = len(sa), len(sb)
+    if ba and not bb:
+        if na == 2 and (nb == 2 or sa[0] * sa[1] <= _EINSUM_GEMV[1]):
+            # fold the batch into the rows: one GEMM (or GEMV) instead of B
+            n = va.shape[0]
+            out = np.reshape(va, (n * sa[0], sa[1])) @ vb
+            return np.reshape(out, (n, *sa[:1], *sb[1:]))
+        return va @ vb
+    if bb and not ba:
+        if na == 1 and nb == 1:
+            return vb @ va
+        if na == 2 and nb == 1:
+            return vb @ np.swapaxes(va, 0, 1)  # (B, k) @ (k, n): one GEMM
+        if na == 1 and _gemv_by_einsum(sb[0] * sb[1]):
+            return np.einsum("k,bkm->bm", va, vb)
+        return va @ vb
+    # both batched
+    if na == 1 and nb == 1:
+        if _is_complex(va, vb):
+            return (va[:, None, :] @ vb[:, :, None])[:, 0, 0]
+        return np.vecdot(va, vb)
+    if na == 2 and nb == 1:
+        if _gemv_by_einsum(sa[0] * sa[1]):
+            return np.einsum("bnk,bk->bn", va, vb)
+        return (va @ vb[:, :, None])[:, :, 0]
+    if na == 1 and nb == 2:
+        if _gemv_by_einsum(sb[0] * sb[1]):
+            return np.einsum("bk,bkm->bm", va, vb)
+        return (va[:, None, :] @ vb)[:, 0, :]
+    return va @ vb
+
+
+def _matmul_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    if kwargs or len(args) != 2:
+        return _GENERIC_MATMUL(trace, args, kwargs)
+    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args)
+    if not 1 <= len(sa) <= 2 or not 1 <= len(sb) <= 2 or sa[-1] != sb[0 if len(sb) == 1 else -2]:
+        return _GENERIC_MATMUL(trace, args, kwargs)  # stacks, or NumPy's own error
+    return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+
+
+# -- general tensor contraction ---------------------------------------------------------
+
+
+def contract_vals(
+    va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple, a_axes: Sequence[int],
+    b_axes: Sequence[int],
+) -> Any:  # fmt: skip
+    """Per example `np.tensordot(a, b, (a_axes, b_axes))` (axes non-negative), as a
+    batch-front value: free axes of `a`, then free axes of `b`."""
+    a_free = [i for i in range(len(sa)) if i not in a_axes]
+    b_free = [i for i in range(len(sb)) if i not in b_axes]
+    if not a_axes:
+        return _outer_vals(va, ba, sa, vb, bb, sb)
+    if ba and not bb:
+        return np.tensordot(va, vb, ([i + 1 for i in a_axes], list(b_axes)))
+    if bb and not ba:
+        if not a_free:
+            return np.tensordot(va, vb, (list(a_axes), [i + 1 for i in b_axes]))
+        # batched operand first, so the batch stays the outer axis of the product
+        out = np.tensordot(vb, va, ([i + 1 for i in b_axes], list(a_axes)))
+        nbf, naf = len(b_free), len(a_free)
+        return np.moveaxis(out, range(1 + nbf, 1 + nbf + naf), range(1, 1 + naf))
+    n = va.shape[0]
+    m = math.prod(sa[i] for i in a_free)
+    k = math.prod(sa[i] for i in a_axes)
+    p = math.prod(sb[i] for i in b_free)
+    am = np.reshape(np.transpose(va, [0, *(i + 1 for i in a_free), *(i + 1 for i in a_axes)]),
+                    (n, m, k))  # fmt: skip
+    bm = np.reshape(np.transpose(vb, [0, *(i + 1 for i in b_axes), *(i + 1 for i in b_free)]),
+                    (n, k, p))  # fmt: skip
+    out = am @ bm
+    return np.reshape(out, (n, *(sa[i] for i in a_free), *(sb[i] for i in b_free)))
+
+
+def _outer_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+    """Every product `a[i...] * b[j...]`, shape `(B, *sa, *sb)`, by broadcasting."""
+    if ba:
+        va = np.reshape(va, (va.shape[0], *sa, *(1,) * len(sb)))
+    else:
+        va = np.reshape(va, (*sa, *(1,) * len(sb)))
+    if bb:
+        vb = align_rank(vb, len(sb), len(sa) + len(sb))
+    return np.multiply(va, vb)
+
+
+def _normalize_axes(axes: Any, ndim: int) -> list[int]:
+    axes = [axes] if isinstance(axes, int | np.integer) else list(axes)
+    out = []
+    for ax in axes:
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(ax, ndim)
+        out.append(int(ax) % ndim)
+    return out
+
+
+def _tensordot_axes(axes: Any, na: int, nb: int) -> tuple[list[int], list[int]]:
+    """NumPy's `axes=` argument of `tensordot` as two lists of non-negative axes."""
+    try:
+        iter(axes)
+    except TypeError:
+        n = int(axes)
+        if n < 0 or n > na or n > nb:
+            raise ValueError("shape-mismatch for sum") from None
+        return list(range(na - n, na)), list(range(n))
+    axes_a, axes_b = axes
+    return _normalize_axes(axes_a, na), _normalize_axes(axes_b, nb)
+
+
+def _tensordot_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+        axes = get_arg(args, kwargs, 2, "axes", 2)
+        a_axes, b_axes = _tensordot_axes(axes, len(sa), len(sb))
+        if len(a_axes) != len(b_axes) or any(
+            sa[i] != sb[j] for i, j in zip(a_axes, b_axes, strict=True)
+        ):
+            raise ValueError("shape-mismatch for sum")
+        if len(sa) <= 2 and len(sb) <= 2 and a_axes == [len(sa) - 1] and b_axes == [0]:
+            return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+        return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, a_axes, b_axes))
+
+    return rule
+
+
+def _dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
+    b_axis = max(nb - 2, 0)
+    if sa[-1] != sb[b_axis]:
+        raise ValueError(
+            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {na - 1}) != {sb[b_axis]} "
+            f"(dim {b_axis})"
+        )
+    if na <= 2 and nb <= 2:
+        return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+    return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [b_axis]))
+
+
+def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
+    if sa[-1] != sb[-1]:
+        raise ValueError(
+            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {na - 1}) != {sb[-1]} (dim {nb - 1})"
+        )
+    if na <= 2 and nb <= 2:
+        if nb == 2:  # inner(a, b) = a @ b.T
+            vb, sb = np.swapaxes(vb, -1, -2), sb[::-1]
+        return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+    return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [nb - 1]))
+
+
+def _flat(v: Any, b: bool, shape: tuple) -> tuple[Any, tuple]:
+    """An operand flattened per example (C order)."""
+    size = math.prod(shape)
+    return (np.reshape(v, flat_shape(v)) if b else np.reshape(v, (size,))), (size,)
+
+
+def _vdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    (va, sa), (vb, sb) = _flat(va, ba, sa), _flat(vb, bb, sb)
+    if sa != sb:
+        raise ValueError("vdot: vectors have different lengths")
+    if _is_complex(va):
+        va = np.conjugate(va)
+    return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+
+
+def _outer_rule(func: Callable) -> Callable:
+    """`np.outer` flattens its operands; `np.linalg.outer` requires 1-d ones."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+        if func is np.linalg.outer and (len(sa) != 1 or len(sb) != 1):
+            raise ValueError(
+                "Input arrays must be one-dimensional, but they are "
+                f"x1.ndim={len(sa)} and x2.ndim={len(sb)}."
+            )
+        (va, sa), (vb, sb) = _flat(va, ba, sa), _flat(vb, bb, sb)
+        return trace.wrap(_outer_vals(va, ba, sa, vb, bb, sb))
+
+    return rule
+
+
+def _kron_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    """Kronecker product: interleave the axes of `a` and `b`, multiply, merge pairs."""
+    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    if not sa or not sb:
+        return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
+    nd = max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
+    a_shape = tuple(d for s in sa for d in (s, 1))
+    b_shape = tuple(d for s in sb for d in (1, s))
+    n = trace.axis_size
+    va = np.reshape(va, (n, *a_shape) if ba else a_shape)
+    vb = np.reshape(vb, (n, *b_shape) if bb else b_shape)
+    out = np.multiply(va, vb)
+    return trace.wrap(np.reshape(out, (n, *(x * y for x, y in zip(sa, sb, strict=True)))))
+
+
+# -- einsum ----------------------------------------------------------------------------
+
+# NumPy's sublist labels: 0..25 are 'A'..'Z', 26..51 are 'a'..'z' (ASCII order)
+_LABELS = string.ascii_uppercase + string.ascii_lowercase
+
+
+def _sublist(sub: Sequence) -> str:
+    return "".join("..." if s is Ellipsis else _LABELS[s] for s in sub)
+
+
+def _einsum_form(args: tuple) -> tuple[str, list]:
+    """`(subscripts, operands)` of either calling form of `np.einsum`."""
+    if isinstance(args[0], str):
+        return args[0].replace(" ", ""), list(args[1:])
+    pairs = len(args) // 2
+    operands = [args[2 * i] for i in range(pairs)]
+    subscripts = ",".join(_sublist(args[2 * i + 1]) for i in range(pairs))
+    if len(args) % 2:
+        subscripts += "->" + _sublist(args[-1])
+    return subscripts, operands
+
+
+def _implicit_output(inputs: list[str]) -> str:
+    """NumPy's implicit output: broadcast axes, then the labels used once, sorted."""
+    labels = "".join(inputs).replace(".", "")
+    ellipsis = "..." if any("..." in s for s in inputs) else ""
+    return ellipsis + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
+
+
+def _pair_contraction(inputs: list[str], output: str, ops: list) -> Any:
+    """A two-operand einsum that is a tensor contraction (each label in one operand and
+    the output, or in both operands and not the output) as `contract_vals`; else None."""
+    x, y = inputs
+    (va, ba, sa), (vb, bb, sb) = ops
+    labels = (x, y, output)
+    if "." in x + y + output or any(len(set(s)) != len(s) for s in labels):
+        return None
+    if len(x) != len(sa) or len(y) != len(sb) or not set(output) <= set(x + y):
+        return None
+    if any((c in y) == (c in output) for c in x) or any(c not in x and c not in output for c in y):
+        return None  # a label kept from both operands (a stack axis) or summed out alone
+    contracted = [c for c in x if c in y]
+    a_axes, b_axes = [x.index(c) for c in contracted], [y.index(c) for c in contracted]
+    if any(sa[i] != sb[j] for i, j in zip(a_axes, b_axes, strict=True)):
+        return None  # NumPy's error (or size-1 broadcasting) from einsum itself
+    out = contract_vals(va, ba, sa, vb, bb, sb, a_axes, b_axes)
+    free = [c for c in x if c not in y] + [c for c in y if c not in x]
+    perm = [0, *(1 + free.index(c) for c in output)]
+    return out if perm == sorted(perm) else np.transpose(out, perm)
+
+
+def _einsum_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    subscripts, operands = _einsum_form(args)
+    ins, arrow, output = subscripts.partition("->")
+    inputs = ins.split(",")
+    if not arrow:
+        output = _implicit_output(inputs)
+    spare = [c for c in _LABELS if c not in subscripts]
+    if len(inputs) != len(operands) or not spare:
+        return loop_apply(trace, np.einsum, args, kwargs, "np.einsum")  # NumPy's own error
+    ops = [_operand(trace, x) for x in operands]
+    if len(ops) == 2 and set(kwargs) <= {"optimize"}:
+        out = _pair_contraction(inputs, output, ops)
+        if out is not None:
+            return trace.wrap(out)
+    z = spare[0]  # the batch label
+    spec = ",".join(z + s if b else s for s, (_, b, _) in zip(inputs, ops, strict=True))
+    return trace.wrap(np.einsum(f"{spec}->{z}{output}", *(v for v, _, _ in ops), **kwargs))
+
+
+def _einsum_path_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    """Metadata: the path for one example (stand-ins of the per-example shapes)."""
+
+    def stand_in(x: Any) -> Any:
+        if not is_batched(trace, x):
+            return x
+        return np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+
+    return np.einsum_path(*(stand_in(a) for a in args), **kwargs)
+
+
+# -- convolve / correlate ----------------------------------------------------------------
+
+_MODES = {"v": "valid", "s": "same", "f": "full", 0: "valid", 1: "same", 2: "full"}
+# both operands batched: sliding windows and one einsum up to this many products per
+# example; above it NumPy's per-example kernel (cache-resident rows) is faster
+_WINDOWS_MAX = 1 << 14
+
+
+def _conv_rule(func: Callable) -> Callable:
+    """`np.convolve(a, v, mode="full")` and `np.correlate(a, v, mode="valid")` on 1-d
+    examples, computed in full mode and cut to `mode` (NumPy's offsets)."""
+    conv = func is np.convolve
+    default = "full" if conv else "valid"
+    if conv:
+        empty = ("a cannot be empty", "v cannot be empty")
+    else:
+        empty = ("first array argument cannot be empty", "second array argument cannot be empty")
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        mode = get_arg(args, kwargs, 2, "mode", default)
+        mode = _MODES[mode.lower()[0] if isinstance(mode, str) else mode]
+        (va, ba, sa), (vv, bv, sv) = (_operand(trace, x) for x in args[:2])
+        if len(sa) > 1 or len(sv) > 1:
+            raise ValueError("object too deep for desired array")
+        if not conv and (not sa or not sv):
+            raise ValueError("object of too small depth for desired array")
+        va, vv = _as_1d(va, ba, sa), _as_1d(vv, bv, sv)
+        n, m = math.prod(sa), math.prod(sv)
+        for size, msg in zip((n, m), empty, strict=True):
+            if size == 0:
+                raise ValueError(msg)
+        if trace.axis_size == 0:
+            like = va if ba else vv
+            dtype = np.result_type(va.dtype, vv.dtype)
+            return trace.wrap(np.zeros_like(like, shape=(0, _mode_len(mode, n, m)), dtype=dtype))
+        if ba and bv:
+            full = _full_both(func, va, vv, n, m)
+            if full is None:  # long rows: NumPy's kernel row by row is the fastest
+                return trace.wrap(np.stack([func(x, y, mode) for x, y in zip(va, vv, strict=True)]))
+        else:
+            full = _full_one(conv, va, ba, vv, n, m)
+        offset = _mode_offset(mode, conv, n, m)
+        return trace.wrap(full[:, offset : offset + _mode_len(mode, n, m)])
+
+    return rule
+
+
+def _as_1d(v: Any, batched: bool, shape: tuple) -> Any:
+    if len(shape) == 1:
+        return v
+    return np.reshape(v, (v.shape[0], 1) if batched else (1,))
+
+
+def _mode_len(mode: str, n: int, m: int) -> int:
+    return {"full": n + m - 1, "same": max(n, m), "valid": max(n, m) - min(n, m) + 1}[mode]
+
+
+def _mode_offset(mode: str, conv: bool, n: int, m: int) -> int:
+    s = min(n, m)
+    if mode == "valid":
+        return s - 1
+    if mode == "same":
+        return s // 2 if not conv and n < m else (s - 1) // 2
+    return 0
+
+
+def _padded(v: Any, pad: int) -> Any:
+    """Zeros on both sides of the last axis."""
+    z = np.zeros_like(v, shape=(*v.shape[:-1], pad))
+    return np.concatenate([z, v, z], axis=-1)
+
+
+def _full_one(conv: bool, va: Any, ba: bool, vv: Any, n: int, m: int) -> Any:
+    """Full-mode result when exactly one operand is batched, shape (B, n + m - 1)."""
+    if not conv and _is_complex(va, vv):
+        if ba:  # correlate(a, v) = sum a[j + k] conj(v[j]): fold the conj into v
+            return _full_one(True, va, True, np.conjugate(vv)[::-1], n, m)
+        # correlate(a, v)[t] = conj(correlate(v, a))[L - 1 - t]
+        return np.conjugate(_full_one(False, vv, True, va, m, n)[:, ::-1])
+    if not conv:  # real correlate(a, v) = convolve(a, v[::-1])
+        if ba:
+            return _full_one(True, va, True, vv[::-1], n, m)
+        return _full_one(True, vv, True, va[::-1], m, n)[:, ::-1]
+    xb, k, nx, nk = (va, vv, n, m) if ba else (vv, va, m, n)  # convolution commutes
+    length = nx + nk - 1
+    if nx >= nk:
+        # rows with nk - 1 trailing zeros laid end to end: one full convolution of that
+        # long vector holds every row's full convolution (NumPy's own kernel, one copy)
+        rows = xb.shape[0]
+        padded = np.concatenate([xb, np.zeros_like(xb, shape=(rows, nk - 1))], axis=1)
+        out = np.convolve(np.reshape(padded, (rows * length,)), k, "full")
+        return np.reshape(out[: rows * length], (rows, length))
+    # short batched rows, long kernel: one GEMM with the (nx, length) Toeplitz matrix
+    idx = np.arange(length)[None, :] - np.arange(nx)[:, None] + (nx - 1)
+    return xb @ _padded(k, nx - 1)[idx]
+
+
+def _full_both(func: Callable, va: Any, vv: Any, n: int, m: int) -> Any:
+    """Full-mode result when both operands are batched: windows of the longer operand
+    times the shorter one (one einsum); None when the rows are too long for that."""
+    plain = type(va) is np.ndarray and type(vv) is np.ndarray  # windows are views
+    if not plain or (n + m) * min(n, m) > _WINDOWS_MAX:
+        return None
+    conv = func is np.convolve
+    if not conv:
+        if n < m:  # correlate(a, v)[t] = conj(correlate(v, a))[L - 1 - t]
+            out = _full_both(func, vv, va, m, n)
+            return (np.conjugate(out) if _is_complex(out) else out)[:, ::-1]
+        return _windows_dot(va, np.conjugate(vv) if _is_complex(vv) else vv, m)
+    if n < m:
+        va, vv, n, m = vv, va, m, n
+    return _windows_dot(va, vv[:, ::-1], m)
+
+
+def _windows_dot(x: Any, k: Any, m: int) -> Any:
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    windows = sliding_window_view(_padded(x, m - 1), m, axis=-1)
+    return np.einsum("blm,bm->bl", windows, k)
+
+
+defbatch(np.dot, lambda f: _dot_rule)
+defbatch(np.inner, lambda f: _inner_rule)
+defbatch(np.vdot, lambda f: _vdot_rule)
+defbatch([np.outer, np.linalg.outer], _outer_rule)
+defbatch([np.tensordot, np.linalg.tensordot], _tensordot_rule)
+defbatch(np.kron, lambda f: _kron_rule)
+defbatch(np.einsum, lambda f: _einsum_rule)
+defbatch(np.einsum_path, lambda f: _einsum_path_rule)
+defbatch([np.convolve, np.correlate], _conv_rule)
+defbatch(np.linalg.matmul, lambda f: _matmul_rule)
+batch_rules[ufunc_primitive(np.matmul, "__call__")] = _matmul_rule

@@ -1,0 +1,415 @@
+"""numpy.linalg: NumPy stacks almost every function over leading axes already.
+
+For those the batch axis is one more stack axis and the rule calls the function once
+on the batched value (the same LAPACK routine on the same matrices as the loop, so the
+same answers, eigenvector signs included). Arguments that broadcast against the stack
+(`rcond=`, `tol=`, `rtol=`) are aligned with it. The rest get their own rules:
+
+- `solve` with an unbatched `a` factorizes it once and solves every example's right-hand
+  side as one more column; a vector `b` (NumPy 2: `b.ndim == 1`) stays a vector.
+- `lstsq` is not stacked in NumPy: with an unbatched `a` it is one call with every
+  example's right-hand sides as columns; with a batched `a` it is the SVD minimum-norm
+  solution with LAPACK's `rcond` cut-off (what `gelsd` computes).
+- `norm`/`vector_norm` with `axis=None` flatten one example, not the batch.
+- `multi_dot` picks its multiplication order with the batch size in the costs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from .._batching import (
+    BatchTrace,
+    align_rank,
+    aligned_operands,
+    bcast_batch,
+    example_ndim,
+    is_batched,
+    unwrap,
+    wrap_tree,
+)
+from .._core import Tracer
+from ._dispatch import defbatch, get_arg, set_arg
+from .contractions import _dot_rule, _operand, matmul_vals
+from .shapes import flat_shape
+from .ufuncs import _shift_axis, _shift_one
+
+LinAlgError = np.linalg.LinAlgError
+
+
+def _numpy_error(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> None:
+    """Let NumPy raise its own error for invalid per-example shapes: call `func` on
+    stand-ins (zeros) of one example."""
+
+    def stand_in(x: Any) -> Any:
+        return np.zeros(x.shape, dtype=x.dtype) if is_batched(trace, x) else x
+
+    leaf = lambda x: isinstance(x, Tracer)  # noqa: E731
+    func(*optree.tree_map(stand_in, args, is_leaf=leaf, none_is_leaf=True),
+         **optree.tree_map(stand_in, kwargs, is_leaf=leaf, none_is_leaf=True))  # fmt: skip
+
+
+def _check_rank(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, core: int) -> None:
+    """Examples with fewer than `core` axes raise NumPy's error (a batched value would
+    otherwise pass for a stack of smaller ones)."""
+    if example_ndim(trace, args[0]) < core:
+        _numpy_error(trace, func, args, kwargs)
+
+
+def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
+    """Factory of rules for `func(a, ...)` stacked over the axes of `a` before its last
+    `core` ones; `params` name the (position, keyword) arguments that broadcast against
+    the stack (`rcond=`, `tol=`, ...), batched or not."""
+
+    def factory(func: Callable) -> Callable:
+        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+            a = args[0]
+            _check_rank(trace, func, args, kwargs, core)
+            va, ba = unwrap(trace, a)
+            given = [(i, k, get_arg(args, kwargs, i, k)) for i, k in params]
+            given = [(i, k, p) for i, k, p in given if p is not None]
+            if given:
+                stack = max(example_ndim(trace, a) - core,
+                            *(example_ndim(trace, p) for _, _, p in given))  # fmt: skip
+                va = align_rank(bcast_batch(trace, a), example_ndim(trace, a), stack + core)
+                for i, k, p in given:
+                    vp, bp = unwrap(trace, p)
+                    if bp:
+                        vp = align_rank(vp, example_ndim(trace, p), stack)
+                    args, kwargs = set_arg(args, kwargs, i, k, vp)
+            return wrap_tree(trace, func(va, *args[1:], **kwargs))
+
+        return rule
+
+    return factory
+
+
+defbatch(
+    [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.eig, np.linalg.eigh,
+     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd, np.linalg.svdvals, np.linalg.qr,
+     np.linalg.cholesky, np.linalg.matrix_power, np.linalg.matrix_norm, np.linalg.cond,
+     np.linalg.trace],
+    _stacked(2),
+)  # fmt: skip
+defbatch([np.linalg.diagonal, np.linalg.matrix_transpose], _stacked(2), may_view=True)
+defbatch(np.linalg.pinv, _stacked(2, ((1, "rcond"), (3, "rtol"))))
+
+
+def _matrix_rank_rule(func: Callable) -> Callable:
+    stacked = _stacked(2, ((1, "tol"), (3, "rtol")))(func)
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a = args[0]
+        if example_ndim(trace, a) >= 2 or not is_batched(trace, a):
+            return stacked(trace, args, kwargs)
+        # NumPy: a vector (or scalar) has rank 1 unless it is all zeros
+        va = np.reshape(a.val, flat_shape(a.val))
+        return trace.wrap(np.astype(np.any(va != 0, axis=1), np.asarray(1).dtype))
+
+    return rule
+
+
+defbatch(np.linalg.matrix_rank, _matrix_rank_rule)
+
+
+# -- solve / lstsq / tensor versions ---------------------------------------------------------
+
+
+def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+    """Per example `np.linalg.solve(a, b)` as a batch-front value."""
+    n_batch = (va if ba else vb).shape[0]
+    if len(sb) == 1:  # b is one vector per example
+        if not ba:  # one factorization; the examples' b are its right-hand sides
+            return np.moveaxis(np.linalg.solve(va, np.swapaxes(vb, 0, 1)), -1, 0)
+        vb = np.reshape(vb, (*vb.shape, 1))
+        if bb:
+            vb = align_rank(vb, 2, len(sa))
+        return np.linalg.solve(va, vb)[..., 0]
+    if not ba and len(sa) == 2 and len(sb) == 2:  # one factorization, all columns
+        n, k = sb
+        cols = np.reshape(np.moveaxis(vb, 0, 1), (n, n_batch * k))
+        x = np.reshape(np.linalg.solve(va, cols), (n, n_batch, k))
+        return np.moveaxis(x, 1, 0)
+    rank = max(len(sa), len(sb))
+    if ba:
+        va = align_rank(va, len(sa), rank)
+    if bb:
+        vb = align_rank(vb, len(sb), rank)
+    return np.linalg.solve(va, vb)
+
+
+def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    if len(sa) < 2 or len(sb) < 1 or sa[-1] != sa[-2] or sb[-1 if len(sb) == 1 else -2] != sa[-1]:
+        _numpy_error(trace, np.linalg.solve, args, kwargs)
+    return trace.wrap(_solve_vals(va, ba, sa, vb, bb, sb))
+
+
+defbatch(np.linalg.solve, lambda f: _solve_rule)
+
+
+def _inexact(dtype: np.dtype) -> np.dtype:
+    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+
+
+def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    rcond = get_arg(args, kwargs, 2, "rcond")
+    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
+        _numpy_error(trace, np.linalg.lstsq, args, kwargs)
+    vector = len(sb) == 1
+    if vector:
+        vb = np.reshape(vb, (*np.shape(vb), 1))
+    if not ba and not is_batched(trace, rcond):
+        return _lstsq_columns(trace, va, vb, rcond, vector)
+    return _lstsq_svd(trace, va, ba, vb, bb, rcond, vector)
+
+
+def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool) -> tuple:
+    """Unbatched `a`: one LAPACK call with every example's right-hand sides as columns;
+    the rank and singular values belong to `a` alone (unbatched results)."""
+    n_batch, m, k = vb.shape
+    n = va.shape[1]
+    cols = np.reshape(np.moveaxis(vb, 0, 1), (m, n_batch * k))
+    x, res, rank, s = np.linalg.lstsq(va, cols, rcond=rcond)
+    x = np.moveaxis(np.reshape(x, (n, n_batch, k)), 1, 0)
+    full = m > n and bool(rank == n)  # NumPy gives residuals only then
+    res = np.reshape(res, (n_batch, k)) if full else np.zeros_like(s, shape=(n_batch, 0))
+    return trace.wrap(x[..., 0] if vector else x), trace.wrap(res), rank, s
+
+
+def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
+               vector: bool) -> tuple:  # fmt: skip
+    """Batched `a`: the minimum-norm solution from the SVD, singular values at most
+    `rcond * s_max` treated as zero (LAPACK `gelsd`), in double precision like NumPy."""
+    if not ba:
+        va = bcast_batch(trace, va)
+    m, n = va.shape[1:]
+    result_t = np.result_type(_inexact(va.dtype), _inexact(vb.dtype))
+    real_t = np.finfo(result_t).dtype
+    compute_t = np.complex128 if result_t.kind == "c" else np.float64
+    a64, b64 = np.astype(va, compute_t), np.astype(vb, compute_t)
+    if not bb:
+        b64 = b64[None]
+    u, s, vh = np.linalg.svd(a64, full_matrices=False)
+    eps = np.finfo(np.float64).eps
+    if rcond is None:
+        rcond = eps * max(m, n)
+    rcond, rb = unwrap(trace, rcond)
+    rcond = np.where(np.less(rcond, 0), eps / 2, rcond)  # LAPACK: machine precision
+    if rb:
+        rcond = np.reshape(rcond, (-1, 1))
+    keep = s > rcond * s[:, :1]
+    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
+    x = np.swapaxes(vh, -1, -2).conj() @ (inv_s[..., None] * (np.swapaxes(u, -1, -2).conj() @ b64))
+    rank = np.astype(np.sum(keep, axis=-1), np.int32)
+    if m > n and bool(np.all(rank == n)):
+        res = np.sum(np.abs(b64 - a64 @ x) ** 2, axis=-2)
+    elif m > n and bool(np.any(rank == n)):
+        raise trace.concretization(
+            "`np.linalg.lstsq` residuals have different shapes for different examples "
+            "(some matrices have full rank, some do not)",
+            "use `np.linalg.pinv(a) @ b`, whose shape does not depend on the rank",
+        )
+    else:
+        res = np.zeros_like(s, shape=(s.shape[0], 0))
+    x = np.astype(x, result_t)
+    return (trace.wrap(x[..., 0] if vector else x), trace.wrap(np.astype(res, real_t)),
+            trace.wrap(rank), trace.wrap(np.astype(s, real_t)))  # fmt: skip
+
+
+defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
+
+
+def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a = args[0]
+    ind = get_arg(args, kwargs, 1, "ind", 2)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    va, shape = unwrap(trace, a)[0], a.shape
+    prod = math.prod(shape[ind:])
+    if prod == 0 or math.prod(shape) % prod:
+        _numpy_error(trace, np.linalg.tensorinv, args, kwargs)
+    inv = np.linalg.inv(np.reshape(va, (va.shape[0], prod, math.prod(shape) // prod)))
+    return trace.wrap(np.reshape(inv, (va.shape[0], *shape[ind:], *shape[:ind])))
+
+
+defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
+
+
+def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    axes = get_arg(args, kwargs, 2, "axes")
+    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    if axes is not None:  # the named axes of `a` go to the end, in order
+        order = [i for i in range(len(sa)) if i not in [ax % len(sa) for ax in axes]]
+        order += [ax % len(sa) for ax in axes]
+        va = np.transpose(va, [0, *(i + 1 for i in order)] if ba else order)
+        sa = tuple(sa[i] for i in order)
+    x_shape = sa[len(sb) :]
+    prod = math.prod(x_shape)
+    if math.prod(sa) != prod**2:
+        _numpy_error(trace, np.linalg.tensorsolve, args, kwargs)
+    n_batch = (va if ba else vb).shape[0]
+    va = np.reshape(va, (n_batch, prod, prod) if ba else (prod, prod))
+    vb = np.reshape(vb, (n_batch, prod) if bb else (prod,))
+    x = _solve_vals(va, ba, (prod, prod), vb, bb, (prod,))
+    return trace.wrap(np.reshape(x, (n_batch, *x_shape)))
+
+
+defbatch(np.linalg.tensorsolve, lambda f: _tensorsolve_rule)
+
+
+# -- norms -----------------------------------------------------------------------------------
+
+
+def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    ord_ = get_arg(args, kwargs, 1, "ord")
+    axis = get_arg(args, kwargs, 2, "axis")
+    keepdims = get_arg(args, kwargs, 3, "keepdims", False)
+    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+    if axis is None:
+        if ord_ is None or (ord_ in ("f", "fro") and nd == 2) or (ord_ == 2 and nd == 1):
+            out = _flat_two_norm(v)
+            return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
+        if nd not in (1, 2):
+            raise ValueError("Improper number of dimensions to norm.")
+        axis = tuple(range(nd))
+    axis = _shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
+    return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
+
+
+def _flat_two_norm(v: Any) -> Any:
+    """sqrt(sum |x|^2) over one example's elements, as NumPy's `x.dot(x)`."""
+    flat = np.reshape(v, flat_shape(v))
+    if not np.issubdtype(flat.dtype, np.inexact):
+        flat = np.astype(flat, float)
+    if np.iscomplexobj(flat):
+        re, im = np.real(flat), np.imag(flat)
+        return np.sqrt(np.vecdot(re, re) + np.vecdot(im, im))
+    return np.sqrt(np.vecdot(flat, flat))
+
+
+def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
+    ord_ = kwargs.get("ord", 2)
+    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+    if axis is None:
+        out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
+        return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
+    axis = _shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else _shift_one(axis, nd)
+    return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
+
+
+defbatch(np.linalg.norm, lambda f: _norm_rule)
+defbatch(np.linalg.vector_norm, lambda f: _vector_norm_rule)
+
+
+# -- multi_dot, cross, vecdot ------------------------------------------------------------------
+
+
+def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) -> Any:
+    """The cheapest parenthesization (a nested tuple of indices) of a matrix chain when
+    products of batched operands cost `size` times as much."""
+    n = len(shapes)
+    best: dict[tuple[int, int], tuple[float, Any, bool]] = {
+        (i, i): (0.0, i, batched[i]) for i in range(n)
+    }
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            for s in range(i, j):
+                cl, tl, bl = best[(i, s)]
+                cr, tr, br = best[(s + 1, j)]
+                flops = shapes[i][0] * shapes[s][1] * shapes[j][1] * (size if bl or br else 1)
+                cost = cl + cr + flops
+                if (i, j) not in best or cost < best[(i, j)][0]:
+                    best[(i, j)] = (cost, (tl, tr), bl or br)
+    return best[(0, n - 1)][1]
+
+
+def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    arrays = list(get_arg(args, kwargs, 0, "arrays"))
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return _dot_rule(trace, tuple(arrays), {})
+    ops = [_operand(trace, x) for x in arrays]
+    first, last = len(ops[0][2]), len(ops[-1][2])
+    if first == 1:
+        v, b, s = ops[0]
+        ops[0] = (np.reshape(v, (v.shape[0], 1, s[0]) if b else (1, s[0])), b, (1, s[0]))
+    if last == 1:
+        v, b, s = ops[-1]
+        ops[-1] = (np.reshape(v, (v.shape[0], s[0], 1) if b else (s[0], 1)), b, (s[0], 1))
+    for _, _, s in ops:
+        if len(s) != 2:
+            raise LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
+    order = _chain_order([s for _, _, s in ops], [b for _, b, _ in ops], trace.axis_size)
+
+    def product(node: Any) -> tuple:
+        if isinstance(node, int):
+            return ops[node]
+        (va, ba, sa), (vb, bb, sb) = product(node[0]), product(node[1])
+        if not ba and not bb:
+            return va @ vb, False, (sa[0], sb[1])
+        return matmul_vals(va, ba, sa, vb, bb, sb), True, (sa[0], sb[1])
+
+    out = product(order)[0]
+    if first == 1 and last == 1:
+        return trace.wrap(out[:, 0, 0])
+    if first == 1:
+        return trace.wrap(out[:, 0, :])
+    return trace.wrap(out[..., 0] if last == 1 else out)
+
+
+defbatch(np.linalg.multi_dot, lambda f: _multi_dot_rule)
+
+
+def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
+    """A per-example axis as a negative axis of each operand (robust to alignment)."""
+    out = []
+    for nd in ndims:
+        if not -nd <= axis < nd:
+            raise np.exceptions.AxisError(axis, nd)
+        out.append(axis - nd if axis >= 0 else axis)
+    return out
+
+
+def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x1, x2 = args[:2]
+    axis = kwargs.get("axis", -1)
+    ndims = [example_ndim(trace, x) for x in (x1, x2)]
+    ax1, ax2 = _per_operand_axis(axis, ndims)
+    d1, d2 = np.shape(x1)[ax1], np.shape(x2)[ax2]
+    if d1 != 3 or d2 != 3:
+        raise ValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, "
+            f"but they are {d1} and {d2} dimensional instead."
+        )
+    v1, v2 = aligned_operands(trace, (x1, x2))
+    if ax1 == ax2:
+        return trace.wrap(np.linalg.cross(v1, v2, axis=ax1))
+    out_axis = axis - max(ndims) if axis >= 0 else axis
+    return trace.wrap(np.cross(v1, v2, axisa=ax1, axisb=ax2, axisc=out_axis))
+
+
+def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x1, x2 = args[:2]
+    axis = kwargs.get("axis", -1)
+    ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
+    v1, v2 = aligned_operands(trace, (x1, x2))
+    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
+
+
+defbatch(np.linalg.cross, lambda f: _cross_rule)
+defbatch(np.linalg.vecdot, lambda f: _vecdot_rule)
