@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     _tracer_api,  # noqa: F401  (installs the array interface on tracers)
     contractions,
     creation,
+    elementwise,
     fft,
     gather,
     indexing,

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, unwrap
-from ._dispatch import defbatch, get_arg
+from .._batching import BatchTrace, aligned_operands, example_ndim, is_batched, unwrap
+from ._dispatch import defbatch, get_arg, set_arg
+from .shapes import example_shape, per_example
+from .ufuncs import _shift_one
 
 
 def _like_rule(func: Callable) -> Callable:
@@ -54,19 +56,134 @@ def _full_like_batched_fill(trace: BatchTrace, args: tuple, kwargs: dict) -> Any
 
 
 def _like_kwarg_rule(func: Callable) -> Callable:
-    """`np.zeros(..., like=x)` and friends: the result does not depend on `x`'s values."""
+    """`np.zeros(..., like=x)` and friends. NumPy drops `like=` before dispatching, so
+    this runs only when another argument is batched: `np.full`'s `fill_value` batches,
+    a batched size or range gives shapes that differ between examples (a loop)."""
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        kwargs = {**kwargs, "like": unwrap(trace, kwargs["like"])[0]}
-        return func(*args, **kwargs)
+        fill = get_arg(args, kwargs, 1, "fill_value")
+        if func is np.full and is_batched(trace, fill) and not _batched_rest(trace, args, 1):
+            shape = get_arg(args, kwargs, 0, "shape")
+            shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+            v = unwrap(trace, fill)[0]
+            out = np.empty_like(v, shape=(v.shape[0], *shape), dtype=kwargs.get("dtype"))
+            out[...] = v.reshape(v.shape[:1] + (1,) * (len(shape) - v.ndim + 1) + v.shape[1:])
+            return trace.wrap(out)
+        return per_example(trace, func, args, kwargs, "with a batched size or range")
 
     return rule
 
 
+def _batched_rest(trace: BatchTrace, args: tuple, skip: int) -> bool:
+    return any(is_batched(trace, a) for i, a in enumerate(args) if i != skip)
+
+
 defbatch([np.zeros_like, np.ones_like, np.empty_like, np.full_like], _like_rule)
 defbatch(
-    [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.linspace,
-     np.logspace, np.geomspace, np.tri, np.fromfunction, np.frombuffer, np.fromiter,
-     np.fromstring],
+    [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.tri,
+     np.fromfunction, np.frombuffer, np.fromiter, np.fromstring],
     _like_kwarg_rule,
 )  # fmt: skip
+
+
+# -- linspace, logspace, geomspace with batched endpoints ---------------------------------
+
+# per function: the positions and names of its array operands, and of `axis`
+_SPACES: dict[Callable, tuple[tuple[tuple[int, str], ...], int]] = {
+    np.linspace: (((0, "start"), (1, "stop")), 6),
+    np.logspace: (((0, "start"), (1, "stop"), (4, "base")), 6),
+    np.geomspace: (((0, "start"), (1, "stop")), 5),
+}
+
+
+def _space_rule(func: Callable) -> Callable:
+    """Batched operands get the batch axis at the front of their broadcast shape, and
+    `axis` (where the new axis goes, counted in one example's result) shifts by one.
+    (`np.linspace` divides differently when any step is 0: batched, "any" spans the
+    batch, so examples then may differ from the loop in the last bit.)"""
+    operands, axis_pos = _SPACES[func]
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        present = [(p, n) for p, n in operands if len(args) > p or n in kwargs]
+        values = [get_arg(args, kwargs, p, n) for p, n in present]
+        if any(is_batched(trace, a) for a in args[2:] if all(a is not v for v in values)):
+            return per_example(trace, func, args, kwargs, "with a batched `num`")
+        rank = max(example_ndim(trace, a) for a in values)
+        for (p, n), a in zip(present, aligned_operands(trace, values), strict=True):
+            args, kwargs = set_arg(args, kwargs, p, n, a)
+        axis = _shift_one(get_arg(args, kwargs, axis_pos, "axis", 0), rank + 1)
+        args, kwargs = set_arg(args, kwargs, axis_pos, "axis", axis)
+        out = func(*args, **kwargs)
+        if isinstance(out, tuple):  # retstep: the step is batched, or NaN for all
+            return trace.wrap(out[0]), trace.wrap(out[1]) if np.ndim(out[1]) else out[1]
+        return trace.wrap(out)
+
+    return rule
+
+
+defbatch(list(_SPACES), _space_rule)
+
+
+# -- meshgrid, vander ----------------------------------------------------------------------
+
+
+def _meshgrid_rule(func: Callable) -> Callable:
+    """Each input becomes a view shaped to its grid axis; unbatched inputs give
+    unbatched outputs (never broadcast to the batch)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        copy, sparse = kwargs.get("copy", True), kwargs.get("sparse", False)
+        indexing = kwargs.get("indexing", "xy")
+        if indexing not in ("xy", "ij"):
+            raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+        sizes = [int(np.prod(example_shape(trace, x), dtype=np.intp)) for x in args]
+        where = list(range(len(args)))
+        if indexing == "xy" and len(args) > 1:
+            where[0], where[1] = 1, 0
+        full = [0] * len(args)
+        for i, n in zip(where, sizes, strict=True):
+            full[i] = n
+        out = []
+        for x, i, n in zip(args, where, sizes, strict=True):
+            shape = (1,) * i + (n,) + (1,) * (len(args) - i - 1)
+            v, b = unwrap(trace, x)
+            if not sparse:
+                shape = tuple(full)
+            if b:
+                v = v.reshape((v.shape[0], *(1,) * i, n, *(1,) * (len(args) - i - 1)))
+                v = np.broadcast_to(v, (v.shape[0], *shape)) if not sparse else v
+            else:
+                v = np.broadcast_to(np.reshape(x, (1,) * i + (n,) + (1,) * (len(args) - i - 1)),
+                                    shape)  # fmt: skip
+            v = v.copy() if copy else v
+            out.append(trace.wrap(v) if b else v)
+        return tuple(out) if copy or not sparse else out
+
+    return rule
+
+
+def _vander_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = get_arg(args, kwargs, 0, "x")
+        n, increasing = get_arg(args, kwargs, 1, "N"), get_arg(args, kwargs, 2, "increasing")
+        if is_batched(trace, n) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with a batched `N`")
+        if example_ndim(trace, x) != 1:
+            raise ValueError("x must be a one-dimensional array or sequence.")
+        v = unwrap(trace, x)[0]
+        b, m = v.shape
+        n = m if n is None else n
+        dtype = np.promote_types(v.dtype, int)
+        ones = np.ones_like(v, shape=(b, m, min(n, 1)), dtype=dtype)
+        # NumPy's arithmetic exactly: x, x*x, (x*x)*x, ... after a column of ones
+        powers = np.multiply.accumulate(
+            np.broadcast_to(v[:, :, None], (b, m, max(n - 1, 0))), axis=2, dtype=dtype
+        )
+        out = np.concatenate([ones, powers], axis=2)
+        return trace.wrap(out if increasing else out[:, :, ::-1])
+
+    return rule
+
+
+defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
+defbatch(np.vander, _vander_rule)

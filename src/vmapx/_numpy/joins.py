@@ -1,7 +1,9 @@
-"""Joins and splits: functions of a sequence of arrays.
+"""Joins and splits: functions of a sequence of arrays, and their inverses.
 
 Unbatched members of a join are broadcast to the batch (a zero-stride view; the join
-copies anyway), because the result is batched as a whole.
+copies anyway), because the result is batched as a whole. Splits return views.
+Positions (`indices_or_sections`, the `obj` of `insert`/`delete`) must be unbatched:
+batched ones give shapes that differ between examples, so those calls loop.
 """
 
 from __future__ import annotations
@@ -11,10 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, bcast_batch, example_ndim
+from .._batching import BatchTrace, bcast_batch, example_ndim, is_batched, unwrap, wrap_tree
 from ._dispatch import defbatch, get_arg, set_arg
-from .shapes import flat_shape
+from .shapes import atleast_shape, example_shape, flat_shape, per_example, raise_like_numpy
 from .ufuncs import _shift_one
+
+
+def join(trace: BatchTrace, arrays: list, axis: int, nd: int, func: Callable = np.concatenate,
+         **kwargs: Any) -> Any:  # fmt: skip
+    """`func(arrays, axis)` over batched and unbatched arrays of one example rank `nd`."""
+    vals = [bcast_batch(trace, a) for a in arrays]
+    return trace.wrap(func(vals, axis=_shift_one(axis, nd), **kwargs))
 
 
 def _join_rule(*, new_axis: bool) -> Callable:
@@ -22,7 +31,10 @@ def _join_rule(*, new_axis: bool) -> Callable:
         def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
             arrays = list(get_arg(args, kwargs, 0, "arrays"))
             axis = get_arg(args, kwargs, 1, "axis", 0)
-            nd = max(example_ndim(trace, a) for a in arrays) + (1 if new_axis else 0)
+            ndims = [example_ndim(trace, a) for a in arrays]
+            if not new_axis and axis is not None and (0 in ndims or len(set(ndims)) > 1):
+                func([np.zeros((1,) * n) for n in ndims], axis=axis)  # NumPy's own error
+            nd = max(ndims) + (1 if new_axis else 0)
             vals = [bcast_batch(trace, a) for a in arrays]
             if axis is None:  # concatenate(axis=None) flattens each example first
                 vals, axis = [v.reshape(flat_shape(v)) for v in vals], 0
@@ -38,3 +50,196 @@ def _join_rule(*, new_axis: bool) -> Callable:
 
 defbatch(np.concatenate, _join_rule(new_axis=False))
 defbatch(np.stack, _join_rule(new_axis=True))
+
+
+# -- hstack, vstack, dstack, column_stack: promote each example, then concatenate --------
+
+
+def promote(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+    """`x` reshaped to the per-example `shape` (a view), batched or not."""
+    v, b = unwrap(trace, x)
+    return trace.wrap(v.reshape((v.shape[0], *shape))) if b else np.reshape(x, shape)
+
+
+def _column_shape(shape: tuple) -> tuple:
+    """`np.column_stack` turns 0-d and 1-d examples into columns."""
+    return {0: (1, 1), 1: (*shape, 1)}.get(len(shape), shape)
+
+
+_STACKERS: dict[Callable, Callable[[tuple], tuple]] = {
+    np.hstack: lambda s: atleast_shape(s, 1),
+    np.vstack: lambda s: atleast_shape(s, 2),
+    np.dstack: lambda s: atleast_shape(s, 3),
+    np.column_stack: _column_shape,
+}
+
+
+def _stacker_rule(func: Callable) -> Callable:
+    shape_of = _STACKERS[func]
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arrays = get_arg(args, kwargs, 0, "tup")
+        kwargs = {k: w for k, w in kwargs.items() if k != "tup"}
+        arrays = [promote(trace, a, shape_of(example_shape(trace, a))) for a in arrays]
+        nd = example_ndim(trace, arrays[0])
+        axis = {np.vstack: 0, np.dstack: 2, np.column_stack: 1}.get(func, 0 if nd == 1 else 1)
+        return join(trace, arrays, axis, nd, **kwargs)
+
+    return rule
+
+
+defbatch(list(_STACKERS), _stacker_rule)
+
+
+# -- block -------------------------------------------------------------------------------
+
+
+def _block_depth(x: Any) -> int:
+    if type(x) is list:
+        depths = {_block_depth(p) for p in x}
+        if len(depths) != 1:  # an empty list, or mismatched depths: NumPy's own error
+            np.block(_skeleton(x))
+        return depths.pop() + 1
+    if type(x) is tuple:
+        np.block(_skeleton(x))
+    return 0
+
+
+def _skeleton(x: Any) -> Any:
+    """The nesting of `x` with a plain 0 for every array (to get NumPy's error)."""
+    return type(x)(_skeleton(p) for p in x) if type(x) in (list, tuple) else 0
+
+
+def _block_rule(func: Callable) -> Callable:
+    """Every block promoted to the result's rank (axes put after the batch axis), then
+    one `np.block`: it joins along the last axes, never the batch axis."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arrays = get_arg(args, kwargs, 0, "arrays")
+        depth = _block_depth(arrays)
+        nd = max(depth, _max_ndim(trace, arrays))
+        return trace.wrap(np.block(_promoted(trace, arrays, nd)))
+
+    return rule
+
+
+def _max_ndim(trace: BatchTrace, x: Any) -> int:
+    if type(x) is list:
+        return max(_max_ndim(trace, p) for p in x)
+    return example_ndim(trace, x)
+
+
+def _promoted(trace: BatchTrace, x: Any, nd: int) -> Any:
+    """The nested blocks, each batched and promoted to `nd` axes per example."""
+    if type(x) is list:
+        return [_promoted(trace, p, nd) for p in x]
+    shape = example_shape(trace, x)
+    return bcast_batch(trace, promote(trace, x, (1,) * (nd - len(shape)) + tuple(shape)))
+
+
+defbatch(np.block, _block_rule)
+
+
+# -- unstack and splits: views of one array ------------------------------------------------
+
+
+def _unstack_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        if nd == 0:
+            raise_like_numpy(func, 0)
+        axis = _shift_one(get_arg(args, kwargs, 1, "axis", 0), nd)
+        return wrap_tree(trace, np.unstack(v, axis=axis))
+
+    return rule
+
+
+# per split function: (fewest axes of one example, the axis it splits (None: `axis=`))
+_SPLITS: dict[Callable, tuple[int, int | None]] = {
+    np.split: (0, None),
+    np.array_split: (0, None),
+    np.hsplit: (1, 1),
+    np.vsplit: (2, 0),
+    np.dsplit: (3, 2),
+}
+
+
+def _split_rule(func: Callable) -> Callable:
+    least, fixed = _SPLITS[func]
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, sections = args[0], get_arg(args, kwargs, 1, "indices_or_sections")
+        if is_batched(trace, sections) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with batched `indices_or_sections`")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        if nd < least:
+            raise_like_numpy(func, nd, sections)
+        if fixed is None:
+            axis = get_arg(args, kwargs, 2, "axis", 0)
+        else:  # hsplit splits a 1-d example along its only axis
+            axis = 0 if func is np.hsplit and nd == 1 else fixed
+        split = np.array_split if func is np.array_split else np.split
+        return wrap_tree(trace, split(v, sections, axis=_shift_one(axis, nd)))
+
+    return rule
+
+
+defbatch(np.unstack, _unstack_rule, may_view=True)
+defbatch(list(_SPLITS), _split_rule, may_view=True)
+
+
+# -- append, insert, delete ------------------------------------------------------------
+
+
+def _append_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arr, values = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "values")
+        axis = get_arg(args, kwargs, 2, "axis")
+        if axis is None:  # both are flattened first
+            arrays = [promote(trace, a, (int(np.prod(example_shape(trace, a))),))
+                      for a in (arr, values)]  # fmt: skip
+            return join(trace, arrays, 0, 1)
+        return join(trace, [arr, values], axis, example_ndim(trace, arr))
+
+    return rule
+
+
+def _insert_rule(func: Callable) -> Callable:
+    """`np.insert` by one gather: NumPy inserts the labels of `values`' elements into
+    the labels of `arr`'s (one example's worth of integers), which says where every
+    element of the result comes from under NumPy's own rules."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arr, obj = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "obj")
+        values, axis = get_arg(args, kwargs, 2, "values"), get_arg(args, kwargs, 3, "axis")
+        if is_batched(trace, obj):
+            return per_example(trace, func, args, kwargs, "with batched indices `obj`")
+        shape, vshape = example_shape(trace, arr), example_shape(trace, values)
+        size, vsize = int(np.prod(shape, dtype=np.intp)), int(np.prod(vshape, dtype=np.intp))
+        labels = np.insert(np.arange(size).reshape(shape), obj,
+                           np.arange(size, size + vsize).reshape(vshape), axis=axis)  # fmt: skip
+        dtype = arr.dtype if hasattr(arr, "dtype") else np.asarray(arr).dtype
+        flat = [promote(trace, a, (n,)) for a, n in ((arr, size), (values, vsize))]
+        source = join(trace, flat, 0, 1, dtype=dtype, casting="unsafe").val
+        return trace.wrap(source[:, labels.reshape(-1)].reshape((source.shape[0], *labels.shape)))
+
+    return rule
+
+
+def _delete_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        arr, obj = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "obj")
+        axis = get_arg(args, kwargs, 2, "axis")
+        if is_batched(trace, obj) or not is_batched(trace, arr):
+            return per_example(trace, func, args, kwargs, "with batched indices `obj`")
+        v, nd = unwrap(trace, arr)[0], example_ndim(trace, arr)
+        if axis is None:
+            return trace.wrap(np.delete(v.reshape(flat_shape(v)), obj, axis=1))
+        return trace.wrap(np.delete(v, obj, axis=_shift_one(axis, nd)))
+
+    return rule
+
+
+defbatch(np.append, _append_rule)
+defbatch(np.insert, _insert_rule)
+defbatch(np.delete, _delete_rule)

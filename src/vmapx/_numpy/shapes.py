@@ -1,6 +1,9 @@
 """Shape family: functions of one array whose axis arguments are per-example axes.
 
 Most are "shift every axis argument by one and prepend the batch axis to shapes".
+Results that NumPy gives as views stay views (registered with `may_view=True`).
+Arguments that decide the output's shape (`reps`, `repeats`, `k` of `rot90`, ...)
+must be unbatched: a batched one runs the call once per example, with a warning.
 """
 
 from __future__ import annotations
@@ -10,10 +13,42 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, example_ndim, unwrap
+from .._batching import (
+    BatchTrace,
+    align_rank,
+    bcast_batch,
+    example_ndim,
+    is_batched,
+    loop_apply,
+    unwrap,
+    warn_fallback,
+)
 from .._core import Tracer
-from ._dispatch import defbatch, get_arg, set_arg
+from ._dispatch import _name, defbatch, get_arg, set_arg
+from ._tracer_api import IN_PLACE
 from .ufuncs import _shift_axis, _shift_one
+
+# -- helpers shared by the shape, join and elementwise families --------------------
+
+
+def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
+    """The shape of `x` as one example sees it."""
+    v, batched = unwrap(trace, x)
+    return tuple(v.shape[1:]) if batched else np.shape(x)
+
+
+def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
+    """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
+    name = f"`{_name(func)}`"
+    warn_fallback(trace, f"{name} {why}")
+    return loop_apply(trace, func, args, kwargs, name)
+
+
+def raise_like_numpy(func: Callable, ndim: int, *args: Any, **kwargs: Any) -> None:
+    """Raise the error NumPy gives for one example with `ndim` axes (a tiny stand-in),
+    where the batched call would fail differently or not at all."""
+    func(np.zeros((1,) * ndim), *args, **kwargs)
+    raise AssertionError(f"{_name(func)} accepted a {ndim}-d example")  # pragma: no cover
 
 
 def _value_rule(func: Callable) -> Callable:
@@ -45,7 +80,7 @@ def _meta_rule(attr: str) -> Callable:
 defbatch(np.shape, _meta_rule("shape"))
 defbatch(np.ndim, _meta_rule("ndim"))
 defbatch(np.size, _meta_rule("size"))
-defbatch([np.copy, np.astype, np.real_if_close], _value_rule)
+defbatch([np.copy, np.astype], _value_rule)
 defbatch([np.real, np.imag], _value_rule, may_view=True)
 
 
@@ -179,3 +214,442 @@ def _dtype_rule(func: Callable) -> Callable:
 
 defbatch([np.result_type, np.can_cast, np.common_type, np.iscomplexobj, np.isrealobj],
          _dtype_rule)  # fmt: skip
+
+
+# -- promotions: atleast_*d, broadcast_arrays ------------------------------------------
+
+_ATLEAST = {np.atleast_1d: 1, np.atleast_2d: 2, np.atleast_3d: 3}
+_SEQ = type(np.atleast_1d(0, 0))  # what NumPy returns for several arrays (tuple since 2.0)
+
+
+def atleast_shape(shape: tuple, n: int) -> tuple[int, ...]:
+    """The shape `np.atleast_{n}d` gives an array of `shape`."""
+    shape = tuple(shape)
+    if len(shape) >= n:
+        return shape
+    if n == 3:
+        return {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
+    return (1,) * (n - len(shape)) + shape
+
+
+def _atleast_rule(func: Callable) -> Callable:
+    n = _ATLEAST[func]
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        outs = []
+        for x in args:
+            v, b = unwrap(trace, x)
+            if b:
+                outs.append(trace.wrap(v.reshape((v.shape[0], *atleast_shape(v.shape[1:], n)))))
+            else:
+                outs.append(func(x))
+        return outs[0] if len(outs) == 1 else _SEQ(outs)
+
+    return rule
+
+
+_BROADCAST_SEQ = type(np.broadcast_arrays())
+
+
+def _broadcast_arrays_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        shapes = [example_shape(trace, x) for x in args]
+        shape = np.broadcast_shapes(*shapes)
+        outs = []
+        for x, s in zip(args, shapes, strict=True):
+            v, b = unwrap(trace, x)
+            if b:  # unbatched ones broadcast to one example's shape only
+                v = align_rank(v, len(s), len(shape))
+                outs.append(trace.wrap(np.broadcast_to(v, (v.shape[0], *shape))))
+            else:
+                outs.append(np.broadcast_to(x, shape, **kwargs))
+        return _BROADCAST_SEQ(outs)
+
+    return rule
+
+
+defbatch(list(_ATLEAST), _atleast_rule, may_view=True)
+defbatch(np.broadcast_arrays, _broadcast_arrays_rule, may_view=True)
+
+
+# -- reversals and rotations: flip, fliplr, flipud, roll, rot90 ------------------------
+
+
+def _flip_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        axis = get_arg(args, kwargs, 1, "axis")
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        return trace.wrap(np.flip(v, _shift_axis(axis, nd)))
+
+    return rule
+
+
+def _flip_fixed_rule(axis: int) -> Callable:
+    """`fliplr` (axis 1) and `flipud` (axis 0)."""
+
+    def factory(func: Callable) -> Callable:
+        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+            v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+            if nd <= axis:
+                raise_like_numpy(func, nd)
+            return trace.wrap(np.flip(v, axis + 1))
+
+        return rule
+
+    return factory
+
+
+def _roll_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        shift = get_arg(args, kwargs, 1, "shift")
+        axis = get_arg(args, kwargs, 2, "axis")
+        v, nd = bcast_batch(trace, x), example_ndim(trace, x)
+        shape, flat = v.shape, axis is None  # None: roll the flattened example
+        if flat:
+            v, axis, nd = v.reshape(flat_shape(v)), 0, 1
+        if isinstance(shift, Tracer):  # a shift per example (or of an outer transform)
+            out = _roll_batched_shift(v, bcast_batch(trace, shift), axis, nd)
+        else:
+            axis = tuple(axis) if isinstance(axis, list) else axis
+            out = np.roll(v, shift, axis=_shift_axis(axis, nd))
+        return trace.wrap(out.reshape(shape) if flat else out)
+
+    return rule
+
+
+def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
+    """`np.roll` with a different shift `s` (batch-front) per example: one gather per
+    rolled axis (several shifts of one axis add up, as in NumPy)."""
+    axes = np.asarray(axis)
+    if s.ndim > 2 or axes.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    b = s.shape[0]
+    count = np.broadcast_shapes(s.shape[1:], axes.shape)
+    k = int(np.prod(count, dtype=np.int64))
+    s = np.broadcast_to(s, (b, *count)).reshape(b, k)
+    axes = [_shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
+    for ax in dict.fromkeys(axes):
+        total = sum(s[:, j] for j, a in enumerate(axes) if a == ax)
+        n = v.shape[ax]
+        ramp = np.arange(n).reshape((1,) * ax + (n,) + (1,) * (nd - ax))
+        index = (ramp - total.reshape((b,) + (1,) * nd)) % max(n, 1)
+        v = np.take_along_axis(v, index, axis=ax)
+    return v
+
+
+def _rot90_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        k = get_arg(args, kwargs, 1, "k", 1)
+        axes = tuple(get_arg(args, kwargs, 2, "axes", (0, 1)))
+        if is_batched(trace, k):
+            return per_example(trace, func, args, kwargs, "with a batched `k`")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        valid = len(axes) == 2 and all(-nd <= a < nd for a in axes)
+        if not valid or axes[0] % nd == axes[1] % nd:
+            raise_like_numpy(func, nd, k, axes)
+        return trace.wrap(np.rot90(v, k, axes=(_shift_one(axes[0], nd), _shift_one(axes[1], nd))))
+
+    return rule
+
+
+defbatch(np.flip, _flip_rule, may_view=True)
+defbatch(np.fliplr, _flip_fixed_rule(1), may_view=True)
+defbatch(np.flipud, _flip_fixed_rule(0), may_view=True)
+defbatch(np.roll, _roll_rule)
+defbatch(np.rot90, _rot90_rule, may_view=True)
+
+
+# -- repetition: tile, repeat, resize --------------------------------------------------
+
+
+def _tile_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, reps = args[0], get_arg(args, kwargs, 1, "reps")
+        if is_batched(trace, reps) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with a batched `reps`")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        reps = tuple(reps) if np.iterable(reps) else (reps,)
+        rank = max(nd, len(reps))
+        return trace.wrap(np.tile(align_rank(v, nd, rank), (1,) * (1 + rank - len(reps)) + reps))
+
+    return rule
+
+
+def _repeat_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
+        axis = get_arg(args, kwargs, 2, "axis")
+        if is_batched(trace, repeats) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with batched `repeats`")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        if axis is None:
+            return trace.wrap(np.repeat(v.reshape(flat_shape(v)), repeats, axis=1))
+        return trace.wrap(np.repeat(v, repeats, axis=_shift_one(axis, nd)))
+
+    return rule
+
+
+def _resize_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, new_shape = args[0], get_arg(args, kwargs, 1, "new_shape")
+        if not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with a batched `new_shape`")
+        flat = unwrap(trace, x)[0]
+        flat = flat.reshape(flat_shape(flat))
+        new_shape = (new_shape,) if isinstance(new_shape, int | np.integer) else tuple(new_shape)
+        if any(d < 0 for d in new_shape):
+            raise ValueError("all elements of `new_shape` must be non-negative")
+        size, n = int(np.prod(new_shape, dtype=np.int64)), flat.shape[1]
+        if n == 0 or size == 0:
+            return trace.wrap(np.zeros_like(flat, shape=(flat.shape[0], *new_shape)))
+        # the example's values repeated cyclically: one gather
+        return trace.wrap(flat[:, np.arange(size) % n].reshape((flat.shape[0], *new_shape)))
+
+    return rule
+
+
+defbatch(np.tile, _tile_rule)
+defbatch(np.repeat, _repeat_rule)
+defbatch(np.resize, _resize_rule)
+
+
+# -- matrices: diag, diagflat, diagonal, trace, tril, triu, matrix_transpose ------------
+
+
+def diag_matrix(v: Any, k: int) -> Any:
+    """`np.diag` of each 1-d example of `v` (B, n): matrices with `v` on diagonal `k`."""
+    b, m = v.shape
+    n = m + abs(k)
+    out = np.zeros_like(v, shape=(b, n, n))
+    i = np.arange(m)
+    out[:, i + max(-k, 0), i + max(k, 0)] = v
+    return out
+
+
+def _diag_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        k = get_arg(args, kwargs, 1, "k", 0)
+        if func is np.diagflat:
+            return trace.wrap(diag_matrix(v.reshape(flat_shape(v)), k))
+        if nd == 1:
+            return trace.wrap(diag_matrix(v, k))
+        if nd == 2:
+            return trace.wrap(np.diagonal(v, k, axis1=1, axis2=2))
+        raise ValueError("Input must be 1- or 2-d.")
+
+    return rule
+
+
+def _two_axes_rule(func: Callable) -> Callable:
+    """`diagonal(a, offset, axis1=0, axis2=1)` and `trace(...)`: both axes are shifted."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        if nd < 2:
+            raise_like_numpy(func, nd)
+        args = (v, *args[1:])
+        for pos, name, default in ((2, "axis1", 0), (3, "axis2", 1)):
+            axis = _shift_one(get_arg(args, kwargs, pos, name, default), nd)
+            args, kwargs = set_arg(args, kwargs, pos, name, axis)
+        return trace.wrap(func(*args, **kwargs))
+
+    return rule
+
+
+def _tri_rule(func: Callable) -> Callable:
+    """`tril`/`triu` act on the last two axes; a 1-d example is broadcast (as NumPy does)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        k = get_arg(args, kwargs, 1, "k", 0)
+        if nd >= 2:
+            return trace.wrap(func(v, k=k))
+        shape = v.shape[1:]
+        zero = np.zeros_like(v, shape=())
+        if func is np.tril:
+            return trace.wrap(np.where(np.tri(*shape[-2:], k=k, dtype=bool), v[:, None], zero))
+        return trace.wrap(np.where(np.tri(*shape[-2:], k=k - 1, dtype=bool), zero, v[:, None]))
+
+    return rule
+
+
+def _matrix_transpose_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        if nd < 2:
+            raise_like_numpy(func, nd)
+        return trace.wrap(np.swapaxes(v, -1, -2))
+
+    return rule
+
+
+def _rollaxis_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        axis = _shift_one(get_arg(args, kwargs, 1, "axis"), nd)
+        start = get_arg(args, kwargs, 2, "start", 0)
+        start = start + nd if start < 0 else start
+        if not 0 <= start <= nd:
+            raise_like_numpy(func, nd, axis - 1, get_arg(args, kwargs, 2, "start", 0))
+        return trace.wrap(np.rollaxis(v, axis, start + 1))
+
+    return rule
+
+
+defbatch([np.diag, np.diagflat], _diag_rule, may_view=True)
+defbatch(np.diagonal, _two_axes_rule, may_view=True)
+defbatch(np.trace, _two_axes_rule)
+defbatch([np.tril, np.triu], _tri_rule)
+defbatch(np.matrix_transpose, _matrix_transpose_rule, may_view=True)
+defbatch(np.rollaxis, _rollaxis_rule, may_view=True)
+
+
+def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
+    """`np.fill_diagonal` of a traced array: a functional write of its diagonal."""
+    shape = a.shape
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    end = None
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = None if wrap else shape[1] * shape[1]
+    else:
+        if len(set(shape)) != 1:
+            raise ValueError("All dimensions of input must be of equal length")
+        step = 1 + int(np.cumprod(shape[:-1]).sum())
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)))[:end:step]
+    if flat.size == 0 or np.size(val) == 0:
+        return
+    # `a.flat[...] = val` repeats `val` cyclically, which is what `np.resize` does
+    a[np.unravel_index(flat, shape)] = np.resize(val, flat.size)
+
+
+IN_PLACE[np.fill_diagonal] = fill_diagonal
+
+
+# -- contiguity: ascontiguousarray, asfortranarray, require ---------------------------
+# NumPy dispatches these only through `like=`: `np.ascontiguousarray(x, like=x)`.
+
+
+def _fortran(v: Any, dtype: Any = None) -> Any:
+    """Each example in Fortran order (the batch axis stays the outermost)."""
+    perm = (0, *range(v.ndim - 1, 0, -1))
+    return np.ascontiguousarray(v.transpose(perm), dtype=dtype, like=v).transpose(perm)
+
+
+_FLAGS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",
+          "FORTRAN": "F", "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O",
+          "OWNDATA": "O", "E": "E", "ENSUREARRAY": "E"}  # fmt: skip
+
+
+def _contiguous_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        dtype = get_arg(args, kwargs, 1, "dtype")
+        if func is np.require:
+            reqs = get_arg(args, kwargs, 2, "requirements") or []
+            reqs = {_FLAGS[r.upper()] for r in ([reqs] if isinstance(reqs, str) else reqs)}
+            if {"C", "F"} <= reqs:
+                raise ValueError("Cannot specify both C and Fortran contiguous.")
+            if "F" in reqs:
+                v, dtype = _fortran(v, dtype), None
+            return trace.wrap(np.require(v, dtype, reqs - {"F"}, like=v))
+        if nd == 0:  # these give at least one axis
+            v = v.reshape(v.shape[0], 1)
+        if func is np.asfortranarray:
+            return trace.wrap(_fortran(v, dtype))
+        return trace.wrap(np.ascontiguousarray(v, dtype=dtype, like=v))
+
+    return rule
+
+
+defbatch([np.ascontiguousarray, np.asfortranarray, np.require], _contiguous_rule, may_view=True)
+
+
+# -- pad ---------------------------------------------------------------------------------
+
+
+def _as_pairs(x: Any, nd: int) -> Any:
+    """One example's `pad_width`-style argument as an (nd, 2) array (NumPy's layout)."""
+    x = np.asarray(x)
+    if x.ndim < 3 and x.size == 1:
+        x = x.reshape(1, 1)
+    elif x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
+        x = x.reshape(1, 2)
+    return np.broadcast_to(x, (nd, 2))
+
+
+def _with_batch_pair(x: Any, nd: int, batch: int = 0) -> Any:
+    """A per-example pairs argument of `np.pad` with a pair for the batch axis in front."""
+    pairs = _as_pairs(x, nd)
+    return np.concatenate([np.full((1, 2), batch, dtype=pairs.dtype), pairs])
+
+
+def _pad_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, pad_width = args[0], get_arg(args, kwargs, 1, "pad_width")
+        mode = get_arg(args, kwargs, 2, "mode", "constant")
+        opts = {k: w for k, w in kwargs.items() if k not in ("array", "pad_width", "mode")}
+        values = opts.pop("constant_values", None) if mode == "constant" else None
+        if callable(mode):  # it pads 1-d slices of every axis in place: it must see examples
+            return per_example(trace, func, args, kwargs, "with a callable `mode`")
+        if any(isinstance(w, Tracer) for w in (pad_width, *opts.values())):
+            return per_example(trace, func, args, kwargs, f"with traced options of mode {mode!r}")
+        v, nd = bcast_batch(trace, x), example_ndim(trace, x)
+        if isinstance(pad_width, dict):
+            pairs = np.zeros((nd + 1, 2), dtype=np.intp)
+            for axis, w in pad_width.items():
+                pairs[_shift_one(axis, nd)] = w
+        else:
+            pairs = _with_batch_pair(pad_width, nd)
+        if isinstance(values, Tracer):
+            return trace.wrap(_pad_traced_constant(trace, v, pairs[1:], values))
+        if values is not None:
+            opts["constant_values"] = _with_batch_pair(values, nd)
+        if "end_values" in opts:
+            opts["end_values"] = _with_batch_pair(opts["end_values"], nd)
+        if mode in ("maximum", "mean", "median", "minimum"):
+            # the batch axis is padded by nothing, yet NumPy takes its statistic: over
+            # one element it costs nothing (`None` is the whole axis: its length)
+            length = opts.get("stat_length")
+            length = np.reshape(v.shape[1:], (nd, 1)) if length is None else length
+            opts["stat_length"] = _with_batch_pair(length, nd, 1)
+        return trace.wrap(np.pad(v, pairs, mode, **opts))
+
+    return rule
+
+
+def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> Any:
+    """Constant padding with traced `constant_values`: pad one axis at a time, in
+    NumPy's order (later axes cover the corners), joining blocks of the values."""
+    c, batched = unwrap(trace, values)
+    nd = v.ndim - 1
+    shape = example_shape(trace, values)
+    lead = c.shape[:1] if batched else ()
+    size = int(np.prod(shape, dtype=np.int64))
+    pairs_shape = tuple(shape)  # NumPy's reading: one value, one (before, after), or per axis
+    if len(shape) < 3 and size == 1:
+        pairs_shape = (1, 1)
+    elif len(shape) < 3 and size == 2 and tuple(shape) != (2, 1):
+        pairs_shape = (1, 2)
+    c = c.reshape((*lead, *pairs_shape))
+    c = align_rank(c, len(pairs_shape), 2) if batched else c
+    c = np.broadcast_to(c, (*lead, nd, 2))
+    for axis in range(nd):
+        blocks = []
+        for side, width in enumerate(pairs[axis]):
+            block_shape = v.shape[: axis + 1] + (int(width),) + v.shape[axis + 2 :]
+            value = c[..., axis, side]
+            value = value.reshape(value.shape + (1,) * nd) if batched else value
+            blocks.append(np.broadcast_to(value, block_shape))
+        v = np.concatenate([blocks[0], v, blocks[1]], axis=axis + 1, dtype=v.dtype,
+                           casting="unsafe")  # fmt: skip
+    return v
+
+
+defbatch(np.pad, _pad_rule)

@@ -1,0 +1,527 @@
+"""Elementwise helpers (functions built from ufuncs), comparisons of whole arrays,
+differences along an axis, and functions that apply a user's function.
+
+Elementwise helpers batch like ufuncs: batched operands get the batch axis at the
+front of the broadcast shape. Comparisons that return one Python bool per example
+(`allclose`, `array_equal`) return a batched bool array, as the loop would stack.
+`apply_along_axis` runs the user's function under `vmap` over the other axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._batching import (
+    BatchTrace,
+    align_rank,
+    aligned_operands,
+    bcast_batch,
+    example_ndim,
+    is_batched,
+    unwrap,
+    wrap_tree,
+)
+from .._core import Tracer, bind
+from ._dispatch import defbatch, get_arg, primitive, set_arg
+from ._tracer_api import IN_PLACE, assign
+from .joins import join, promote
+from .shapes import example_shape, flat_shape, per_example
+from .ufuncs import _shift_axis, _shift_one
+
+_ABSENT = object()
+
+
+def _operand_rule(*operands: tuple[int | None, str]) -> Callable:
+    """Functions elementwise in the arguments named by `operands` ((position, keyword);
+    position None: keyword only). Another batched argument makes the call loop. The
+    first operand shapes the result (`nan_to_num`'s `x`): it is broadcast to the batch
+    when only another operand is batched."""
+
+    def factory(func: Callable) -> Callable:
+        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+            slots = [(p if p is not None and p < len(args) else None, n) for p, n in operands]
+            slots = [(p, n) for p, n in slots if p is not None or n in kwargs]
+            taken = {p for p, _ in slots} | {n for _, n in slots}
+            rest = [a for i, a in enumerate(args) if i not in taken]
+            rest += [a for k, a in kwargs.items() if k not in taken]
+            if any(is_batched(trace, a) for a in rest):
+                return per_example(trace, func, args, kwargs, "with a batched option")
+            values = [kwargs[n] if p is None else args[p] for p, n in slots]
+            vals = aligned_operands(trace, values)
+            if not is_batched(trace, values[0]):
+                rank = max(example_ndim(trace, a) for a in values)
+                vals[0] = align_rank(bcast_batch(trace, values[0]), example_ndim(
+                    trace, values[0]), rank)  # fmt: skip
+            kwargs = dict(kwargs)
+            for (p, n), v in zip(slots, vals, strict=True):
+                if p is None:
+                    kwargs[n] = v
+                else:
+                    args = (*args[:p], v, *args[p + 1 :])
+            return trace.wrap(func(*args, **kwargs))
+
+        return rule
+
+    return factory
+
+
+_X = ((0, "x"),)
+defbatch([np.round, np.around], _operand_rule((0, "a")))
+defbatch([np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal],
+         _operand_rule(*_X))  # fmt: skip
+defbatch(np.angle, _operand_rule((0, "z")))
+
+
+def _nan_to_num_rule(func: Callable) -> Callable:
+    elementwise = _operand_rule(*_X, (2, "nan"), (3, "posinf"), (4, "neginf"))(func)
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = get_arg(args, kwargs, 0, "x")
+        fills = [get_arg(args, kwargs, p, n) for p, n in ((2, "nan"), (3, "posinf"), (4, "neginf"))]
+        traced = [isinstance(unwrap(trace, f)[0], Tracer) for f in (x, *fills)]
+        if traced[0] or not any(traced[1:]):
+            return elementwise(trace, args, kwargs)
+        # a plain array with fill values of an outer transform
+        return _nan_to_num_where(trace, bcast_batch(trace, x), *fills)
+
+    return rule
+
+
+def _nan_to_num_where(trace: BatchTrace, v: Any, nan: Any, posinf: Any, neginf: Any) -> Any:
+    """`nan_to_num` of a plain value with traced fill values (NumPy's version would
+    write them into a plain array): the same replacements, by `np.where`."""
+    if not np.issubdtype(v.dtype, np.inexact):
+        return trace.wrap(v.copy())
+    nd = v.ndim - 1
+    nan, posinf, neginf = (_aligned_to(trace, f, nd) for f in (nan, posinf, neginf))
+    info = np.finfo(v.real.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+
+    def fix(d: Any) -> Any:
+        d = np.where(np.isnan(d), nan, np.where(np.isposinf(d), posinf, np.where(
+            np.isneginf(d), neginf, d)))  # fmt: skip
+        return d.astype(v.real.dtype)
+
+    if not np.issubdtype(v.dtype, np.complexfloating):
+        return trace.wrap(fix(v))
+    fixed = fix(v.real) + 1j * fix(v.imag)
+    return trace.wrap(np.where(np.isfinite(v), v, fixed).astype(v.dtype))
+
+
+def _aligned_to(trace: BatchTrace, x: Any, nd: int) -> Any:
+    v, b = unwrap(trace, x)
+    return align_rank(v, v.ndim - 1, nd) if b else x
+
+
+defbatch(np.nan_to_num, _nan_to_num_rule)
+defbatch(np.clip, _operand_rule((0, "a"), (1, "a_min"), (2, "a_max"), (None, "min"),
+                                (None, "max")))  # fmt: skip
+defbatch(np.isclose, _operand_rule((0, "a"), (1, "b"), (2, "rtol"), (3, "atol")))
+
+
+def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:  # fmt: skip
+    """`np.nan_to_num(x, copy=False)` writes into `x`: functionally when it is traced."""
+    out = bind(primitive(np.nan_to_num), (x,), {"nan": nan, "posinf": posinf, "neginf": neginf})
+    if not copy and isinstance(x, Tracer):
+        return assign(x, out)
+    return out
+
+
+IN_PLACE[np.nan_to_num] = _nan_to_num
+
+
+def _real_if_close_rule(func: Callable) -> Callable:
+    """The loop stacks real examples with complex ones: where examples disagree the
+    result is complex, with the imaginary part of the close examples dropped."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, tol = args[0], get_arg(args, kwargs, 1, "tol", 100)
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        if not np.issubdtype(v.dtype, np.complexfloating) or v.shape[0] == 0:
+            return x
+        tol = np.finfo(v.dtype).eps * tol if tol > 1 else tol
+        close = np.all(np.absolute(v.imag) < tol, axis=tuple(range(1, nd + 1)))
+        if bool(np.all(close)):
+            return trace.wrap(v.real)
+        if not bool(np.any(close)):
+            return x
+        return trace.wrap(np.where(close.reshape((-1,) + (1,) * nd), v.real, v))
+
+    return rule
+
+
+defbatch(np.real_if_close, _real_if_close_rule, may_view=True)
+
+
+# -- whole-array comparisons: one bool per example -------------------------------------
+
+
+def _all_per_example(trace: BatchTrace, x: Any) -> Any:
+    return trace.wrap(np.all(x, axis=tuple(range(1, x.ndim))))
+
+
+def _allclose_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        names = ("a", "b", "rtol", "atol")
+        present = [(p, n) for p, n in enumerate(names) if len(args) > p or n in kwargs]
+        values = aligned_operands(trace, [get_arg(args, kwargs, p, n) for p, n in present])
+        close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))
+        return _all_per_example(trace, close)
+
+    return rule
+
+
+def _array_equal_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a, b = get_arg(args, kwargs, 0, "a1"), get_arg(args, kwargs, 1, "a2")
+        sa, sb = example_shape(trace, a), example_shape(trace, b)
+        if func is np.array_equal and sa != sb:
+            return False
+        if func is np.array_equiv:
+            try:
+                np.broadcast_shapes(sa, sb)
+            except ValueError:
+                return False
+        va, vb = aligned_operands(trace, (a, b))
+        same = va == vb
+        if kwargs.get("equal_nan", args[2] if len(args) > 2 else False):
+            if not all(np.dtype(_dtype(x)).kind in "iub" for x in (a, b)):
+                same = same | (np.isnan(va) & np.isnan(vb))
+        return _all_per_example(trace, same)
+
+    return rule
+
+
+def _dtype(x: Any) -> Any:
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+defbatch(np.allclose, _allclose_rule)
+defbatch([np.array_equal, np.array_equiv], _array_equal_rule)
+
+
+# -- differences and other functions along an axis ---------------------------------------
+
+
+def _diff_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = get_arg(args, kwargs, 0, "a")
+        nd, shape = example_ndim(trace, x), example_shape(trace, x)
+        if nd == 0:
+            raise ValueError("diff requires input that is at least one dimensional")
+        n, axis = get_arg(args, kwargs, 1, "n", 1), get_arg(args, kwargs, 2, "axis", -1)
+        if is_batched(trace, n):
+            return per_example(trace, func, args, kwargs, "with a batched `n`")
+        axis = _shift_one(axis, nd) - 1
+        parts = [x]
+        for side, name in ((0, "prepend"), (1, "append")):
+            end = get_arg(args, kwargs, 3 + side, name, _ABSENT)
+            if end is _ABSENT:
+                continue
+            if example_ndim(trace, end) == 0:  # a scalar becomes one slice along `axis`
+                end = _broadcast_example(trace, end, shape[:axis] + (1,) + shape[axis + 1 :])
+            parts.insert(len(parts) * side, end)
+        v = join(trace, parts, axis, nd).val if len(parts) > 1 else unwrap(trace, x)[0]
+        return trace.wrap(np.diff(v, n, axis=axis + 1))
+
+    return rule
+
+
+def _broadcast_example(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+    """`np.broadcast_to(x, shape)` of one example, batched or not."""
+    v, b = unwrap(trace, x)
+    if not b:
+        return np.broadcast_to(x, shape)
+    return trace.wrap(batch_broadcast(trace, x, shape))
+
+
+def batch_broadcast(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+    """The value of `x` broadcast to `(batch, *shape)` (a view), batched or not."""
+    v, b = unwrap(trace, x)
+    if b:
+        return np.broadcast_to(align_rank(v, v.ndim - 1, len(shape)), (v.shape[0], *shape))
+    return np.broadcast_to(np.broadcast_to(x, shape)[None], (trace.axis_size, *shape))
+
+
+def _ediff1d_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = get_arg(args, kwargs, 0, "ary")
+        flat = bcast_batch(trace, x)
+        flat = flat.reshape(flat_shape(flat))
+        dtype = flat.dtype
+        diffs = trace.wrap(np.subtract(flat[:, 1:], flat[:, :-1]))
+        ends = [get_arg(args, kwargs, p, name) for p, name in ((2, "to_begin"), (1, "to_end"))]
+        if all(e is None for e in ends):
+            return diffs
+        parts = [diffs]
+        for side, end in enumerate(ends):
+            if end is None:
+                continue
+            if not np.can_cast(_dtype(end), dtype, casting="same_kind"):
+                raise TypeError(
+                    f"dtype of `{('to_begin', 'to_end')[side]}` must be compatible with "
+                    "input `ary` under the `same_kind` rule."
+                )
+            end = promote(trace, end, (int(np.prod(example_shape(trace, end))),))
+            parts.insert(0 if side == 0 else len(parts), end)
+        return join(trace, parts, 0, 1, dtype=dtype, casting="unsafe")
+
+    return rule
+
+
+def _gradient_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, spacing = args[0], args[1:]
+        if any(is_batched(trace, s) for s in spacing) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with batched spacing")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        axis = kwargs.get("axis")
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        kwargs = {**kwargs, "axis": _shift_axis(axis, nd)}
+        return wrap_tree(trace, np.gradient(v, *spacing, **kwargs))
+
+    return rule
+
+
+def _cross_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+        axes = [get_arg(args, kwargs, p, n, -1) for p, n in ((2, "axisa"), (3, "axisb"),
+                                                              (4, "axisc"))]  # fmt: skip
+        axis = get_arg(args, kwargs, 5, "axis")
+        axisa, axisb, axisc = (axis,) * 3 if axis is not None else axes
+        nds = [example_ndim(trace, a), example_ndim(trace, b)]
+        if 0 in nds:
+            raise ValueError("At least one array has zero dimension")
+        moved, dims = [], []
+        for x, ax, nd in zip((a, b), (axisa, axisb), nds, strict=True):
+            v, batched = unwrap(trace, x)
+            if batched:
+                v = np.moveaxis(v, _shift_one(ax, nd), -1)
+            else:
+                v = np.moveaxis(x, ax, -1)
+            dims.append(v.shape[-1])
+            moved.append(trace.wrap(v) if batched else v)
+        vals = aligned_operands(trace, moved)
+        vector_out = not (dims[0] == 2 and dims[1] == 2)
+        valid = dims[0] in (2, 3) and dims[1] in (2, 3)  # else NumPy raises below
+        axisc = _shift_one(axisc, max(nds) - 1 + vector_out) if vector_out and valid else -1
+        return trace.wrap(np.cross(*vals, axisc=axisc))
+
+    return rule
+
+
+def _unwrap_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        if any(is_batched(trace, a) for a in (*args[1:], *kwargs.values())):
+            return per_example(trace, func, args, kwargs, "with a batched `discont`/`period`")
+        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis",
+                               _shift_one(get_arg(args, kwargs, 2, "axis", -1), nd))  # fmt: skip
+        return trace.wrap(func(*args, **kwargs))
+
+    return rule
+
+
+def _bits_rule(func: Callable) -> Callable:
+    """`packbits`/`unpackbits`: `axis=None` works on the flattened example."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
+        axis = get_arg(args, kwargs, 1, "axis")
+        if axis is None:
+            v, axis, nd = v.reshape(flat_shape(v)), 0, 1
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", _shift_one(axis, nd))
+        return trace.wrap(func(*args, **kwargs))
+
+    return rule
+
+
+defbatch(np.diff, _diff_rule, may_view=True)  # n=0 returns its input
+defbatch(np.ediff1d, _ediff1d_rule)
+defbatch(np.gradient, _gradient_rule)
+defbatch(np.cross, _cross_rule)
+defbatch(np.unwrap, _unwrap_rule)
+defbatch([np.packbits, np.unpackbits], _bits_rule)
+
+
+# -- functions that apply a user's function --------------------------------------------
+
+
+def _moveaxis(trace: BatchTrace, x: Any, src: Any, dst: Any) -> Any:
+    """`np.moveaxis` of one example, batched or not, without marking `x` as a view."""
+    v, b = unwrap(trace, x)
+    if not b:
+        return np.moveaxis(x, src, dst)
+    return trace.wrap(np.moveaxis(v, _shift_axis(src, v.ndim - 1), _shift_axis(dst, v.ndim - 1)))
+
+
+def _apply_along_axis_rule(func: Callable) -> Callable:
+    """`func1d` runs under `vmap` over every axis but `axis` (no loop); its outputs'
+    axes take the place of `axis`, as in NumPy."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        from .._api import vmap
+
+        kwargs = dict(kwargs)
+        fixed = [*args[:3], *(kwargs.pop(n) for n in ("func1d", "axis", "arr")[len(args) :])]
+        (func1d, axis, arr), rest = fixed, args[3:]
+        nd = example_ndim(trace, arr)
+        axis = _shift_one(axis, nd) - 1
+        moved = _moveaxis(trace, arr, axis, -1)
+        others = example_shape(trace, moved)[:-1]
+        if 0 in others:
+            raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+
+        def along(row: Any) -> Any:
+            return func1d(row, *rest, **kwargs)
+
+        for _ in others:
+            along = vmap(along, fallback=trace.fallback)
+        out = along(moved)
+        k = len(others)
+        m = example_ndim(trace, out) - k
+        return _moveaxis(trace, out, tuple(range(k, k + m)), tuple(range(axis, axis + m)))
+
+    return rule
+
+
+def _apply_over_axes_rule(func: Callable) -> Callable:
+    """NumPy's own steps, on the traced value (NumPy's version converts it first)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        f, a, axes = (get_arg(args, kwargs, i, n) for i, n in enumerate(("func", "a", "axes")))
+        val, n = a, example_ndim(trace, a)
+        for axis in (axes,) if np.ndim(axes) == 0 else axes:
+            axis = n + axis if axis < 0 else axis
+            res = f(val, axis)
+            if np.ndim(res) != np.ndim(val):
+                res = np.expand_dims(res, axis)
+                if np.ndim(res) != np.ndim(val):
+                    raise ValueError("function is not returning an array of the correct shape")
+            val = res
+        return val
+
+    return rule
+
+
+defbatch(np.apply_along_axis, _apply_along_axis_rule)
+defbatch(np.apply_over_axes, _apply_over_axes_rule)
+
+
+def _piecewise_rule(func: Callable) -> Callable:
+    """Each function receives the selected elements of every example at once, as a
+    batched 1-d array, when every example selects as many (always so for unbatched
+    conditions); otherwise the call runs once per example."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x, condlist, funclist = args[:3]
+        nd, shape = example_ndim(trace, x), example_shape(trace, x)
+        conds = _conditions(trace, condlist, nd)
+        if len(conds) == len(funclist) - 1:  # the "otherwise" condition
+            other = conds[0]
+            for c in conds[1:]:
+                other = other | c
+            conds.append(~other)
+        elif len(conds) != len(funclist):
+            n = len(conds)
+            raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+        counts = [_selected(trace, c) for c in conds]
+        if None in counts or any(not callable(f) and np.ndim(f) for f in funclist):
+            return per_example(trace, func, args, kwargs,
+                               "with conditions that select different numbers of elements per "
+                               "example (use `np.where` or `np.select` for elementwise "
+                               "functions)")  # fmt: skip
+        xv = bcast_batch(trace, x)
+        y = np.zeros_like(xv)
+        for cond, f, k in zip(conds, funclist, counts, strict=True):
+            if callable(f) and not k:
+                continue
+            mask = batch_broadcast(trace, cond, shape)
+            # a traced mask selects by position (indexing by it has a data-dependent shape)
+            where = _positions(mask, k) if callable(f) and isinstance(mask, Tracer) else mask
+            if callable(f):
+                value = batch_broadcast(trace, f(trace.wrap(_take(xv, where, k)), *args[3:],
+                                                 **kwargs), (k,))  # fmt: skip
+            else:
+                value = batch_broadcast(trace, f, shape)
+            if isinstance(value, Tracer) and not isinstance(y, Tracer):
+                y = _traced_copy(y, value)
+            if not callable(f) and isinstance(mask, Tracer):
+                y = np.where(mask, value, y).astype(y.dtype)
+            elif not callable(f):
+                y[mask] = value[mask]
+            else:
+                y = _put(y, where, value)
+        return trace.wrap(y)
+
+    return rule
+
+
+def _traced_copy(y: Any, like: Any) -> Any:
+    """Plain `y` as a value of `like`'s transform, so that traced values can be written."""
+    out = np.zeros_like(like, shape=y.shape, dtype=y.dtype)
+    out[...] = y
+    return out
+
+
+def _positions(mask: Any, k: int) -> Any:
+    """The flat indices (batch, k) of the `k` selected elements of each example, for
+    traced masks (indexing with those would have a data-dependent shape)."""
+    b, n = mask.shape[0], int(np.prod(mask.shape[1:], dtype=np.intp))
+    flat = mask.reshape(b, n)
+    slot = np.where(flat, np.cumsum(flat, axis=1) - 1, k)  # rank among the selected
+    index = np.zeros_like(slot, shape=(b, k + 1))
+    index[np.arange(b)[:, None], slot] = np.arange(n)
+    return index[:, :k]
+
+
+def _take(x: Any, where: Any, k: int) -> Any:
+    """The selected elements of each example (batch, k): by mask, or by flat index."""
+    b = x.shape[0]
+    if where.dtype == bool:
+        return x[where].reshape(b, k)
+    return x.reshape(b, -1 if b else 0)[np.arange(b)[:, None], where]
+
+
+def _put(y: Any, where: Any, values: Any) -> Any:
+    """`y` with the selected elements set to `values` (batch, k)."""
+    if where.dtype == bool:
+        y[where] = values.reshape(-1)
+        return y
+    b = y.shape[0]
+    flat = y.reshape(b, -1 if b else 0)
+    flat[np.arange(b)[:, None], where] = values
+    return flat.reshape(y.shape)
+
+
+def _conditions(trace: BatchTrace, condlist: Any, nd: int) -> list:
+    """`condlist` as a list of boolean conditions, with NumPy's reading of it."""
+    if isinstance(condlist, Tracer):  # one example's array: a stack of conditions if 2-d+
+        single = example_ndim(trace, condlist) < 2 and nd != 0
+    else:
+        first = None if np.isscalar(condlist) else condlist[0]
+        single = first is None or (not isinstance(first, list | np.ndarray | Tracer) and nd != 0)
+    conds = [condlist] if single else list(condlist)
+    conds = [c if isinstance(c, Tracer) else np.asarray(c) for c in conds]
+    return [c if c.dtype == bool else np.astype(c, bool) for c in conds]
+
+
+def _selected(trace: BatchTrace, cond: Any) -> int | None:
+    """How many elements `cond` selects in each example, or None when examples differ."""
+    c, b = unwrap(trace, cond)
+    if not b:
+        return int(np.count_nonzero(c))
+    if c.shape[0] == 0:
+        return 0
+    counts = np.count_nonzero(c.reshape(flat_shape(c)), axis=1)
+    return int(counts[0]) if bool(np.all(counts == counts[0])) else None
+
+
+defbatch(np.piecewise, _piecewise_rule)
