@@ -132,7 +132,7 @@ def _take_rule(func: Callable) -> Callable:
         if mode == "wrap" and n:
             ind = ind % n
         elif mode == "clip" and n:
-            ind = np.clip(ind, 0, n - 1)
+            ind = np.minimum(np.maximum(ind, 0), n - 1)
         index = (slice(None),) * (ax - 1) + (trace.wrap(ind),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
 
@@ -260,7 +260,7 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if mode == "wrap" and n:
         idx = idx % n
     elif mode == "clip" and n:
-        idx = np.clip(idx, 0, n - 1)
+        idx = np.minimum(np.maximum(idx, 0), n - 1)
     vals, vb = unwrap(trace, v)
     vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
     k, m = idx.shape[-1], vals.shape[-1]

@@ -17,8 +17,9 @@ Per-example loops (each with a `PerformanceWarning`): `unique` along an axis of 
 example, `unique_values` and `unique(..., sorted=False)` (NumPy returns the values in
 hash-table order), `intersect1d(..., return_indices=True)`, object and structured dtypes.
 
-Values that compare equal but differ in their bits (0.0 and -0.0, NaN payloads) keep
-the first occurrence, as NumPy's hash and stable-sort paths do.
+Which of several equal values NumPy returns (0.0 or -0.0, NaN or -NaN) depends on its
+hash table or unstable sort; a batch holding such twins loops (`return_index=True`
+sorts stably, and is batched: the first occurrence is kept).
 """
 
 from __future__ import annotations
@@ -82,8 +83,22 @@ def _is_in(v: Any, test: Any) -> Any:
     if test.shape[1] == 0:
         return np.zeros(v.shape, dtype=bool)
     rows = np.sort(test, axis=1)
-    at = np.minimum(search_rows(rows, v, "left"), rows.shape[1] - 1)
+    at = np.minimum(search_rows(rows, v, "left", check=False), rows.shape[1] - 1)
     return np.take_along_axis(rows, at, axis=1) == v
+
+
+def _signed_twins(x: Any) -> bool:
+    """Whether some equal values differ in their bits (0.0 and -0.0, NaN and -NaN, complex
+    NaNs): which one NumPy keeps then depends on its hash table or unstable sort."""
+    if x.dtype.kind == "c":
+        return bool(np.any(np.isnan(x))) or _signed_twins(np.real(x)) or _signed_twins(np.imag(x))
+    if x.dtype.kind != "f":
+        return False
+    negative = np.signbit(x)
+    for special in (x == 0, np.isnan(x)):
+        if bool(np.any(special & negative)) and bool(np.any(special & ~negative)):
+            return True
+    return False
 
 
 # -- isin ----------------------------------------------------------------------------
@@ -130,7 +145,7 @@ def _unique_batched(
         out.append(inv.reshape(bcast_batch(trace, x).shape))
     if counts:
         ends = np.concatenate([cols, np.full_like(cols, v.shape[1], shape=(len(cols), 1))], 1)
-        out.append(np.diff(ends, axis=1))
+        out.append(ends[:, 1:] - ends[:, :-1])
     return out
 
 
@@ -151,6 +166,8 @@ def _unique_rule(func: Callable) -> Callable:
             return _loop(trace, func, args, kwargs)
         if trace.axis_size == 0:
             return zero_batch(trace, func, args, kwargs)
+        if not index and _signed_twins(_flat(trace, x)):  # NumPy's pick: loop
+            return _loop(trace, func, args, kwargs)
         equal_nan = kwargs.get("equal_nan", True)
         out = _unique_batched(trace, x, bool(index), bool(inverse), bool(counts), equal_nan)
         out = [trace.wrap(o) for o in out]
@@ -170,6 +187,8 @@ def _unique_api_rule(fields: tuple[bool, bool, bool]) -> Callable:
                 return _loop(trace, func, args, kwargs)
             if trace.axis_size == 0:
                 return zero_batch(trace, func, args, kwargs)
+            if not fields[0] and _signed_twins(_flat(trace, x)):  # NumPy's pick: loop
+                return _loop(trace, func, args, kwargs)
             out = _unique_batched(trace, x, *fields, equal_nan=False)
             result = type(func(np.zeros(1, dtype=np.result_type(x))))
             return result(*(trace.wrap(o) for o in out))
@@ -204,8 +223,11 @@ def _setop_rule(keep: Callable) -> Callable:
                 return _loop(trace, func, args, kwargs)
             if trace.axis_size == 0:
                 return zero_batch(trace, func, args, kwargs)
+            av, bv = _flat(trace, a), _flat(trace, b)
+            if _signed_twins(av) or _signed_twins(bv):  # NumPy's pick: loop
+                return _loop(trace, func, args, kwargs)
             sets = (_members(trace, a), _members(trace, b))
-            vals, mask = keep(_flat(trace, a), _flat(trace, b), *sets, assume_unique)
+            vals, mask = keep(av, bv, *sets, assume_unique)
             if vals is None:  # NaN in a float set: loop
                 return _loop(trace, func, args, kwargs)
             return trace.wrap(compact(trace, vals, mask, f"`np.{func.__name__}`")[0])

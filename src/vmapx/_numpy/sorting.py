@@ -4,8 +4,7 @@
 Sorts run along a per-example axis (shifted by one): each example is sorted by the
 same NumPy routine as alone, so results equal the loop bit for bit. `searchsorted`
 with a batched sorted array has no NumPy counterpart: `search_rows` is a binary search
-over all rows at once (a gather per halving step), or for dtypes without a plain `<`
-order (complex, strings, datetimes) a merge of queries and data in one stable sort.
+over all rows at once (a gather per halving step) in NumPy's sort order.
 """
 
 from __future__ import annotations
@@ -20,8 +19,10 @@ from .._batching import (
     bcast_batch,
     example_ndim,
     is_batched,
+    loop_apply,
     loop_rule,
     unwrap,
+    warn_fallback,
 )
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from .gather import replay_errors, replaying
@@ -101,23 +102,22 @@ defbatch(np.sort_complex, _sort_complex_rule)
 # -- searchsorted, digitize ------------------------------------------------------------
 
 
-def search_rows(a: Any, v: Any, side: str = "left") -> Any:
-    """`np.searchsorted(a[b], v[b], side)` for every row `b` of the sorted 2-d `a` and
-    the 2-d queries `v`, in NumPy's order (NaN last), without a loop over rows."""
+def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> Any:
+    """`np.searchsorted(a[b], v[b], side)` for every row `b` of the 2-d `a` and the 2-d
+    queries `v`: all rows' binary searches at once (`log2(n) + 1` halving steps, each a
+    gather), in NumPy's sort order (NaN, NaT last).
+
+    NumPy's answer for a row that is not sorted depends on its search's inner order:
+    then (with `check`) the answer is None and the caller asks NumPy per example.
+    """
     dtype = np.result_type(a, v)  # NumPy compares in the common type
+    if dtype.kind not in _ORDERED:
+        return None
     a, v = a.astype(dtype, copy=False), v.astype(dtype, copy=False)
-    if dtype.kind in "biuf":
-        return _binary_search(a, v, side, nan_last=dtype.kind == "f")
-    return _merge_search(a, v, side)
-
-
-def _binary_search(a: Any, v: Any, side: str, nan_last: bool) -> Any:
-    """All rows' binary searches at once: `log2(n) + 1` halving steps, each a gather."""
+    less = _less(dtype.kind)
     n = a.shape[1]
-
-    def less(x: Any, y: Any) -> Any:  # NumPy's sort order: NaN after everything
-        return (x < y) | (np.isnan(y) & ~np.isnan(x)) if nan_last else x < y
-
+    if check and n > 1 and bool(np.any(less(a[:, 1:], a[:, :-1]))):
+        return None
     lo = np.zeros(v.shape, dtype=np.intp)
     hi = np.full(v.shape, n, dtype=np.intp)
     for _ in range(n.bit_length()):
@@ -130,16 +130,40 @@ def _binary_search(a: Any, v: Any, side: str, nan_last: bool) -> Any:
     return lo
 
 
-def _merge_search(a: Any, v: Any, side: str) -> Any:
-    """Queries placed before equal data (`"left"`) or after it (`"right"`) in one stable
-    sort of each row's data and queries: a query's position minus the queries before
-    it is the number of data before it."""
-    n, k = a.shape[1], v.shape[1]
-    both = np.concatenate((v, a) if side == "left" else (a, v), axis=1)
-    position = np.argsort(np.argsort(both, axis=1, kind="stable"), axis=1)
-    position = position[:, :k] if side == "left" else position[:, n:]
-    rank = np.argsort(np.argsort(v, axis=1, kind="stable"), axis=1)
-    return position - rank
+_ORDERED = "biufcmMUS"  # dtype kinds with an order `search_rows` knows
+
+
+def _less(kind: str) -> Callable:
+    """NumPy's sort order for a dtype kind: NaN and NaT sort after everything."""
+    if kind == "f":
+        return lambda x, y: (x < y) | (np.isnan(y) & ~np.isnan(x))
+    if kind in "mM":
+        return lambda x, y: (x < y) | (np.isnat(y) & ~np.isnat(x))
+    if kind == "c":
+        return _complex_less
+    return np.less
+
+
+def _complex_less(x: Any, y: Any) -> Any:
+    """NumPy's order of complex numbers (lexicographic, NaN parts last)."""
+    xr, xi, yr, yi = np.real(x), np.imag(x), np.real(y), np.imag(y)
+    xi_nan, yi_nan = np.isnan(xi), np.isnan(yi)
+    same_real = (xr == yr) | (np.isnan(xr) & np.isnan(yr))
+    return np.where(
+        xr < yr,
+        ~xi_nan | yi_nan,
+        np.where(
+            xr > yr,
+            yi_nan & ~xi_nan,
+            np.where(same_real, (xi < yi) | (yi_nan & ~xi_nan), np.isnan(yr)),
+        ),
+    )
+
+
+def _unsorted(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """NumPy's own search per example, for arrays that are not sorted (or not ordered)."""
+    warn_fallback(trace, f"`np.{func.__name__}` of an array that is not sorted")
+    return loop_apply(trace, func, args, kwargs, f"np.{func.__name__}")
 
 
 def _rows(trace: BatchTrace, x: Any) -> tuple[Any, tuple]:
@@ -166,7 +190,10 @@ def _searchsorted_rule(func: Callable) -> Callable:
                 lambda: np.take_along_axis(rows, bcast_batch(trace, sorter), axis=1),
             )  # fmt: skip
         queries, shape = _rows(trace, v)
-        return trace.wrap(search_rows(rows, queries, side).reshape(len(queries), *shape))
+        found = search_rows(rows, queries, side)
+        if found is None:
+            return _unsorted(trace, func, args, kwargs)
+        return trace.wrap(found.reshape(len(queries), *shape))
 
     return rule
 
@@ -190,6 +217,8 @@ def _digitize_rule(func: Callable) -> Callable:
         rows = np.where(down, rows[:, ::-1], rows)
         queries, shape = _rows(trace, x)
         found = search_rows(rows, queries, "left" if right else "right")
+        if found is None:
+            return _unsorted(trace, func, args, kwargs)
         found = np.where(down, rows.shape[1] - found, found)
         return trace.wrap(found.reshape(len(queries), *shape))
 
