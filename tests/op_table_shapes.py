@@ -83,6 +83,29 @@ def _nan_to_num_in_place(x: Any) -> Any:
     return y
 
 
+def _dtype_queries(x: Any) -> Any:
+    flags = np.can_cast(x, np.float32) + np.iscomplexobj(x) + 2 * np.isrealobj(x)
+    return x * flags + np.zeros((), np.result_type(x, np.float32)) + np.zeros((), np.common_type(x))
+
+
+def _like_creators(x: Any) -> Any:
+    """NumPy drops `like=` before dispatching: these see no traced argument at all."""
+    return (
+        x[0]
+        + np.zeros(3, like=x)
+        + np.ones(3, like=x)
+        + np.empty(3, like=x).size
+        + np.eye(3, like=x)[0]
+        + np.identity(3, like=x)[1]
+        + np.arange(3, like=x)
+        + np.tri(3, like=x)[2]
+        + np.fromfunction(lambda i: i, (3,), like=x)
+        + np.frombuffer(b"\x01\x02\x03", np.uint8, like=x)
+        + np.fromiter(range(3), float, like=x)
+        + np.fromstring("1 2 3", sep=" ", like=x)
+    )
+
+
 def _two_negatives(rng: np.random.Generator) -> list:
     """Every example has exactly two negative elements (piecewise selects as many)."""
     return [rng.permutation(np.array([-2.0, -1.0, 1.0, 2.0])) * rng.uniform(0.5, 1.5)]
@@ -349,6 +372,41 @@ OPS: list[Op] = [
         ("copy.copy", copy.copy, ((2, 3),)),
         ("copy.deepcopy", copy.deepcopy, ((2, 3),)),
         ("astype.complex", lambda x: np.astype(x, np.complex64), ((3,),)),
+        (
+            "dtype_queries",
+            _dtype_queries,
+            ((3,),),
+            {
+                "covers": (
+                    np.result_type,
+                    np.can_cast,
+                    np.common_type,
+                    np.iscomplexobj,
+                    np.isrealobj,
+                )
+            },
+        ),
+        (
+            "like_creators",
+            _like_creators,
+            ((3,),),
+            {
+                "covers": (
+                    np.zeros,
+                    np.ones,
+                    np.empty,
+                    np.eye,
+                    np.identity,
+                    np.arange,
+                    np.tri,
+                    np.fromfunction,
+                    np.frombuffer,
+                    np.fromiter,
+                    np.fromstring,
+                )
+            },
+        ),
+        ("full.like", lambda x: np.full((2, 3), x[0], like=x), ((1,),), {"covers": (np.full,)}),
         # elementwise helpers
         ("round", lambda x: np.round(x, 1), ((3,),), {"covers": (np.round,), "diff": False}),
         (

@@ -528,7 +528,8 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     a[np.unravel_index(flat, shape)] = np.resize(val, flat.size)
 
 
-IN_PLACE[np.fill_diagonal] = fill_diagonal
+IN_PLACE[np.fill_diagonal] = fill_diagonal  # a traced `a` never reaches the primitive
+defbatch(np.fill_diagonal, lambda func: lambda trace, args, kwargs: fill_diagonal(*args, **kwargs))
 
 
 # -- contiguity: ascontiguousarray, asfortranarray, require ---------------------------
