@@ -224,3 +224,25 @@ def test_apply_along_axis_keeps_the_error_mode() -> None:
 def test_apply_along_axis_rejects_empty_iteration_dims() -> None:
     with pytest.raises(ValueError, match="iteration dimensions are 0"):
         vmapx.vmap(lambda x: np.apply_along_axis(np.sum, 0, x))(np.ones((2, 3, 0)))
+
+
+def test_writing_after_taking_a_view_gives_the_loops_answer() -> None:
+    """The view sees the write in NumPy; vmap's writes are functional, so it loops."""
+
+    def f(x: object) -> object:
+        y = x.copy()
+        d = np.diagonal(y)
+        y[0, 0] = 5.0
+        return d * 1.0
+
+    with pytest.warns(vmapx.PerformanceWarning, match="view"):
+        out = check_vmap(f, [X])
+    assert (out[:, 0] == 5.0).all()
+
+
+def test_diff_of_order_zero_is_its_input() -> None:
+    def f(x: object) -> object:
+        assert np.diff(x, 0) is x
+        return x * 2
+
+    check_vmap(f, [X])

@@ -153,8 +153,9 @@ def _meshgrid_rule(func: Callable) -> Callable:
                 v = v.reshape((v.shape[0], *(1,) * i, n, *(1,) * (len(args) - i - 1)))
                 v = np.broadcast_to(v, (v.shape[0], *shape)) if not sparse else v
             else:
-                v = np.broadcast_to(np.reshape(x, (1,) * i + (n,) + (1,) * (len(args) - i - 1)),
-                                    shape)  # fmt: skip
+                v = np.broadcast_to(
+                    np.reshape(x, (1,) * i + (n,) + (1,) * (len(args) - i - 1)), shape
+                )
             v = v.copy() if copy else v
             out.append(trace.wrap(v) if b else v)
         return tuple(out) if copy or not sparse else out

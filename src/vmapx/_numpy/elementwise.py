@@ -53,8 +53,9 @@ def _operand_rule(*operands: tuple[int | None, str]) -> Callable:
             vals = aligned_operands(trace, values)
             if not is_batched(trace, values[0]):
                 rank = max(example_ndim(trace, a) for a in values)
-                vals[0] = align_rank(bcast_batch(trace, values[0]), example_ndim(
-                    trace, values[0]), rank)  # fmt: skip
+                vals[0] = align_rank(
+                    bcast_batch(trace, values[0]), example_ndim(trace, values[0]), rank
+                )
             kwargs = dict(kwargs)
             for (p, n), v in zip(slots, vals, strict=True):
                 if p is None:
@@ -70,8 +71,9 @@ def _operand_rule(*operands: tuple[int | None, str]) -> Callable:
 
 _X = ((0, "x"),)
 defbatch([np.round, np.around], _operand_rule((0, "a")))
-defbatch([np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal],
-         _operand_rule(*_X))  # fmt: skip
+defbatch(
+    [np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X)
+)
 defbatch(np.angle, _operand_rule((0, "z")))
 
 
@@ -102,8 +104,9 @@ def _nan_to_num_where(trace: BatchTrace, v: Any, nan: Any, posinf: Any, neginf: 
     neginf = info.min if neginf is None else neginf
 
     def fix(d: Any) -> Any:
-        d = np.where(np.isnan(d), nan, np.where(np.isposinf(d), posinf, np.where(
-            np.isneginf(d), neginf, d)))  # fmt: skip
+        d = np.where(
+            np.isnan(d), nan, np.where(np.isposinf(d), posinf, np.where(np.isneginf(d), neginf, d))
+        )
         return d.astype(v.real.dtype)
 
     if not np.issubdtype(v.dtype, np.complexfloating):
@@ -118,13 +121,13 @@ def _aligned_to(trace: BatchTrace, x: Any, nd: int) -> Any:
 
 
 defbatch(np.nan_to_num, _nan_to_num_rule)
-defbatch(np.clip, _operand_rule((0, "a"), (1, "a_min"), (2, "a_max"), (None, "min"),
-                                (None, "max")))  # fmt: skip
+defbatch(np.clip, _operand_rule((0, "a"), (1, "a_min"), (2, "a_max"), (None, "min"), (None, "max")))
 defbatch(np.isclose, _operand_rule((0, "a"), (1, "b"), (2, "rtol"), (3, "atol")))
 
 
-def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
-                neginf: Any = None) -> Any:  # fmt: skip
+def _nan_to_num(
+    x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
+) -> Any:
     """`np.nan_to_num(x, copy=False)` writes into `x`: functionally when it is traced."""
     out = bind(primitive(np.nan_to_num), (x,), {"nan": nan, "posinf": posinf, "neginf": neginf})
     if not copy and isinstance(x, Tracer):
@@ -189,7 +192,7 @@ def _array_equal_rule(func: Callable) -> Callable:
                 return False
         va, vb = aligned_operands(trace, (a, b))
         same = va == vb
-        if kwargs.get("equal_nan", args[2] if len(args) > 2 else False):
+        if get_arg(args, kwargs, 2, "equal_nan", False):
             if not all(np.dtype(_dtype(x)).kind in "iub" for x in (a, b)):
                 same = same | (np.isnan(va) & np.isnan(vb))
         return _all_per_example(trace, same)
@@ -211,12 +214,14 @@ defbatch([np.array_equal, np.array_equiv], _array_equal_rule)
 def _diff_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         x = get_arg(args, kwargs, 0, "a")
-        nd, shape = example_ndim(trace, x), example_shape(trace, x)
-        if nd == 0:
-            raise ValueError("diff requires input that is at least one dimensional")
         n, axis = get_arg(args, kwargs, 1, "n", 1), get_arg(args, kwargs, 2, "axis", -1)
         if is_batched(trace, n):
             return per_example(trace, func, args, kwargs, "with a batched `n`")
+        if n == 0:  # NumPy returns its input itself
+            return x
+        nd, shape = example_ndim(trace, x), example_shape(trace, x)
+        if nd == 0:
+            raise ValueError("diff requires input that is at least one dimensional")
         axis = _shift_one(axis, nd) - 1
         parts = [x]
         for side, name in ((0, "prepend"), (1, "append")):
@@ -291,8 +296,9 @@ def _gradient_rule(func: Callable) -> Callable:
 def _cross_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-        axes = [get_arg(args, kwargs, p, n, -1) for p, n in ((2, "axisa"), (3, "axisb"),
-                                                              (4, "axisc"))]  # fmt: skip
+        axes = [
+            get_arg(args, kwargs, p, n, -1) for p, n in ((2, "axisa"), (3, "axisb"), (4, "axisc"))
+        ]
         axis = get_arg(args, kwargs, 5, "axis")
         axisa, axisb, axisc = (axis,) * 3 if axis is not None else axes
         nds = [example_ndim(trace, a), example_ndim(trace, b)]
@@ -322,8 +328,9 @@ def _unwrap_rule(func: Callable) -> Callable:
         if any(is_batched(trace, a) for a in (*args[1:], *kwargs.values())):
             return per_example(trace, func, args, kwargs, "with a batched `discont`/`period`")
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
-        args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis",
-                               _shift_one(get_arg(args, kwargs, 2, "axis", -1), nd))  # fmt: skip
+        args, kwargs = set_arg(
+            (v, *args[1:]), kwargs, 2, "axis", _shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
+        )
         return trace.wrap(func(*args, **kwargs))
 
     return rule
@@ -343,7 +350,7 @@ def _bits_rule(func: Callable) -> Callable:
     return rule
 
 
-defbatch(np.diff, _diff_rule, may_view=True)  # n=0 returns its input
+defbatch(np.diff, _diff_rule)
 defbatch(np.ediff1d, _ediff1d_rule)
 defbatch(np.gradient, _gradient_rule)
 defbatch(np.cross, _cross_rule)
@@ -434,10 +441,15 @@ def _piecewise_rule(func: Callable) -> Callable:
             raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
         counts = [_selected(trace, c) for c in conds]
         if None in counts or any(not callable(f) and np.ndim(f) for f in funclist):
-            return per_example(trace, func, args, kwargs,
-                               "with conditions that select different numbers of elements per "
-                               "example (use `np.where` or `np.select` for elementwise "
-                               "functions)")  # fmt: skip
+            return per_example(
+                trace,
+                func,
+                args,
+                kwargs,
+                "with conditions that select different numbers of elements per "
+                "example (use `np.where` or `np.select` for elementwise "
+                "functions)",
+            )
         xv = bcast_batch(trace, x)
         y = np.zeros_like(xv)
         for cond, f, k in zip(conds, funclist, counts, strict=True):
@@ -447,8 +459,9 @@ def _piecewise_rule(func: Callable) -> Callable:
             # a traced mask selects by position (indexing by it has a data-dependent shape)
             where = _positions(mask, k) if callable(f) and isinstance(mask, Tracer) else mask
             if callable(f):
-                value = batch_broadcast(trace, f(trace.wrap(_take(xv, where, k)), *args[3:],
-                                                 **kwargs), (k,))  # fmt: skip
+                value = batch_broadcast(
+                    trace, f(trace.wrap(_take(xv, where, k)), *args[3:], **kwargs), (k,)
+                )
             else:
                 value = batch_broadcast(trace, f, shape)
             if isinstance(value, Tracer) and not isinstance(y, Tracer):

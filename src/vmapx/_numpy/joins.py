@@ -19,11 +19,11 @@ from .shapes import atleast_shape, example_shape, flat_shape, per_example, raise
 from .ufuncs import _shift_one
 
 
-def join(trace: BatchTrace, arrays: list, axis: int, nd: int, func: Callable = np.concatenate,
-         **kwargs: Any) -> Any:  # fmt: skip
-    """`func(arrays, axis)` over batched and unbatched arrays of one example rank `nd`."""
+def join(trace: BatchTrace, arrays: list, axis: int, nd: int, **kwargs: Any) -> Any:
+    """`np.concatenate(arrays, axis)` of batched and unbatched arrays of one example
+    rank `nd` (the unbatched ones broadcast to the batch: the result holds them)."""
     vals = [bcast_batch(trace, a) for a in arrays]
-    return trace.wrap(func(vals, axis=_shift_one(axis, nd), **kwargs))
+    return trace.wrap(np.concatenate(vals, axis=_shift_one(axis, nd), **kwargs))
 
 
 def _join_rule(*, new_axis: bool) -> Callable:
@@ -196,8 +196,9 @@ def _append_rule(func: Callable) -> Callable:
         arr, values = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "values")
         axis = get_arg(args, kwargs, 2, "axis")
         if axis is None:  # both are flattened first
-            arrays = [promote(trace, a, (int(np.prod(example_shape(trace, a))),))
-                      for a in (arr, values)]  # fmt: skip
+            arrays = [
+                promote(trace, a, (int(np.prod(example_shape(trace, a))),)) for a in (arr, values)
+            ]
             return join(trace, arrays, 0, 1)
         return join(trace, [arr, values], axis, example_ndim(trace, arr))
 
@@ -216,8 +217,12 @@ def _insert_rule(func: Callable) -> Callable:
             return per_example(trace, func, args, kwargs, "with batched indices `obj`")
         shape, vshape = example_shape(trace, arr), example_shape(trace, values)
         size, vsize = int(np.prod(shape, dtype=np.intp)), int(np.prod(vshape, dtype=np.intp))
-        labels = np.insert(np.arange(size).reshape(shape), obj,
-                           np.arange(size, size + vsize).reshape(vshape), axis=axis)  # fmt: skip
+        labels = np.insert(
+            np.arange(size).reshape(shape),
+            obj,
+            np.arange(size, size + vsize).reshape(vshape),
+            axis=axis,
+        )
         dtype = arr.dtype if hasattr(arr, "dtype") else np.asarray(arr).dtype
         flat = [promote(trace, a, (n,)) for a, n in ((arr, size), (values, vsize))]
         source = join(trace, flat, 0, 1, dtype=dtype, casting="unsafe").val

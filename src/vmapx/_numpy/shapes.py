@@ -648,8 +648,9 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
             value = c[..., axis, side]
             value = value.reshape(value.shape + (1,) * nd) if batched else value
             blocks.append(np.broadcast_to(value, block_shape))
-        v = np.concatenate([blocks[0], v, blocks[1]], axis=axis + 1, dtype=v.dtype,
-                           casting="unsafe")  # fmt: skip
+        v = np.concatenate(
+            [blocks[0], v, blocks[1]], axis=axis + 1, dtype=v.dtype, casting="unsafe"
+        )
     return v
 
 
