@@ -30,14 +30,18 @@ from .._batching import (
     is_batched,
     loop_apply,
     unwrap,
+    warn_fallback,
 )
 from ._dispatch import defbatch, get_arg, ufunc_primitive
 from .shapes import flat_shape
 from .ufuncs import gufunc_rule
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)
-# per-example matrix sizes (elements) where `np.einsum` beats a stacked matvec loop
-_EINSUM_GEMV = (1024, 262144)
+# batched (n, k) @ unbatched (k,): one GEMV over (B*n, k) up to this n*k; above it
+# NumPy's stacked loop of GEMVs was as fast or faster
+_FOLD_GEMV_MAX = 65536
+_MATVEC = getattr(np, "matvec", None)  # NumPy >= 2.2
+_VECMAT = getattr(np, "vecmat", None)
 
 
 def _operand(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
@@ -57,41 +61,28 @@ def _is_complex(*vals: Any) -> bool:
     return any(np.iscomplexobj(v) for v in vals)
 
 
-def _gemv_by_einsum(size: int) -> bool:
-    return _EINSUM_GEMV[0] <= size <= _EINSUM_GEMV[1]
-
-
 def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
     """`a @ b` for 1-d/2-d examples, as a batch-front value (at least one is batched)."""
     na, nb = len(sa), len(sb)
     if ba and not bb:
-        if na == 2 and (nb == 2 or sa[0] * sa[1] <= _EINSUM_GEMV[1]):
+        if na == 2 and (nb == 2 or sa[0] * sa[1] <= _FOLD_GEMV_MAX):
             # fold the batch into the rows: one GEMM (or GEMV) instead of B
             n = va.shape[0]
             out = np.reshape(va, (n * sa[0], sa[1])) @ vb
             return np.reshape(out, (n, *sa[:1], *sb[1:]))
         return va @ vb
     if bb and not ba:
-        if na == 1 and nb == 1:
-            return vb @ va
         if na == 2 and nb == 1:
             return vb @ np.swapaxes(va, 0, 1)  # (B, k) @ (k, n): one GEMM
-        if na == 1 and _gemv_by_einsum(sb[0] * sb[1]):
-            return np.einsum("k,bkm->bm", va, vb)
-        return va @ vb
-    # both batched
+        return vb @ va if na == 1 and nb == 1 else va @ vb
+    # both batched: the stacked gufuncs (vecdot/vecmat conjugate their first operand)
+    real = not _is_complex(va, vb)
     if na == 1 and nb == 1:
-        if _is_complex(va, vb):
-            return (va[:, None, :] @ vb[:, :, None])[:, 0, 0]
-        return np.vecdot(va, vb)
+        return np.vecdot(va, vb) if real else (va[:, None, :] @ vb[:, :, None])[:, 0, 0]
     if na == 2 and nb == 1:
-        if _gemv_by_einsum(sa[0] * sa[1]):
-            return np.einsum("bnk,bk->bn", va, vb)
-        return (va @ vb[:, :, None])[:, :, 0]
+        return _MATVEC(va, vb) if _MATVEC else (va @ vb[:, :, None])[:, :, 0]
     if na == 1 and nb == 2:
-        if _gemv_by_einsum(sb[0] * sb[1]):
-            return np.einsum("bk,bkm->bm", va, vb)
-        return (va[:, None, :] @ vb)[:, 0, :]
+        return _VECMAT(va, vb) if _VECMAT and real else (va[:, None, :] @ vb)[:, 0, :]
     return va @ vb
 
 
@@ -195,10 +186,7 @@ def _dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
     b_axis = max(nb - 2, 0)
     if sa[-1] != sb[b_axis]:
-        raise ValueError(
-            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {na - 1}) != {sb[b_axis]} "
-            f"(dim {b_axis})"
-        )
+        np.dot(*(_stand_in(trace, x) for x in args[:2]))  # NumPy's own error
     if na <= 2 and nb <= 2:
         return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
     return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [b_axis]))
@@ -210,9 +198,7 @@ def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if na == 0 or nb == 0:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
     if sa[-1] != sb[-1]:
-        raise ValueError(
-            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {na - 1}) != {sb[-1]} (dim {nb - 1})"
-        )
+        np.inner(*(_stand_in(trace, x) for x in args[:2]))  # NumPy's own error
     if na <= 2 and nb <= 2:
         if nb == 2:  # inner(a, b) = a @ b.T
             vb, sb = np.swapaxes(vb, -1, -2), sb[::-1]
@@ -326,8 +312,11 @@ def _einsum_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if not arrow:
         output = _implicit_output(inputs)
     spare = [c for c in _LABELS if c not in subscripts]
-    if len(inputs) != len(operands) or not spare:
-        return loop_apply(trace, np.einsum, args, kwargs, "np.einsum")  # NumPy's own error
+    if not spare:  # all 52 labels taken: none left for the batch
+        warn_fallback(trace, "`np.einsum` using all 52 subscript labels")
+        return loop_apply(trace, np.einsum, args, kwargs, "np.einsum")
+    if len(inputs) != len(operands):
+        np.einsum(subscripts, *(_stand_in(trace, x) for x in operands))  # NumPy's own error
     ops = [_operand(trace, x) for x in operands]
     if len(ops) == 2 and set(kwargs) <= {"optimize"}:
         out = _pair_contraction(inputs, output, ops)
@@ -338,20 +327,21 @@ def _einsum_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(np.einsum(f"{spec}->{z}{output}", *(v for v, _, _ in ops), **kwargs))
 
 
+def _stand_in(trace: BatchTrace, x: Any) -> Any:
+    """A batched operand as one example's zeros (a free broadcast view)."""
+    if not is_batched(trace, x):
+        return x
+    return np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+
+
 def _einsum_path_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    """Metadata: the path for one example (stand-ins of the per-example shapes)."""
-
-    def stand_in(x: Any) -> Any:
-        if not is_batched(trace, x):
-            return x
-        return np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
-
-    return np.einsum_path(*(stand_in(a) for a in args), **kwargs)
+    """Metadata: the path for one example, from stand-ins of the per-example shapes."""
+    return np.einsum_path(*(_stand_in(trace, a) for a in args), **kwargs)
 
 
 # -- convolve / correlate ----------------------------------------------------------------
 
-_MODES = {"v": "valid", "s": "same", "f": "full", 0: "valid", 1: "same", 2: "full"}
+_MODES = {"valid": "valid", "same": "same", "full": "full", 0: "valid", 1: "same", 2: "full"}
 # both operands batched: sliding windows and one einsum up to this many products per
 # example; above it NumPy's per-example kernel (cache-resident rows) is faster
 _WINDOWS_MAX = 1 << 14
@@ -369,7 +359,9 @@ def _conv_rule(func: Callable) -> Callable:
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         mode = get_arg(args, kwargs, 2, "mode", default)
-        mode = _MODES[mode.lower()[0] if isinstance(mode, str) else mode]
+        if mode not in _MODES:
+            func([1.0], [1.0], mode)  # NumPy's own error
+        mode = _MODES[mode]
         (va, ba, sa), (vv, bv, sv) = (_operand(trace, x) for x in args[:2])
         if len(sa) > 1 or len(sv) > 1:
             raise ValueError("object too deep for desired array")

@@ -1,0 +1,191 @@
+"""numpy.linalg and numpy.fft under vmap: what the op table cannot express (values that
+decide dtypes and shapes, warnings, errors, every solve/lstsq layout)."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import vmapx
+from harness import check_vmap
+
+la = np.linalg
+
+
+def _stack(rng: np.random.Generator, make: Callable, size: int = 3) -> np.ndarray:
+    return np.stack([make(rng) for _ in range(size)])
+
+
+def _well(n: int) -> Callable:
+    return lambda rng: rng.uniform(-1, 1, (n, n)) + n * np.eye(n)
+
+
+def test_eig_with_mixed_real_and_complex_spectra_matches_the_loop() -> None:
+    """NumPy gives real results only when every eigenvalue in the call is real; the loop
+    stacks real and complex results to complex: the same values and dtype."""
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])  # eigenvalues +-i
+    diagonal = np.diag([1.0, 2.0])
+    x = np.stack([rotation, diagonal, rotation + diagonal])
+    check_vmap(la.eig, [x])
+    check_vmap(la.eigvals, [x])
+    check_vmap(la.eig, [np.stack([diagonal, 2 * diagonal])])  # all real: float64
+
+
+def test_eigenvectors_are_those_of_the_loop_exactly() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 4))
+    got = vmapx.vmap(la.eig)(x)
+    for i in range(5):
+        one = la.eig(x[i])
+        np.testing.assert_array_equal(got.eigenvalues[i], one.eigenvalues)
+        np.testing.assert_array_equal(got.eigenvectors[i], one.eigenvectors)
+    assert type(got).__name__ == "EigResult"
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (3,)), ((3, 3), (2, 3, 2)), ((2, 3, 3), (3, 1))],
+    ids=str,
+)
+def test_solve_every_layout(shapes: tuple) -> None:
+    rng = np.random.default_rng(0)
+    a_shape, b_shape = shapes
+    for in_axes in [(0, 0), (0, None), (None, 0), (1, 0)]:
+        if in_axes[0] == 1 and len(a_shape) < 3:
+            continue
+
+        def make_a(rng: np.random.Generator) -> np.ndarray:
+            return rng.uniform(-1, 1, a_shape) + 3 * np.eye(3)
+
+        a = _stack(rng, make_a) if in_axes[0] is not None else make_a(rng)
+        if in_axes[0] == 1:
+            a = np.moveaxis(a, 0, 1)
+        b = rng.uniform(-1, 1, (3, *b_shape)) if in_axes[1] is not None else rng.uniform(
+            -1, 1, b_shape
+        )  # fmt: skip
+        check_vmap(la.solve, [a, b], in_axes=in_axes, rtol=1e-10, atol=1e-12)
+
+
+def test_solve_with_an_unbatched_matrix_factorizes_once() -> None:
+    rng = np.random.default_rng(0)
+    a, b = _well(4)(rng), rng.random((50, 4))
+    got = vmapx.vmap(la.solve, in_axes=(None, 0))(a, b)
+    np.testing.assert_allclose(got, la.solve(a, b.T).T, rtol=1e-12)
+
+
+def test_lstsq_rank_deficient_and_wide() -> None:
+    rng = np.random.default_rng(0)
+    deficient = np.stack([rng.random((5, 2)) @ rng.random((2, 3)) for _ in range(3)])
+    b = rng.random((3, 5))
+    for in_axes in [(0, 0), (0, None)]:
+        args = [deficient, b if in_axes[1] == 0 else b[0]]
+        check_vmap(la.lstsq, args, in_axes=in_axes, rtol=1e-8, atol=1e-10)
+    check_vmap(lambda a, b: la.lstsq(a, b, rcond=-1), [rng.random((3, 2, 4)), rng.random((3, 2))],
+               rtol=1e-8, atol=1e-10)  # fmt: skip
+
+
+def test_lstsq_with_mixed_ranks_gives_the_loops_answer() -> None:
+    """Residuals exist only for full-rank examples: their shapes differ, so vmap runs
+    the function per example (as the loop would fail to stack, it raises the same)."""
+    rng = np.random.default_rng(0)
+    a = np.stack([rng.random((5, 3)), rng.random((5, 1)) @ rng.random((1, 3))])
+    b = rng.random((2, 5))
+    with pytest.warns(vmapx.PerformanceWarning, match="lstsq"), pytest.raises(ValueError):
+        vmapx.vmap(la.lstsq)(a, b)
+    with pytest.warns(vmapx.PerformanceWarning, match="pinv"):
+        x = vmapx.vmap(lambda a, b: la.lstsq(a, b)[0])(a, b)
+    np.testing.assert_allclose(x, [la.lstsq(a[i], b[i])[0] for i in range(2)], rtol=1e-9)
+
+
+def test_lstsq_rcond_batched_and_zero_batch() -> None:
+    rng = np.random.default_rng(0)
+    a, b, r = rng.random((3, 6, 3)), rng.random((3, 6, 2)), np.array([1e-3, 1e-2, 1e-4])
+    check_vmap(lambda a, b, r: la.lstsq(a, b, rcond=r), [a, b, r], rtol=1e-8, atol=1e-10)
+    for in_axes in [(0, 0), (None, 0)]:
+        args = [a[:0] if in_axes[0] == 0 else a[0], b[:0]]
+        x, res, rank, s = vmapx.vmap(la.lstsq, in_axes=in_axes)(*args)
+        assert x.shape == (0, 3, 2) and res.shape == (0, 2) and rank.shape == (0,)
+        assert s.shape == (0, 3) and rank.dtype == np.int32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int64])
+def test_lstsq_dtypes(dtype: type) -> None:
+    rng = np.random.default_rng(0)
+    a = (rng.random((3, 5, 3)) * 4).astype(dtype) + np.eye(5, 3, dtype=dtype) * 3
+    b = (rng.random((3, 5)) * 4).astype(dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-10}
+    for in_axes in itertools.product((0, None), repeat=2):
+        if in_axes != (None, None):
+            args = [a if in_axes[0] == 0 else a[0], b if in_axes[1] == 0 else b[0]]
+            check_vmap(la.lstsq, args, in_axes=in_axes, **tol)
+
+
+def test_multi_dot_orders_by_batched_cost() -> None:
+    rng = np.random.default_rng(0)
+    w1, w2, x = rng.random((50, 40)), rng.random((40, 30)), rng.random((20, 30))
+    # batched x: (w1 @ w2) once, then one product with the batch
+    check_vmap(lambda w1, w2, x: la.multi_dot([w1, w2, x]), [w1, w2, x], in_axes=(None, None, 0),
+               rtol=1e-10)  # fmt: skip
+    with pytest.raises(ValueError, match="at least two"):
+        vmapx.vmap(lambda x: la.multi_dot([x]))(x)
+
+
+@pytest.mark.parametrize(
+    ("func", "error"),
+    [
+        (la.inv, la.LinAlgError),
+        (la.det, la.LinAlgError),
+        (la.eigh, la.LinAlgError),
+        (la.matrix_transpose, ValueError),
+        (la.diagonal, ValueError),
+        (lambda x: la.matrix_power(x, 2), la.LinAlgError),
+        (lambda x: la.tensorinv(x, ind=0), ValueError),
+    ],
+)
+def test_too_few_axes_raise_numpys_error(func: Callable, error: type) -> None:
+    """A batch of vectors must not pass for one stack of matrices."""
+    x = np.ones((3, 4))
+    with pytest.raises(error) as expected:
+        func(x[0])
+    with pytest.raises(error) as got:
+        vmapx.vmap(func)(x)
+    assert str(got.value) == str(expected.value)
+
+
+def test_singular_matrix_raises_like_the_loop() -> None:
+    x = np.stack([np.eye(2), np.zeros((2, 2))])
+    with pytest.raises(la.LinAlgError, match="Singular"):
+        vmapx.vmap(la.inv)(x)
+
+
+def test_norm_orders_and_axes() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 5))
+    cases = [(None, None), ("fro", (0, 1)), (2, (1, 0)), (-2, (0, 1)), (np.inf, 1),
+             (-np.inf, None), (0, -1), (1, (0, 1)), (-1, (0, 1)), ("nuc", (0, 1))]  # fmt: skip
+    for ord_, axis in cases:
+        if axis is None and ord_ is not None:
+            check_vmap(lambda x, o=ord_: la.norm(x, o), [x[:, 0]])
+            continue
+        check_vmap(lambda x, o=ord_, a=axis: la.norm(x, o, a, keepdims=True), [x])
+    with pytest.raises(ValueError, match="Improper number of dimensions"):
+        vmapx.vmap(lambda x: la.norm(x, 1))(x[None])
+
+
+def test_irfftn_s_without_axes_warns_like_numpy() -> None:
+    x = np.ones((3, 2, 4, 4), dtype=complex)
+    with pytest.warns(DeprecationWarning, match="`axes` should not be `None`"):
+        got = vmapx.vmap(lambda x: np.fft.irfftn(x, s=(4, 6)))(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = np.stack([np.fft.irfftn(e, s=(4, 6)) for e in x])
+    np.testing.assert_allclose(got, expected)
+
+
+def test_fft_axis_out_of_range() -> None:
+    with pytest.raises(np.exceptions.AxisError):
+        vmapx.vmap(lambda x: np.fft.fft(x, axis=1))(np.ones((3, 4)))
