@@ -154,6 +154,8 @@ _INDEX_HELPERS = _ops(
      {"covers": (np.nonzero,), "make": _make(_nonzero((3, 4))), "diff": False}),
     ("nonzero.method", lambda x: x.nonzero(), ((5,),),
      {"make": _make(_nonzero((5,))), "diff": False}),
+    ("where", np.where, ((3,), (2, 3), ()),
+     {"covers": (np.where,), "dtypes": ("bool", "float64", "float64")}),
     ("where.one_argument", lambda x: np.where(x), ((2, 3),),
      {"make": _make(_nonzero((2, 3))), "diff": False}),
     ("argwhere", np.argwhere, ((2, 3),),

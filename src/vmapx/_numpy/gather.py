@@ -33,7 +33,7 @@ from .._batching import (
 )
 from .._core import Tracer, bind
 from ._dispatch import defbatch, get_arg, primitive
-from ._tracer_api import IN_PLACE, SETITEM, assign
+from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
 from .shapes import flat_shape
 from .ufuncs import _shift_one
@@ -202,7 +202,9 @@ def _extract_rule(func: Callable) -> Callable:
             raise _data_shape(trace, func)
         where = np.nonzero(np.ravel(condition))[0]
         v = _flat(trace, arr)
-        return trace.wrap(replaying(trace, func, args, kwargs, lambda: np.take(v, where, axis=1)))
+        # `v[:, where]` dispatched: `where` may be traced by an outer vmap
+        run = lambda: bind(GETITEM, (v, (slice(None), where)), {})  # noqa: E731
+        return trace.wrap(replaying(trace, func, args, kwargs, run))
 
     return rule
 
@@ -333,7 +335,7 @@ def _masked_write(
     pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1])
     pos = pos % count
     if not vb:
-        chosen = np.take(v, pos)
+        chosen = bind(GETITEM, (v, pos), {})  # `v[pos]`: `pos` may be an outer tracer
     else:
         chosen = np.take_along_axis(v, pos, axis=1) if pos.ndim == 2 else np.take(v, pos, axis=1)
     return trace.wrap(np.where(m, chosen, flat).reshape(base.shape))
@@ -349,7 +351,11 @@ def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
     def write(*args: Any, **kwargs: Any) -> None:
         target = args[0] if args else next(iter(kwargs.values()))
         if isinstance(target, Tracer):
-            assign(target, bind(prim, args, kwargs))
+            new = bind(prim, args, kwargs)
+            if isinstance(new, Tracer) and new._trace is target._trace and not target._aliased:
+                target._become(new)  # the new value is already a copy of the target's
+            else:
+                assign(target, new)  # casts, or raises what an assignment would
             return None
         tracer = next(x for x in optree.tree_leaves((args, kwargs)) if isinstance(x, Tracer))
         raise tracer._trace.concretization(

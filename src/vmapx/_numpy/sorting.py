@@ -24,7 +24,9 @@ from .._batching import (
     unwrap,
     warn_fallback,
 )
+from .._core import bind
 from ._dispatch import defbatch, get_arg, primitive, set_arg
+from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
 from .shapes import flat_shape
 from .ufuncs import _shift_one
@@ -104,8 +106,8 @@ defbatch(np.sort_complex, _sort_complex_rule)
 
 def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> Any:
     """`np.searchsorted(a[b], v[b], side)` for every row `b` of the 2-d `a` and the 2-d
-    queries `v`: all rows' binary searches at once (`log2(n) + 1` halving steps, each a
-    gather), in NumPy's sort order (NaN, NaT last).
+    queries `v`, in NumPy's sort order (NaN, NaT last): one branch-free binary search
+    for all rows, its `log2(n)` halving steps the same for every query (a gather each).
 
     NumPy's answer for a row that is not sorted depends on its search's inner order:
     then (with `check`) the answer is None and the caller asks NumPy per example.
@@ -114,34 +116,70 @@ def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> An
     if dtype.kind not in _ORDERED:
         return None
     a, v = a.astype(dtype, copy=False), v.astype(dtype, copy=False)
-    less = _less(dtype.kind)
-    n = a.shape[1]
-    if check and n > 1 and bool(np.any(less(a[:, 1:], a[:, :-1]))):
+    b, n = a.shape
+    if check and n > 1 and _unsorted_rows(a):
         return None
-    lo = np.zeros(v.shape, dtype=np.intp)
-    hi = np.full(v.shape, n, dtype=np.intp)
-    for _ in range(n.bit_length()):
-        mid = (lo + hi) // 2
-        at = np.take_along_axis(a, np.minimum(mid, n - 1), axis=1)
-        right = less(at, v) if side == "left" else ~less(v, at)
-        open_ = lo < hi
-        lo = np.where(open_ & right, mid + 1, lo)
-        hi = np.where(open_ & ~right, mid, hi)
-    return lo
+    if n == 0:
+        return np.zeros(v.shape, dtype=np.intp)
+    before = _before(dtype.kind, side)
+    found = _bisect(a, v.shape, lambda x: before(x, v))
+    missing = _missing(dtype.kind)
+    if missing is None:
+        return found
+    # plain comparisons with NaN are False, which is NumPy's order for a data NaN; a
+    # NaN query goes after the numbers ("left") or after everything ("right")
+    numbers = n if side == "right" else _bisect(a, (b, 1), lambda x: ~missing(x))
+    return np.where(missing(v), numbers, found)
+
+
+def _bisect(a: Any, shape: tuple, before: Callable) -> Any:
+    """For each row of `a` (`(B, n)`, `n > 0`) and each query of `shape` (`(B, m)`), how
+    many leading entries `x` of the row have `before(x)` (true, then false, along the
+    row): a branch-free binary search whose halving steps are the same for every query."""
+    b, n = a.shape
+    flat = a.reshape(b * n)
+    row = np.arange(b, dtype=np.intp).reshape(b, 1) * n
+    base = np.zeros(shape, dtype=np.intp)
+    size = n
+    while size > 1:  # `base + half` stays in the row
+        half = size // 2
+        base = base + half * before(_gather(flat, row + (base + half)))
+        size -= half
+    return base + before(_gather(flat, row + base))
+
+
+def _gather(flat: Any, idx: Any) -> Any:
+    # `flat[idx]` dispatched: the indices may be traced by an outer vmap
+    return bind(GETITEM, (flat, idx), {})
 
 
 _ORDERED = "biufcmMUS"  # dtype kinds with an order `search_rows` knows
 
 
-def _less(kind: str) -> Callable:
-    """NumPy's sort order for a dtype kind: NaN and NaT sort after everything."""
-    if kind == "f":
-        return lambda x, y: (x < y) | (np.isnan(y) & ~np.isnan(x))
-    if kind in "mM":
-        return lambda x, y: (x < y) | (np.isnat(y) & ~np.isnat(x))
+def _missing(kind: str) -> Callable | None:
+    return np.isnan if kind == "f" else np.isnat if kind in "mM" else None
+
+
+def _before(kind: str, side: str) -> Callable:
+    """Whether data `x` goes before query `y`: `x < y` ("left") or `x <= y` ("right")."""
     if kind == "c":
-        return _complex_less
-    return np.less
+        return _complex_less if side == "left" else lambda x, y: ~_complex_less(y, x)
+    return np.less if side == "left" else np.less_equal
+
+
+def _unsorted_rows(a: Any) -> bool:
+    """Whether some row is out of NumPy's sort order (NaN and NaT after everything)."""
+    left, right = a[:, :-1], a[:, 1:]
+    if a.dtype.kind == "c":
+        return bool(np.any(_complex_less(right, left)))
+    if bool(np.all(left <= right)):  # the common case, in one pass
+        return False
+    missing = _missing(a.dtype.kind)
+    if missing is None:
+        return True
+    # `<=` is False next to a NaN too: out of order is a number after a larger value
+    # or after a NaN
+    return bool(np.any(~(left <= right) & ~missing(right)))
 
 
 def _complex_less(x: Any, y: Any) -> Any:
