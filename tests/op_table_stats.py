@@ -141,6 +141,15 @@ def _stats_rows() -> list[Op]:
            covers=(np.nanquantile,), make=_make(_with_nans((3, 6)))),
         Op("nanpercentile", lambda x, q: np.nanpercentile(x, q), ((4, 3), (2,)),
            covers=(np.nanpercentile,), make=_make(_with_nans((4, 3)), _percent((2,)))),
+        Op("quantile.weights",
+           lambda x, w: np.quantile(x, [0.2, 0.9], axis=0, method="inverted_cdf", weights=w),
+           ((5, 2), (5, 2)), make=_make(_ties((5, 2)), _uniform((5, 2), 0.0, 1.0))),
+        Op("percentile.weights_1d",
+           lambda x, w: np.percentile(x, 40, axis=1, method="inverted_cdf", weights=w),
+           ((3, 6), (6,)), make=_make(_ties((3, 6)), _uniform((6,), 0.0, 1.0))),
+        Op("nanpercentile.weights",
+           lambda x, w: np.nanpercentile(x, 40, axis=1, method="inverted_cdf", weights=w),
+           ((3, 6), (3, 6)), make=_make(_with_nans((3, 6)), _uniform((3, 6), 0.1, 1.0))),
         Op("average", lambda x: np.average(x, axis=0), ((3, 4),), covers=(np.average,)),
         Op("average.weights", lambda x, w: np.average(x, axis=1, weights=w, returned=True),
            ((3, 4), (4,)), domain=(0.5, 2.0)),
@@ -224,6 +233,25 @@ def _misc_rows() -> list[Op]:
 
 
 OPS: list[Op] = [*_stats_rows(), *_quantile_rows(), *_histogram_rows(), *_misc_rows()]
-# derivative rules for these functions are not written yet
+
+# Rows whose derivatives wait for rules of other families' primitives (named here):
+# they are not run by the derivative tests yet; `test_stats.py` checks that they still
+# fail, so that the day the rules exist the row is switched back on.
+DERIVATIVES_WAITING: dict[str, str] = {
+    **{
+        op.name: "np.sort"
+        for op in OPS
+        if any(k in op.name for k in ("median", "quantile", "percentile"))
+        and op.name != "quantile.int"
+    },
+    "interp": "np.take_along_axis",
+    "interp.left_right_period": "np.take_along_axis",
+    "trapezoid": "np.diff",
+    "trapezoid.x_nd": "np.diff",
+    "corrcoef": "np.diagonal",
+    "corrcoef.y": "np.diagonal",
+    "polyfit.batched_x_cov": "np.linalg.svd",
+}
 for _op in OPS:
-    _op.diff = False
+    if _op.name in DERIVATIVES_WAITING:
+        _op.diff = False

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._batching import (
     BatchTrace,
+    BatchTracer,
     _user_stacklevel,
     align_rank,
     bcast_batch,
@@ -27,6 +28,7 @@ from .._batching import (
     loop_rule,
     unwrap,
 )
+from .._core import Tracer, pop_trace, push_trace
 from ._dispatch import defbatch, primitive
 from .ufuncs import _shift_one
 
@@ -50,7 +52,73 @@ def call_params(func: Callable, args: tuple, kwargs: dict) -> dict:
 
 def loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
     """The per-example loop (with its warning), for a case a rule does not batch."""
+    if own_impl(trace):  # the loop would call `func` itself, which dispatches back here
+        raise _NotByRule(func)
     return loop_rule(trace, primitive(func), args, kwargs)
+
+
+# -- derivatives: a rule applied to a batch of one example ---------------------------
+
+
+class DerivativeTrace(BatchTrace):
+    """A batch of one example, on the stack only while a rule computes a function under
+    differentiation: the rule's `np.*` calls on the example's values are what the
+    autodiff traces differentiate (`defcomposite`). A rule whose batched path calls its
+    own NumPy function again (that would dispatch back here) checks `own_impl(trace)`."""
+
+    __slots__ = ()
+
+    def concretization(self, what: str, fix: str) -> BaseException:
+        return _NotByRule(what)
+
+
+class _NotByRule(Exception):  # noqa: N818 (a signal: this call has no composite)
+    pass
+
+
+def own_impl(trace: BatchTrace) -> bool:
+    """Whether a rule must compute with its own NumPy calls, not its NumPy function."""
+    return isinstance(trace, DerivativeTrace)
+
+
+def composite_by_rule(func: Callable) -> Callable:
+    """The derivative composite of `func` (see `_autodiff.defcomposite`): its batch rule
+    run on a batch of one, so that derivatives follow the rule's own arithmetic."""
+    prim = primitive(func)
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        from .._batching import batch_rules
+
+        trace = push_trace(DerivativeTrace(1, None, "silent"))
+        try:
+            lift = _lifter(trace)
+            out = batch_rules[prim](trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
+        except _NotByRule:
+            return NotImplemented
+        finally:
+            pop_trace(trace)
+        return _drop(trace, out)
+
+    return impl
+
+
+def _lifter(trace: BatchTrace) -> Callable:
+    def lift(x: Any) -> Any:
+        if isinstance(x, Tracer | np.ndarray):
+            return trace.wrap(x[None])
+        if type(x) in (list, tuple):
+            return type(x)(lift(e) for e in x)
+        return x
+
+    return lift
+
+
+def _drop(trace: BatchTrace, out: Any) -> Any:
+    if type(out) is BatchTracer and out._trace is trace:
+        return out.val[0]
+    if type(out) in (list, tuple):
+        return type(out)(_drop(trace, o) for o in out)
+    return out
 
 
 def zero_batch(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -376,7 +444,7 @@ def _polyval(trace: BatchTrace, coefs: list, params: dict) -> Any:
     if isinstance(x, np.poly1d):
         return loop(trace, np.polyval, (params["p"], x), {})
     xv, xb = unwrap(trace, as_array(x))
-    if not pb:  # Horner's rule is elementwise in x
+    if not pb and not own_impl(trace):  # Horner's rule is elementwise in x
         return trace.wrap(np.polyval(p, xv))
     rank = example_ndim(trace, x)
     y = np.zeros_like(xv)
@@ -687,3 +755,15 @@ defrules(np.polyint, _poly_rule(_polyint, 1, scalars=False))
 defrules(np.roots, _poly_rule(_roots, 1), zero=False)
 defrules(np.poly, _poly_rule(_poly, 0))
 defrules(np.polyfit, _polyfit_rule, zero=False)  # a dummy example is a singular fit
+
+
+# -- derivatives: each rule applied to one example (see `composite_by_rule`) ----------
+
+from .._autodiff import defcomposite  # noqa: E402
+
+for _func in (
+    np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,
+    np.polyint, np.roots, np.poly, np.polyfit,
+    *([np.trapezoid] if hasattr(np, "trapezoid") else []),
+):  # fmt: skip
+    defcomposite(_func, composite_by_rule(_func))

@@ -25,7 +25,15 @@ from .._batching import (
     is_batched,
     unwrap,
 )
-from .misc import as_array, call_params, defrules, gather_last, searchsorted_rows
+from .misc import (
+    as_array,
+    call_params,
+    composite_by_rule,
+    defrules,
+    gather_last,
+    own_impl,
+    searchsorted_rows,
+)
 from .misc import loop as _loop
 from .ufuncs import _shift_axis
 
@@ -182,6 +190,18 @@ def quantile_sorted(arr: Any, q: Any, q_batched: bool, method: str, weak: bool,
     return result
 
 
+def median_sorted(arr: Any) -> Any:
+    """`np.median` of sorted slices `(B, *kept, m)` (NaNs last): the mean of the middle
+    one or two values, NaN for a slice with a NaN."""
+    m = arr.shape[-1]
+    low, high = arr[..., (m - 1) // 2], arr[..., m // 2]
+    result = np.mean(np.stack([low, high] if m % 2 == 0 else [low]), axis=0)
+    if arr.dtype.kind in "fc":
+        last = arr[..., -1]
+        result = np.where(np.isnan(last), last, result)
+    return result
+
+
 def nanmedian_sorted(arr: Any) -> Any:
     """`np.nanmedian` of sorted slices `(B, *kept, m)` (NaNs last): the mean of the
     middle one or two valid values, as `np.median` computes it."""
@@ -218,20 +238,33 @@ def _quantile_rule(func: Callable) -> Callable:
         nd = example_ndim(trace, a)
         shape = av.shape[1:] if ab else av.shape
         reduced = normalize_axis_tuple(p["axis"], nd) if p["axis"] is not None else range(nd)
-        if p.get("weights") is not None or any(shape[i] == 0 for i in reduced):
+        weights = p.get("weights")
+        if any(shape[i] == 0 for i in reduced):
             return _loop(trace, func, args, kwargs)
         if has_q:
             _check_quantile_args(a, av, qv, method, percent)
         kind = av.dtype.kind
         nan_aware = omit_nan and kind in "fc"
+        if weights is not None:
+            if method != "inverted_cdf":
+                raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+            qarr = as_array(np.true_divide(qv, 100) if percent else qv)
+            res = _weighted_quantile(trace, av, ab, shape, p["axis"], weights, qarr, qb,
+                                     nan_aware)  # fmt: skip
+            if keepdims:
+                axes = tuple(reduced)
+                res = res.reshape(res.shape[: res.ndim - (nd - len(axes))]
+                                  + _keepdims_shape(shape, axes))  # fmt: skip
+            return trace.wrap(res)
         plain = _PLAIN.get(func, func) if not nan_aware else func
         opts = {"method": method} if has_q else {}
-        if not qb and not nan_aware:  # NumPy's own function over the shifted axes
+        native = not own_impl(trace)
+        if native and not qb and not nan_aware:  # NumPy's own function, shifted axes
             qs = () if q is None else np.shape(qv)
             out = plain(av, *([q] if has_q else []), axis=_shift_axis(p["axis"], nd),
                         keepdims=keepdims, **opts)  # fmt: skip
             return trace.wrap(np.moveaxis(out, len(qs), 0) if qs else out)
-        if qb and not ab and example_ndim(trace, q) <= 1:  # q carries the batch
+        if native and qb and not ab and example_ndim(trace, q) <= 1:  # q carries the batch
             return trace.wrap(func(av, qv, axis=p["axis"], keepdims=keepdims, **opts))
         if kind not in "fiub" or (omit_nan and kind == "c"):
             return _loop(trace, func, args, kwargs)
@@ -243,12 +276,67 @@ def _quantile_rule(func: Callable) -> Callable:
             res = quantile_sorted(arr, qarr, qb, method, weak, nan_aware)
             nq = qarr.ndim - (1 if qb else 0)
         else:
-            res, nq = nanmedian_sorted(arr), 0
+            res, nq = (nanmedian_sorted(arr) if nan_aware else median_sorted(arr)), 0
         if keepdims:
             res = res.reshape(res.shape[: 1 + nq] + _keepdims_shape(shape, axes))
         return trace.wrap(res)
 
     return rule
+
+
+def _weighted_quantile(trace: BatchTrace, av: Any, ab: bool, shape: tuple, axis: Any,
+                       weights: Any, q: Any, qb: bool, omit_nan: bool) -> Any:  # fmt: skip
+    """NumPy's weighted `inverted_cdf` quantile (which loops over slices) for all slices
+    at once: the first sorted value whose cumulative weight share reaches `q`."""
+    nd = len(shape)
+    axes = None if axis is None else normalize_axis_tuple(axis, nd)
+    wv = weights_for(trace, weights, shape, axes)
+    if bool(np.any(wv < 0)):
+        raise ValueError("Weights must be non-negative.")
+    size = trace.axis_size
+    full = (size, *shape)
+    arr, _ = merge_reduced(av if ab else np.broadcast_to(av, full), nd, axis)
+    w, _ = merge_reduced(np.broadcast_to(wv, full), nd, axis)
+    m = arr.shape[-1]
+    kept = arr.shape[1:-1]
+    order = np.argsort(arr, axis=-1)
+    arr = np.take_along_axis(arr, order, axis=-1)
+    w = np.take_along_axis(w, order, axis=-1)
+    if omit_nan:  # NumPy drops NaNs with their weights; an all-NaN slice gives NaN
+        valid = ~np.isnan(arr)
+        count = np.count_nonzero(valid, axis=-1)
+        empty = count == 0
+        w = np.where(valid, w, 0)
+        w = np.where(empty[..., None], 1, w)
+    cdf = np.cumsum(w, axis=-1, dtype=np.float64)
+    cdf = cdf / cdf[..., -1:]
+    if bool(np.any(np.isnan(cdf[..., -1]))):
+        raise ValueError("Weights included NaN, inf or were all zero.")
+    if q.dtype.kind == "f":
+        cdf = cdf.astype(q.dtype)
+    cdf = np.where(cdf == 0, -1, cdf)  # leading zero weights never hold a quantile
+    rows = size * int(np.prod(kept, dtype=np.int64))
+    qs = q.shape[1:] if qb else q.shape
+    nq = int(np.prod(qs, dtype=np.int64))
+    if qb:
+        qrows = np.broadcast_to(q.reshape(size, 1, nq), (size, rows // max(size, 1), nq))
+    else:
+        qrows = np.broadcast_to(np.reshape(q, (1, nq)), (rows, nq))
+    idx = searchsorted_rows(cdf.reshape(rows, m), qrows.reshape(rows, nq), "left")
+    last = (count.reshape(rows, 1) if omit_nan else m) - 1
+    idx = np.maximum(np.minimum(idx, last), 0)
+    res = np.take_along_axis(arr.reshape(rows, m), idx, axis=-1)
+    res = res.reshape((size, *kept, *qs))
+    res = np.moveaxis(res, tuple(range(1 + len(kept), res.ndim)), tuple(range(1, 1 + len(qs))))
+    kept_ones = (1,) * len(qs)
+    if omit_nan:
+        if bool(np.any(empty)):
+            _warn("All-NaN slice encountered")
+            res = np.where(empty.reshape((size, *kept_ones, *kept)), np.nan, res)
+    elif arr.dtype.kind in "fc":
+        final = arr[..., -1].reshape((size, *kept_ones, *kept))
+        res = np.where(np.isnan(final), final, res)
+    return res
 
 
 def _check_quantile_args(a: Any, av: Any, qv: Any, method: str, percent: bool) -> None:
@@ -308,9 +396,16 @@ def _average_rule(func: Callable) -> Callable:
         nd = example_ndim(trace, a)
         kw = {} if p["keepdims"] is _NoValue else {"keepdims": p["keepdims"]}
         sax = _shift_axis(None if axis is None else normalize_axis_tuple(axis, nd), nd)
-        if weights is None:
+        if weights is None and not own_impl(trace):
             out = np.average(unwrap(trace, a)[0], axis=sax, returned=p["returned"], **kw)
             return tuple(map(trace.wrap, out)) if p["returned"] else trace.wrap(out)
+        if weights is None:  # np.average's own steps
+            av = bcast_batch(trace, a)
+            avg = np.mean(av, axis=sax, **kw)
+            if not p["returned"]:
+                return trace.wrap(avg)
+            scl = np.full_like(avg, av.size / avg.size, dtype=avg.dtype)
+            return trace.wrap(avg), trace.wrap(scl)
         av = unwrap(trace, a)[0]
         axes = None if axis is None else normalize_axis_tuple(axis, nd)
         wv = weights_for(trace, weights, _example_shape(trace, a), axes)
@@ -825,3 +920,15 @@ def _histogramdd_rule(func: Callable) -> Callable:
 
 
 defrules([np.histogramdd, np.histogram2d], _histogramdd_rule)
+
+
+# -- derivatives: each rule applied to one example (see `misc.composite_by_rule`) -----
+
+from .._autodiff import defcomposite  # noqa: E402
+
+for _func in (
+    np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile,
+    np.average, np.cov, np.corrcoef, np.histogram, np.histogram_bin_edges, np.histogramdd,
+    np.histogram2d,
+):  # fmt: skip
+    defcomposite(_func, composite_by_rule(_func))
