@@ -241,3 +241,39 @@ def test_take_modes_with_batched_indices() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_vmap(lambda x, i: np.take(x, i % 4, axis=0), [x, i])
+
+
+@pytest.mark.parametrize(
+    "f, inner, outer",
+    [
+        (lambda x, i: np.take(x, i, axis=0, mode="wrap"), (2, 5, 3), ("int", (4, 2))),
+        (lambda x, i: np.take(x, i), (2, 5, 3), ("int", (4, 2))),
+        (lambda x, i: np.take_along_axis(x, i, axis=0), (2, 5, 3), ("int", (4, 2, 3))),
+        (lambda x, m: np.extract(m, x), (2, 4), ("two_of_four", (3, 4))),
+        (lambda x, v: np.searchsorted(np.sort(x), v), (2, 6), ("float", (3, 4))),
+        (lambda x, v: np.searchsorted(v, x), (2, 4), ("sorted", (3, 6))),
+        (lambda x, v: np.digitize(x, v), (2, 4), ("sorted", (3, 6))),
+        (lambda x, t: np.isin(x, t), (2, 4), ("int", (3, 3))),
+        (lambda x, t: np.isin(t, x), (2, 4), ("int", (3, 3))),
+        (lambda x, m: _in_place(np.putmask)(x, m, 9.0), (2, 4), ("mask", (3, 4))),
+        (lambda x, m: _in_place(np.place)(x, m, [7.0, 8.0]), (2, 4), ("mask", (3, 4))),
+    ],
+)
+def test_outer_vmap_arguments(f: Any, inner: tuple, outer: tuple) -> None:
+    """An argument traced by an outer vmap (unbatched for the inner one) stays batched."""
+    x = rng.integers(0, 4, size=inner).astype(float)
+    kind, shape = outer
+    o = {
+        "int": lambda: rng.integers(-3, 4, size=shape),
+        "mask": lambda: rng.random(shape) < 0.5,
+        "two_of_four": lambda: np.stack([rng.permutation([1, 1, 0, 0]) for _ in range(3)]) > 0,
+        "float": lambda: rng.integers(0, 4, size=shape).astype(float),
+        "sorted": lambda: np.sort(rng.integers(0, 4, size=shape).astype(float), axis=-1),
+    }[kind]()
+    if f(x[0], o[0]) is None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = vmapx.vmap(lambda o: vmapx.vmap(lambda x: f(x, o))(x))(o)
+    expected = np.stack([np.stack([f(xe, oe) for xe in x]) for oe in o])
+    np.testing.assert_array_equal(got, expected)

@@ -120,23 +120,33 @@ def _take_rule(func: Callable) -> Callable:
         axis, mode = get_arg(args, kwargs, 2, "axis"), get_arg(args, kwargs, 4, "mode", "raise")
         ind, ib = unwrap(trace, indices)
         call = (func, args, kwargs)
-        if not ib:  # a per-example axis of a batched array
+        if not ib and not isinstance(ind, Tracer):  # a per-example axis of a batched array
             v, ax = _axis_and_value(trace, a, axis)
             return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
-        if not is_batched(trace, a):  # a gather from one array: the batch is an index axis
+        if not ib or not is_batched(trace, a):
+            if not ib:  # indices of an outer vmap: `np.take` would not dispatch on them
+                v, ax = _axis_and_value(trace, a, axis)
+                index = (slice(None),) * ax + (_mode_index(ind, v.shape[ax], mode),)
+                out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
+                return trace.wrap(out)
+            # a gather from one array: the batch is an index axis
             ax = None if axis is None else _shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
             return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
         v, ax = _axis_and_value(trace, a, axis)
-        n = v.shape[ax]
-        if mode == "wrap" and n:
-            ind = ind % n
-        elif mode == "clip" and n:
-            ind = np.minimum(np.maximum(ind, 0), n - 1)
-        index = (slice(None),) * (ax - 1) + (trace.wrap(ind),)
+        index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
 
     return rule
+
+
+def _mode_index(ind: Any, n: int, mode: str) -> Any:
+    """Indices after `np.take`'s `mode` (wrap or clip into `range(n)`; raise: as is)."""
+    if mode == "wrap" and n:
+        return ind % n
+    if mode == "clip" and n:
+        return np.minimum(np.maximum(ind, 0), n - 1)
+    return ind
 
 
 def _take_along_axis_rule(func: Callable) -> Callable:
@@ -259,10 +269,7 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     n = flat.shape[1]
     idx, ib = unwrap(trace, ind)
     idx = np.reshape(idx, _rows_shape(idx) if ib else (-1,))
-    if mode == "wrap" and n:
-        idx = idx % n
-    elif mode == "clip" and n:
-        idx = np.minimum(np.maximum(idx, 0), n - 1)
+    idx = _mode_index(idx, n, mode)
     vals, vb = unwrap(trace, v)
     vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
     k, m = idx.shape[-1], vals.shape[-1]
