@@ -233,6 +233,14 @@ def run_workload(w: Workload, peers: dict, budget: float) -> dict:
 # -- the report -----------------------------------------------------------------------
 
 
+def _load() -> str:
+    """The 1-minute load average: other processes make the timings noisy."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "unknown"
+
+
 def machine_info(peers: dict) -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -249,6 +257,7 @@ def machine_info(peers: dict) -> dict[str, str]:
         "numpy": np.__version__,
         "vmapx": vmapx.__version__,
         "threads": f"{THREADS} per library (BLAS, torch, XLA)" if THREADS else "defaults",
+        "load average at start": _load(),
     }
     if "torch" in peers:
         torch = peers["torch"]
@@ -472,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if grad_row is not None:
         op_rows.append(grad_row)
 
+    info["load average at end"] = _load()
     opts.out.mkdir(parents=True, exist_ok=True)
     text = write_markdown(opts.out / "results.md", info, results, op_rows)
     write_chart(opts.out / "results.png", results)
