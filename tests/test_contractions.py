@@ -71,6 +71,30 @@ def test_matrix_products(func: Callable, shapes: list, dtype: str) -> None:
     _check_all(func, shapes, dtype)
 
 
+VECTOR_GUFUNCS = [
+    (getattr(np, "vecdot", None), [[(4,), (4,)], [(3, 4), (4,)], [(4,), (3, 4)], [(2, 4), (2, 4)]]),
+    (getattr(np, "matvec", None), [[(3, 4), (4,)], [(2, 3, 4), (4,)]]),
+    (getattr(np, "vecmat", None), [[(4,), (4, 3)], [(4,), (2, 4, 3)]]),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("func", "shapes"),
+    [(f, s) for f, cases in VECTOR_GUFUNCS if f is not None for s in cases],
+    ids=lambda x: getattr(x, "__name__", str(x)),
+)
+def test_vector_gufuncs(func: Callable, shapes: list, dtype: str) -> None:
+    _check_all(func, shapes, dtype)
+
+
+def test_outer_products_past_einsum_labels() -> None:
+    """More axes than einsum has labels: the broadcasting form."""
+    shape = (2,) + (1,) * 25
+    _check_all(lambda a, b: np.tensordot(a, b, 0), [shape, shape], "float64", size=2)
+    _check_all(np.kron, [shape, shape], "float64", size=2)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shapes", [[(4,), (4,)], [(2, 4), (3, 4)], [(2, 3, 4), (5, 4)], [(), (3,)]], ids=str

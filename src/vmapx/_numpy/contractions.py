@@ -40,8 +40,12 @@ _GENERIC_MATMUL = gufunc_rule(np.matmul)
 # batched (n, k) @ unbatched (k,): one GEMV over (B*n, k) up to this n*k; above it
 # NumPy's stacked loop of GEMVs was as fast or faster
 _FOLD_GEMV_MAX = 65536
+# batched (n, k) @ unbatched (k, m): one (B*n, k) @ (k, m) GEMM for examples of up to this
+# many rows (measured up to 6x faster); with more rows B stacked GEMMs were faster
+_FOLD_ROWS_MAX = 8
 _MATVEC = getattr(np, "matvec", None)  # NumPy >= 2.2
 _VECMAT = getattr(np, "vecmat", None)
+_VECDOT = getattr(np, "vecdot", None)
 
 
 def _operand(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
@@ -65,7 +69,7 @@ def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
     """`a @ b` for 1-d/2-d examples, as a batch-front value (at least one is batched)."""
     na, nb = len(sa), len(sb)
     if ba and not bb:
-        if na == 2 and (nb == 2 or sa[0] * sa[1] <= _FOLD_GEMV_MAX):
+        if na == 2 and (sa[0] <= _FOLD_ROWS_MAX if nb == 2 else sa[0] * sa[1] <= _FOLD_GEMV_MAX):
             # fold the batch into the rows: one GEMM (or GEMV) instead of B
             n = va.shape[0]
             out = np.reshape(va, (n * sa[0], sa[1])) @ vb
@@ -95,6 +99,29 @@ def _matmul_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
 
 
+def _conj(v: Any) -> Any:
+    return np.conjugate(v) if _is_complex(v) else v
+
+
+def _vector_gufunc_rule(ufunc: np.ufunc, ndims: set, conj_first: bool, b_axis: int) -> Callable:
+    """`np.vecdot`/`np.matvec`/`np.vecmat` on 1-d/2-d examples as matrix products
+    (`vecdot(A, x)` of a matrix is `conj(A) @ x`); stacks and keywords: the gufunc rule.
+    `b_axis` is the axis of the second operand summed with the first's last one."""
+    generic = gufunc_rule(ufunc)
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args)
+        if kwargs or (len(sa), len(sb)) not in ndims or sa[-1] != sb[b_axis]:
+            return generic(trace, args, kwargs)
+        if conj_first:
+            va = _conj(va)
+        if ufunc is _VECDOT and len(sb) == 2:  # vecdot(x, A) = A @ conj(x)
+            return trace.wrap(matmul_vals(vb, bb, sb, va, ba, sa))
+        return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
+
+    return rule
+
+
 # -- general tensor contraction ---------------------------------------------------------
 
 
@@ -108,6 +135,12 @@ def contract_vals(
     b_free = [i for i in range(len(sb)) if i not in b_axes]
     if not a_axes:
         return _outer_vals(va, ba, sa, vb, bb, sb)
+    if len(a_axes) == 1 and len(sa) <= 2 and len(sb) <= 2:  # a matrix product
+        if a_axes[0] != len(sa) - 1:  # contracted axis last in a, first in b (views)
+            va, sa = np.swapaxes(va, -1, -2), sa[::-1]
+        if b_axes[0] != 0:
+            vb, sb = np.swapaxes(vb, -1, -2), sb[::-1]
+        return matmul_vals(va, ba, sa, vb, bb, sb)
     if ba and not bb:
         return np.tensordot(va, vb, ([i + 1 for i in a_axes], list(b_axes)))
     if bb and not ba:
@@ -130,14 +163,27 @@ def contract_vals(
 
 
 def _outer_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
-    """Every product `a[i...] * b[j...]`, shape `(B, *sa, *sb)`, by broadcasting."""
-    if ba:
+    """Every product `a[i...] * b[j...]`, shape `(B, *sa, *sb)`."""
+    if len(sa) + len(sb) < len(_LABELS):
+        a_labels, b_labels = _labels(len(sa), len(sb))
+        return _products(va, ba, a_labels, vb, bb, b_labels, a_labels + b_labels)
+    if ba:  # more axes than einsum has labels: broadcast
         va = np.reshape(va, (va.shape[0], *sa, *(1,) * len(sb)))
     else:
         va = np.reshape(va, (*sa, *(1,) * len(sb)))
-    if bb:
-        vb = align_rank(vb, len(sb), len(sa) + len(sb))
-    return np.multiply(va, vb)
+    return np.multiply(va, align_rank(vb, len(sb), len(sa) + len(sb)) if bb else vb)
+
+
+def _labels(na: int, nb: int) -> tuple[str, str]:
+    """Distinct einsum labels for two operands (`_LABELS[0]` is left for the batch)."""
+    return _LABELS[1 : 1 + na], _LABELS[1 + na : 1 + na + nb]
+
+
+def _products(va: Any, ba: bool, a: str, vb: Any, bb: bool, b: str, out: str) -> Any:
+    """Elementwise products laid out by labels (`a` and `b` share none) with one einsum,
+    which writes them faster than a broadcasting multiply."""
+    z = _LABELS[0]  # the batch label; operand labels start at _LABELS[1]
+    return np.einsum(f"{z * ba}{a},{z * bb}{b}->{z}{out}", va, vb)
 
 
 def _normalize_axes(axes: Any, ndim: int) -> list[int]:
@@ -172,8 +218,6 @@ def _tensordot_rule(func: Callable) -> Callable:
             sa[i] != sb[j] for i, j in zip(a_axes, b_axes, strict=True)
         ):
             raise ValueError("shape-mismatch for sum")
-        if len(sa) <= 2 and len(sb) <= 2 and a_axes == [len(sa) - 1] and b_axes == [0]:
-            return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
         return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, a_axes, b_axes))
 
     return rule
@@ -199,10 +243,6 @@ def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
     if sa[-1] != sb[-1]:
         np.inner(*(_stand_in(trace, x) for x in args[:2]))  # NumPy's own error
-    if na <= 2 and nb <= 2:
-        if nb == 2:  # inner(a, b) = a @ b.T
-            vb, sb = np.swapaxes(vb, -1, -2), sb[::-1]
-        return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
     return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [nb - 1]))
 
 
@@ -239,19 +279,24 @@ def _outer_rule(func: Callable) -> Callable:
 
 
 def _kron_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    """Kronecker product: interleave the axes of `a` and `b`, multiply, merge pairs."""
+    """Kronecker product: products with the axes of `a` and `b` interleaved (the shorter
+    shape padded with leading ones), each pair of axes then merged."""
     (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
     if not sa or not sb:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
     nd = max(len(sa), len(sb))
-    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
-    a_shape = tuple(d for s in sa for d in (s, 1))
-    b_shape = tuple(d for s in sb for d in (1, s))
+    pa, pb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
     n = trace.axis_size
-    va = np.reshape(va, (n, *a_shape) if ba else a_shape)
-    vb = np.reshape(vb, (n, *b_shape) if bb else b_shape)
-    out = np.multiply(va, vb)
-    return trace.wrap(np.reshape(out, (n, *(x * y for x, y in zip(sa, sb, strict=True)))))
+    if len(sa) + len(sb) < len(_LABELS):
+        a_labels, b_labels = _labels(len(sa), len(sb))
+        a_pad, b_pad = " " * (nd - len(sa)) + a_labels, " " * (nd - len(sb)) + b_labels
+        interleaved = "".join(x + y for x, y in zip(a_pad, b_pad, strict=True)).replace(" ", "")
+        out = _products(va, ba, a_labels, vb, bb, b_labels, interleaved)
+    else:  # more axes than einsum has labels: a's axes at even places, b's at odd ones
+        va = np.reshape(va, (*va.shape[: int(ba)], *(d for s in pa for d in (s, 1))))
+        vb = np.reshape(vb, (*vb.shape[: int(bb)], *(d for s in pb for d in (1, s))))
+        out = np.multiply(va, vb)
+    return trace.wrap(np.reshape(out, (n, *(x * y for x, y in zip(pa, pb, strict=True)))))
 
 
 # -- einsum ----------------------------------------------------------------------------
@@ -473,3 +518,13 @@ defbatch(np.einsum_path, lambda f: _einsum_path_rule)
 defbatch([np.convolve, np.correlate], _conv_rule)
 defbatch(np.linalg.matmul, lambda f: _matmul_rule)
 batch_rules[ufunc_primitive(np.matmul, "__call__")] = _matmul_rule
+_VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
+    ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
+    ("matvec", {(2, 1)}, False, -1),
+    ("vecmat", {(1, 2)}, True, -2),
+]
+for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
+    if hasattr(np, _name):
+        batch_rules[ufunc_primitive(getattr(np, _name), "__call__")] = _vector_gufunc_rule(
+            getattr(np, _name), _ndims, _conj_first, _b_axis
+        )
