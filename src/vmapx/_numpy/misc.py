@@ -30,6 +30,7 @@ from .._batching import (
 )
 from .._core import Tracer, pop_trace, push_trace
 from ._dispatch import defbatch, primitive
+from .sorting import search_rows
 from .ufuncs import _shift_one
 
 
@@ -147,24 +148,16 @@ def defrules(funcs: Callable | list, factory: Callable, *, zero: bool = True) ->
 
 
 def searchsorted_rows(a: Any, v: Any, side: str = "left") -> Any:
-    """`np.searchsorted(a[i], v[i], side)` for every row `i` of the 2-d `a` (sorted rows)
-    and `v` (leading sizes equal or 1), in one batched stable sort.
-
-    Merging each row's queries with its data: queries placed before equal data count
-    only the smaller data (`"left"`), placed after it they count the equal data too
-    (`"right"`); a stable sort keeps that order, NaNs last as in NumPy's sort order.
-    """
+    """`np.searchsorted(a[i], v[i], side)` for every row `i` of the 2-d `a` (rows sorted
+    in NumPy's order) and `v`, whose leading sizes are equal or 1: the sorting family's
+    batched binary search."""
     b = max(a.shape[0], v.shape[0])
     a = np.broadcast_to(a, (b, a.shape[1]))
     v = np.broadcast_to(v, (b, v.shape[1]))
-    n, k = a.shape[1], v.shape[1]
-    both = np.concatenate((v, a) if side == "left" else (a, v), axis=1)
-    order = np.argsort(both, axis=1, kind="stable")
-    is_data = order >= k if side == "left" else order < n
-    data_before = np.cumsum(is_data, axis=1) - is_data
-    position = np.argsort(order, axis=1, kind="stable")  # the inverse permutation
-    return np.take_along_axis(data_before, position[:, :k] if side == "left" else position[:, n:],
-                              axis=1)  # fmt: skip
+    found = search_rows(a, v, side, check=False)
+    if found is None:  # a dtype without a known order (objects): NumPy row by row
+        found = np.stack([np.searchsorted(a[i], v[i], side) for i in range(b)])
+    return found
 
 
 def _complex(re: Any, im: Any) -> Any:
@@ -228,6 +221,9 @@ def _interp_rule(func: Callable) -> Callable:
             return loop(trace, func, args, kwargs)  # NumPy's own errors, or a rare case
         ftype = np.dtype(np.complex128 if fp.dtype.kind == "c" else np.float64)
         (xv, xb), (xpv, xpb), (fpv, fpb) = (unwrap(trace, v) for v in (x, xp, fp))
+        shared = not (xpb or fpb or is_batched(trace, p["left"]) or is_batched(trace, p["right"]))
+        if shared and not own_impl(trace):  # only x is batched: NumPy's interp is elementwise
+            return trace.wrap(np.interp(xv, xpv, fpv, p["left"], p["right"], period))
         xv, xpv, fpv = xv.astype(np.float64), xpv.astype(np.float64), fpv.astype(ftype)
         left, right = p["left"], p["right"]
         if period is not None:
@@ -279,16 +275,25 @@ def _interp_values(trace: BatchTrace, xv: Any, xb: bool, xpv: Any, xpb: bool, fp
     else:
         j = np.searchsorted(xpv, xs, side="right") - 1
     jc = np.clip(j, 0, n - 2)
-    x0, x1 = _gather(xpv, xpb, jc, jb), _gather(xpv, xpb, jc + 1, jb)
-    y0, y1 = _gather(fpv, fpb, jc, jb), _gather(fpv, fpb, jc + 1, jb)
+
+    def take(table: Any, batched: bool, offset: int = 0) -> Any:
+        return _gather(table, batched, jc + offset if offset else jc, jb)
+
+    x0, y0 = take(xpv, xpb), take(fpv, fpb)
+    tb = xpb or fpb  # whether the slope table differs per example
     with np.errstate(divide="ignore", invalid="ignore"):
+        # NumPy's table of slopes, one per interval, gathered once per point
+        dx, dy = xpv[..., 1:] - xpv[..., :-1], fpv[..., 1:] - fpv[..., :-1]
         if fpv.dtype.kind == "c":
-            inv_dx = 1.0 / (x1 - x0)
-            re = _interp_part(xs, x0, x1, y0.real, y1.real, (y1.real - y0.real) * inv_dx)
-            im = _interp_part(xs, x0, x1, y0.imag, y1.imag, (y1.imag - y0.imag) * inv_dx)
+            inv_dx = 1.0 / dx
+            re = _interp_part(xs, x0, y0.real, take(dy.real * inv_dx, tb),
+                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).real))  # fmt: skip
+            im = _interp_part(xs, x0, y0.imag, take(dy.imag * inv_dx, tb),
+                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).imag))  # fmt: skip
             res = _complex(re, im)
         else:
-            res = _interp_part(xs, x0, x1, y0, y1, (y1 - y0) / (x1 - x0))
+            res = _interp_part(xs, x0, y0, take(dy / dx, tb),
+                               lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1)))  # fmt: skip
     res = np.where(xs == x0, y0, res)
     res = np.where(j == n - 1, _per_example(fpv[..., -1], fpb, rank), res)
     res = np.where(xs > last, rval, res)
@@ -297,12 +302,17 @@ def _interp_values(trace: BatchTrace, xv: Any, xb: bool, xpv: Any, xpb: bool, fp
     return np.where(np.isnan(xs), nan, res)
 
 
-def _interp_part(x: Any, x0: Any, x1: Any, y0: Any, y1: Any, slope: Any) -> Any:
-    """One real part: from the left point, else from the right, else the flat value."""
+def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable) -> Any:
+    """One real part: from the left point; where that is NaN, from the right point
+    (`upper()` gives it), else the flat value."""
     res = slope * (x - x0) + y0
+    nan = np.isnan(res)
+    if isinstance(nan, np.ndarray) and not nan.any():  # the usual case: no retry needed
+        return res
+    x1, y1 = upper()
     other = slope * (x - x1) + y1
     other = np.where(np.isnan(other) & (y0 == y1), y0, other)
-    return np.where(np.isnan(res), other, res)
+    return np.where(nan, other, res)
 
 
 def _per_example(v: Any, batched: bool, rank: int) -> Any:
@@ -601,14 +611,15 @@ def _roots(trace: BatchTrace, coefs: list, params: dict) -> Any:
 
 
 def _vander(x: Any, order: int) -> Any:
-    """`np.vander(x, order)` along the last axis (powers by repeated multiplication)."""
+    """`np.vander(x, order)` along a new last axis: powers by repeated multiplication,
+    as NumPy's `multiply.accumulate` makes them."""
     dtype = np.promote_types(x.dtype, int)
-    ones = np.ones(x.shape + (1,), dtype)
-    if order == 0:
-        return ones[..., :0]
-    rest = np.broadcast_to(x[..., None], x.shape + (order - 1,)).astype(dtype)
-    powers = np.multiply.accumulate(np.concatenate((ones, rest), axis=-1), axis=-1)
-    return powers[..., ::-1]
+    power = np.ones_like(x, dtype=dtype)
+    powers = [power]
+    for _ in range(order - 1):
+        power = power * x
+        powers.append(power)
+    return np.stack(powers[::-1], axis=-1) if order else np.zeros_like(x, shape=(*x.shape, 0))
 
 
 def _polyfit_rule(func: Callable) -> Callable:
@@ -646,9 +657,23 @@ def _polyfit_rule(func: Callable) -> Callable:
     return rule
 
 
+def lstsq_svd(a: Any, b: Any, rcond: Any) -> tuple[Any, Any, Any]:
+    """`np.linalg.lstsq(a, b, rcond)`'s solution, rank and singular values for stacks
+    `a` (..., n, m) and `b` (..., n, k), by one SVD: singular values at most `rcond`
+    times the largest count as zero, as in LAPACK's `gelsd` (equal up to rounding; far
+    faster than `lstsq` for many right-hand sides)."""
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    cutoff = rcond * np.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+    keep = s > cutoff
+    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
+    c = np.matmul(np.swapaxes(vt, -1, -2), inv_s[..., None] * np.matmul(np.swapaxes(u, -1, -2), b))
+    return c, np.count_nonzero(keep, axis=-1), s
+
+
 def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
                     ynd: int) -> Any:  # fmt: skip
-    """Only `y` is batched: one `lstsq` with every example's `y` as right-hand sides."""
+    """Only `y` is batched: one least-squares solve with every example's `y` as
+    right-hand sides (one SVD of the shared matrix)."""
     yv = unwrap(trace, as_array(p["y"]))[0] + 0.0
     b, n = yv.shape[0], yv.shape[1]
     k = yv.shape[2] if ynd == 2 else 1
@@ -660,19 +685,20 @@ def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
         rhs = rhs * w[:, None]
     scale = np.sqrt((lhs * lhs).sum(axis=0))
     lhs = lhs / scale
-    c, resids, rank, s = np.linalg.lstsq(lhs, rhs, rcond)
+    c, rank, s = lstsq_svd(lhs, rhs, rcond)
+    rank = int(rank)
+    if rank == order and n > order:  # lstsq's residuals: one per right-hand side
+        resids = np.sum(np.abs(rhs - np.matmul(lhs, c)) ** 2, axis=0).reshape(b, k)
+    else:
+        resids = np.zeros((b, 0), s.dtype)
     c = (c.T / scale).T
     if rank != order and not p["full"]:
         warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
                       stacklevel=_user_stacklevel())  # fmt: skip
     c = np.moveaxis(c.reshape(order, b, k), 1, 0)
     c = c if ynd == 2 else c[..., 0]
-    if rank == order and n > order:  # lstsq's residuals: one per right-hand side
-        resids = resids.reshape(b, k)
-    else:
-        resids = np.zeros((b, 0), resids.dtype)
     if p["full"]:
-        return trace.wrap(c), trace.wrap(resids), rank, s, rcond
+        return trace.wrap(c), trace.wrap(resids), np.int32(rank), s, rcond
     if p["cov"]:
         vbase = np.linalg.inv(np.dot(lhs.T, lhs)) / np.outer(scale, scale)
         return trace.wrap(c), _polyfit_cov(trace, p, vbase, resids, n, order, ynd, False)
@@ -708,13 +734,9 @@ def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
         rhs = rhs * w[..., None]
     scale = np.sqrt((lhs * lhs).sum(axis=1))
     lhs = lhs / scale[:, None, :]
-    u, s, vt = np.linalg.svd(lhs, full_matrices=False)
+    c, rank, s = lstsq_svd(lhs, rhs, rcond)
+    rank = rank.astype(np.int32)  # lstsq's rank type
     n = lhs.shape[1]
-    cutoff = rcond * np.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
-    keep = s > cutoff
-    rank = np.count_nonzero(keep, axis=-1).astype(np.int32)
-    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
-    c = np.matmul(np.swapaxes(vt, 1, 2), inv_s[..., None] * np.matmul(np.swapaxes(u, 1, 2), rhs))
     full_rank = rank == order
     solution = c
 

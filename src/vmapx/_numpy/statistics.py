@@ -514,7 +514,7 @@ def cov_batched(trace: BatchTrace, p: dict) -> tuple[Any, bool]:
         fact = np.where(bad, 0.0, fact) if np.ndim(fact) else 0.0
     X -= avg[:, :, None]
     X_T = np.swapaxes(X if w is None else X * wr, 1, 2)
-    c = np.matmul(X, np.conj(X_T))
+    c = np.matmul(X, np.conj(X_T) if X_T.dtype.kind == "c" else X_T)
     factor = np.true_divide(1, fact)
     c *= factor.reshape(factor.shape + (1, 1)) if np.ndim(factor) else factor
     return c, c.shape[1] == 1
