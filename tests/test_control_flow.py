@@ -335,6 +335,42 @@ def test_cond_inside_branch_of_cond():
     check_vmap(f, [np.array([0.5, -1.0, 2.0, 3.0, -0.5])])
 
 
+def test_cond_inside_while_loop_and_loop_inside_cond():
+    def f(n, x):
+        def body(s):
+            k, v = s
+            v = vmapx.cond(v > 10, lambda v: v - 7.0, lambda v: v * 2.0 + 1.0, v)
+            return k - 1, v
+
+        steps = vmapx.while_loop(lambda s: s[0] > 0, body, (n, x))[1]
+        return vmapx.cond(
+            x > 0, lambda: vmapx.fori_loop(0, n, lambda i, v: v + i, steps), lambda: steps
+        )
+
+    check_vmap(f, [np.array([0, 5, 3, 8, 1]), np.array([1.0, -2.0, 30.0, 4.0, -5.0])])
+
+
+def test_chunks_and_threads():
+    import threading
+
+    f = lambda n: vmapx.cond(n >= 0, countdown, lambda n: -n, n)  # noqa: E731
+    n = np.array([3, -2, 5, -1, 0, 7, -9])
+    expected = np.array([0, 2, 0, 1, 0, 0, 9])
+    np.testing.assert_array_equal(vmapx.vmap(f, chunk_size=3)(n), expected)
+    results = [None] * 4
+
+    def work(k):
+        results[k] = vmapx.vmap(f)(n * (k + 1))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, r in enumerate(results):
+        np.testing.assert_array_equal(r, np.where(n >= 0, 0, -n * (k + 1)))
+
+
 # -- fallbacks and errors -----------------------------------------------------------------
 
 
@@ -402,3 +438,106 @@ def test_docstring_examples():
     with warnings.catch_warnings():
         failures, _ = doctest.testmod(control_flow, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert failures == 0
+
+
+# -- derivatives --------------------------------------------------------------------------
+
+
+def test_grads_through_loops_without_vmap():
+    def rnn(w, xs):
+        return vmapx.scan(lambda c, x: (np.tanh(c * w + x), c * x), np.zeros(3), xs)[0]
+
+    vmapx.check_grads(rnn, [rng.normal(size=3), rng.normal(size=(4, 3))], order=2)
+    fori = lambda w: vmapx.fori_loop(0, 4, lambda i, v: np.sin(v * w + i), w)  # noqa: E731
+    vmapx.check_grads(fori, [rng.normal(size=2)], order=2)
+    vmapx.check_grads(newton_sqrt, [np.array(3.0)], order=1)  # the tape records iterations
+    assert np.isclose(vmapx.grad(lambda a: newton_sqrt(a)[0])(3.0), 0.5 / np.sqrt(3.0))
+    branchy = lambda x: vmapx.cond(np.sum(x) > 0, np.sin, np.cos, x)  # noqa: E731
+    vmapx.check_grads(branchy, [rng.normal(size=3)], order=2)
+
+
+def piecewise(x):
+    return vmapx.cond(x > 0, lambda x: x**3, lambda x: np.sin(x), x)
+
+
+X = np.array([1.0, -2.0, 0.5, -0.1])
+DPIECEWISE = np.where(X > 0, 3 * X**2, np.cos(X))
+
+
+def test_grad_of_vmap_keeps_the_partition():
+    got = vmapx.grad(lambda x: np.sum(vmapx.vmap(piecewise)(x)))(X)
+    np.testing.assert_allclose(got, DPIECEWISE)
+    vmapx.check_grads(lambda x: vmapx.vmap(piecewise)(x), [X], order=2)
+    roots = lambda a: np.sum(vmapx.vmap(newton_sqrt)(a)[0])  # noqa: E731
+    np.testing.assert_allclose(
+        vmapx.grad(roots)(np.array([4.0, 2.0, 100.0])), [0.25, 0.5 / np.sqrt(2), 0.05]
+    )  # noqa: E501
+
+
+def test_derivatives_inside_vmap_stay_batched():
+    # vmap(grad(f)), vmap(jvp(f)), second order: `switch` becomes a primitive whose
+    # derivative is the switch of the branches' derivatives (no per-example loop)
+    np.testing.assert_allclose(vmapx.vmap(vmapx.grad(piecewise))(X), DPIECEWISE)
+    tangent = vmapx.vmap(lambda x: vmapx.jvp(piecewise, (x,), (1.0,))[1])(X)
+    np.testing.assert_allclose(tangent, DPIECEWISE)
+    second = vmapx.vmap(vmapx.grad(vmapx.grad(piecewise)))(X)
+    np.testing.assert_allclose(second, np.where(X > 0, 6 * X, -np.sin(X)))
+    np.testing.assert_allclose(vmapx.vmap(vmapx.jacfwd(piecewise))(X), DPIECEWISE)
+
+
+def test_per_example_gradients_through_switch_with_closures():
+    w = rng.normal(size=3)
+
+    def loss(w, x, k):
+        branches = [
+            lambda x: np.sum(np.sin(w * x)),  # `w` reaches the branches as a closure
+            lambda x: np.sum((w - x) ** 2),
+            lambda x: np.sum(w * x) ** 2,
+        ]
+        return vmapx.switch(k, branches, x)
+
+    xs, ks = rng.normal(size=(6, 3)), np.array([0, 1, 2, 2, 0, 1])
+    for argnums in (0, 1):
+        got = vmapx.vmap(vmapx.grad(loss, argnums=argnums), in_axes=(None, 0, 0))(w, xs, ks)
+        expected = [vmapx.grad(loss, argnums=argnums)(w, x, k) for x, k in zip(xs, ks, strict=True)]  # noqa: E501
+        np.testing.assert_allclose(got, np.stack(expected))
+
+
+def test_forward_mode_of_batched_while_inside_vmap_stays_batched():
+    def root(a):
+        return newton_sqrt(a)[0]
+
+    a = np.array([4.0, 2.0, 1e6, 1.0, 0.25])
+    expected = np.stack([vmapx.jvp(root, (v,), (1.0,))[1] for v in a])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no per-example loop
+        got = vmapx.vmap(lambda v: vmapx.jvp(root, (v,), (1.0,))[1])(a)
+        np.testing.assert_allclose(got, expected)
+        np.testing.assert_allclose(vmapx.vmap(vmapx.jacfwd(root))(a), expected)
+
+        def accumulate(x):  # a carried Python float comes to depend on `x`
+            body = lambda s: (s[0] + 1.0, s[1] + np.sin(x))  # noqa: E731
+            return vmapx.while_loop(lambda s: s[0] < x * 3, body, (0.0, 0.0))[1]
+
+        x = np.array([1.0, 2.0, 0.5])
+        got = vmapx.vmap(lambda v: vmapx.jvp(accumulate, (v,), (1.0,))[1])(x)
+        expected = [vmapx.jvp(accumulate, (v,), (1.0,))[1] for v in x]
+        np.testing.assert_allclose(got, expected)
+
+        def power(n, x):
+            return vmapx.fori_loop(0, n, lambda i, v: np.sin(v) * x, x)
+
+        n = np.array([1, 3, 2])
+
+        def tangent(n, v):
+            return vmapx.jvp(lambda v: power(n, v), (v,), (1.0,))[1]
+
+        got = vmapx.vmap(tangent)(n, x)
+        expected = [tangent(k, v) for k, v in zip(n, x, strict=True)]
+        np.testing.assert_allclose(got, expected)
+
+
+def test_reverse_mode_of_batched_while_inside_vmap_loops():
+    with pytest.warns(vmapx.PerformanceWarning, match="reverse-mode derivative"):
+        got = vmapx.vmap(vmapx.grad(lambda a: newton_sqrt(a)[0]))(np.array([4.0, 2.0]))
+    np.testing.assert_allclose(got, [0.25, 0.5 / np.sqrt(2)])

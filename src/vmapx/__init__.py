@@ -7,11 +7,14 @@ from . import (
 )
 from ._api import vectorized_map, vmap
 from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
-from ._custom import custom_vmap
 from ._config import config
 from ._coverage import coverage
+from ._custom import custom_vmap
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
+
+# isort: split
+from . import _control_ad  # noqa: F401  (derivatives of control flow and collectives)
 
 __all__ = [
     "PerformanceWarning",

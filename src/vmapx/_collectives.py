@@ -23,7 +23,7 @@ import optree
 
 from ._batching import BatchTrace, batch_rules, unwrap
 from ._core import Primitive, _state, bind
-from .control_flow import _Suspended
+from .control_flow import suspended_names
 from .errors import AxisNameError, ControlFlowError
 
 __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum"]
@@ -32,15 +32,16 @@ __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum"]
 def _lookup(name: Any, what: str) -> BatchTrace:
     """The innermost enclosing vmap named `name`."""
     for t in reversed(_state.stack):
-        if type(t) is BatchTrace and t.axis_name is not None and t.axis_name == name:
-            return t
-        if isinstance(t, _Suspended) and t.trace.axis_name == name:
+        if name in suspended_names(t):
             raise ControlFlowError(
                 f"{what}: axis {name!r} is used inside a `cond`/`switch`/`while_loop` branch "
                 "that only some of its examples take; a collective needs every example. "
                 "Compute it before the branch and pass the result in as an operand."
             )
-    names = [t.axis_name for t in _state.stack if type(t) is BatchTrace and t.axis_name]
+        if type(t) is BatchTrace and t.axis_name is not None and t.axis_name == name:
+            return t
+    names = [t.axis_name for t in _state.stack if type(t) is BatchTrace and not suspended_names(t)]
+    names = [n for n in names if n is not None]
     raise AxisNameError(
         f"{what}: no enclosing vmap has axis_name={name!r} (names in scope: {names}). Name "
         f"the axis with `vmap(f, axis_name={name!r})`. A vmap that runs its function once "
@@ -88,6 +89,26 @@ PMEAN = _collective("pmean", lambda v: np.mean(v, axis=0))
 PMAX = _collective("pmax", lambda v: np.max(v, axis=0))
 PMIN = _collective("pmin", lambda v: np.min(v, axis=0))
 ALL_GATHER = _collective("all_gather", lambda v: v)
+
+
+def _psum_scatter_impl(x: Any, axes: tuple) -> Any:
+    (t,) = axes  # `x` is repeated over the batch: each example gets B times its row
+    return x * t.axis_size
+
+
+# the transpose of `all_gather`: example `i` gets the sum over examples of their row `i`
+PSUM_SCATTER = Primitive("vmapx.psum_scatter", _psum_scatter_impl)
+
+
+def _psum_scatter_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    (t,) = kwargs["axes"]
+    v, _ = unwrap(trace, args[0])
+    if t is not trace:
+        return trace.wrap(bind(PSUM_SCATTER, (v,), kwargs))
+    return trace.wrap(np.sum(v, axis=0))
+
+
+batch_rules[PSUM_SCATTER] = _psum_scatter_rule
 
 
 def _apply(prim: Primitive, x: Any, axis_name: Any, what: str) -> Any:

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._batching import BatchTrace, BatchTracer
-from ._core import ConcretizationSignal, Trace, Tracer, _state, pop_trace, push_trace
+from ._batching import BatchTrace, BatchTracer, batch_rules, bcast_batch, is_batched, unwrap
+from ._core import ConcretizationSignal, Primitive, Trace, Tracer, _state, bind
 from .errors import ControlFlowError, TraceMixError
 from .random import BatchGenerator, subbatch_generator
 
@@ -54,6 +54,25 @@ class _Suspended(Trace):
         super().__init__(trace.transform)
         self.level = trace.level
         self.trace = trace
+
+
+class _InBranch:
+    """The axis name of a branch's sub-batch: the names of the vmaps it stands for,
+    which no collective can use there (a collective needs every example)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, traces: list[BatchTrace]) -> None:
+        self.names = [t.axis_name for t in traces if t.axis_name is not None]
+
+
+def suspended_names(t: Trace) -> list:
+    """The axis names a partition has suspended at stack slot `t`."""
+    if isinstance(t, _Suspended):
+        return [t.trace.axis_name]
+    if type(t) is BatchTrace and isinstance(t.axis_name, _InBranch):
+        return t.axis_name.names
+    return []
 
 
 def _batched_levels(x: Any) -> list[int]:
@@ -181,12 +200,13 @@ class _Chain:
         """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
-        sub = BatchTrace(len(ix[0]), None, top.fallback, top.randomness)
+        sub = BatchTrace(len(ix[0]), _InBranch(self.traces), top.fallback, top.randomness)
+        # the sub-batch takes the chain's innermost slot (traces above keep their levels)
+        sub.level = top.level
         stack = _state.stack
-        span = slice(self.lo - 1, self.lo - 1 + len(self.traces))
+        span = slice(self.lo - 1, top.level)
         saved = stack[span]
-        stack[span] = [_Suspended(t) for t in saved]
-        push_trace(sub)
+        stack[span] = [*(_Suspended(t) for t in saved[:-1]), sub]
         failure = None
         try:
             fn, undo = self._capture(fn, ix, sub)
@@ -204,8 +224,8 @@ class _Chain:
             if sub.pending is None:
                 raise
         finally:
-            pop_trace(sub)
             stack[span] = saved
+            sub.alive = False
         failure = failure or sub.pending
         if failure is None:
             leaves, out_def = optree.tree_flatten(out)
@@ -288,8 +308,12 @@ class _Chain:
         return np.concatenate(full)[order]
 
 
-def _plan(pred: Any, trees: Sequence, fns: Sequence[Callable], what: str) -> _Chain | None:
-    """The chain for a partition by `pred`, or None when `pred` is not batched."""
+_MIXED = "mixed"  # `_plan`: another transform's trace lies among the levels involved
+
+
+def _plan(pred: Any, trees: Sequence, fns: Sequence[Callable]) -> _Chain | str | None:
+    """The chain for a partition by `pred`; None when `pred` is not batched, `_MIXED` when
+    a trace of another transform lies between the levels involved (`vmap(grad(f))`)."""
     levels = _batched_levels(pred)
     if not levels:
         return None
@@ -298,11 +322,104 @@ def _plan(pred: Any, trees: Sequence, fns: Sequence[Callable], what: str) -> _Ch
     traces = _state.stack[min(levels) - 1 : hi]
     if all(type(t) is BatchTrace for t in traces):
         return _Chain(traces)
-    raise pred._trace.concretization(
+    return _MIXED
+
+
+def _mixed(pred: BatchTracer, what: str) -> BaseException:
+    return pred._trace.concretization(
         f"`{what}` on a batched predicate whose operands are also traced by another "
         "transform applied inside the vmap (for example `vmap(grad(f))`)",
-        "apply the other transform outside the vmap, or use `np.where` on both results",
+        "apply the other transform outside the vmap (`grad(lambda x: vmap(f)(x).sum())`), "
+        "or use `np.where` on both results",
     )
+
+
+# -- under another transform inside the vmap: `switch` as a primitive ----------------
+#
+# When the trace of another transform lies between the vmap levels of the index and of
+# the operands (`vmap(grad(f))`, `vmap(jvp(f))`), the partition cannot run on the values
+# the user holds. `switch` then becomes the primitive `SWITCH` on flat leaves, with the
+# rules of JAX's `cond`: its batch rule partitions (or, for a vmap that does not batch
+# the index, runs `SWITCH` one level down with branches that re-enter that vmap), its JVP
+# is the switch of the branches' JVPs and its VJP the switch of their VJPs (see the end
+# of this module). Values the branches close over become explicit operands, so that
+# derivatives flow through them too.
+
+
+class _Fn:
+    """A branch made here: a callable whose closure the closure scan does not enter."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+class _Flat:
+    """Branches as functions of flat leaves (their closure values first, then the
+    operands) returning flat tuples; `out_def` is the structure of their results."""
+
+    def __init__(self, branches: tuple, operands: tuple, name: str) -> None:
+        self.cells = list({id(c): c for b in branches for c in _traced_cells(b)}.values())
+        captured, self.cap_def = optree.tree_flatten([c.cell_contents for c in self.cells])
+        ops, self.op_def = optree.tree_flatten(operands)
+        self.n_cap = len(captured)
+        self.leaves = captured + ops
+        self.name = name
+        self.out_def = None
+        self.branches = tuple(_Fn(functools.partial(self.call, b)) for b in branches)
+
+    def call(self, branch: Callable, *leaves: Any) -> tuple:
+        old = [c.cell_contents for c in self.cells]
+        captured = self.cap_def.unflatten(leaves[: self.n_cap])
+        for cell, value in zip(self.cells, captured, strict=True):
+            cell.cell_contents = value
+        try:
+            out = branch(*self.op_def.unflatten(leaves[self.n_cap :]))
+        finally:
+            for cell, value in zip(self.cells, old, strict=True):
+                cell.cell_contents = value
+        out_leaves, out_def = optree.tree_flatten(out)
+        if self.out_def is not None and out_def != self.out_def:
+            raise ControlFlowError(
+                f"{self.name}: the branches return different structures ({self.out_def} and "
+                f"{out_def}); every branch must return the same structure"
+            )
+        self.out_def = out_def
+        return tuple(out_leaves)
+
+
+def _switch_impl(index: Any, *leaves: Any, branches: tuple, name: str) -> tuple:
+    return branches[_branch_index(index, len(branches), name)](*leaves)
+
+
+SWITCH = Primitive("vmapx.switch", _switch_impl)
+
+
+def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    index, *leaves = args
+    branches, name = kwargs["branches"], kwargs["name"]
+    if is_batched(trace, index):
+        return _select(index, branches, tuple(leaves), name, nested=True)
+    # the index does not depend on this vmap: one level down, with branches re-entering it
+    pairs = [unwrap(trace, x) for x in leaves]
+
+    def reenter(branch: Callable) -> _Fn:
+        def run(*lower: Any) -> tuple:
+            ins = [trace.wrap(v) if b else v for v, (_, b) in zip(lower, pairs, strict=True)]
+            return tuple(bcast_batch(trace, o) for o in branch(*ins))
+
+        return _Fn(run)
+
+    kwargs = {"branches": tuple(reenter(b) for b in branches), "name": name}
+    out = bind(SWITCH, (index, *(v for v, _ in pairs)), kwargs)
+    return tuple(trace.wrap(o) for o in out)
+
+
+batch_rules[SWITCH] = _switch_rule
 
 
 # -- the public functions ----------------------------------------------------------
@@ -338,7 +455,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     branches = tuple(branches)
     if not branches or not all(callable(b) for b in branches):
         raise TypeError("switch: `branches` must be a non-empty sequence of functions")
-    return _select(index, branches, operands, "switch", "the index of `switch`")
+    return _select(index, branches, operands, "switch")
 
 
 def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
@@ -372,14 +489,23 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     """
     if not (callable(true_fn) and callable(false_fn)):
         raise TypeError("cond: `true_fn` and `false_fn` must be functions")
-    return _select(pred, (false_fn, true_fn), operands, "cond", "the predicate of `cond`")
+    return _select(pred, (false_fn, true_fn), operands, "cond")
 
 
-def _select(index: Any, branches: tuple, operands: tuple, name: str, what: str) -> Any:
-    chain = _plan(index, (operands,), branches, name)
+def _select(index: Any, branches: tuple, operands: tuple, name: str, nested: bool = False) -> Any:
+    """`branches[index](*operands)`, partitioned where `index` is batched. `nested`: called
+    by the batch rule of `SWITCH` (which must not bind `SWITCH` again)."""
+    chain = _plan(index, (operands,), branches)
     if chain is None:
-        i = int(bool(index)) if name == "cond" else int(index)
-        return branches[min(max(i, 0), len(branches) - 1)](*operands)
+        return branches[_branch_index(index, len(branches), name)](*operands)
+    if chain is _MIXED:
+        if nested:
+            raise _mixed(index, name)
+        flat_branches = _Flat(branches, operands, name)
+        kwargs = {"branches": flat_branches.branches, "name": name}
+        out = bind(SWITCH, (index, *flat_branches.leaves), kwargs)
+        return flat_branches.out_def.unflatten(out)
+    what = "the predicate of `cond`" if name == "cond" else "the index of `switch`"
     flat = chain.flat(index, what)
     flat = flat.astype(bool).astype(np.intp) if name == "cond" else _clamp(flat, len(branches))
     taken = np.flatnonzero(np.bincount(flat, minlength=len(branches)))
@@ -394,6 +520,11 @@ def _select(index: Any, branches: tuple, operands: tuple, name: str, what: str) 
         pairs, out_def = chain.run(branches[b], inputs, treedef, ix, name)
         parts.append((idx, pairs, out_def))
     return chain.stitch(parts, name)
+
+
+def _branch_index(index: Any, n: int, name: str) -> int:
+    i = int(bool(index)) if name == "cond" else int(index)
+    return min(max(i, 0), n - 1)
 
 
 def _clamp(flat: np.ndarray, n: int) -> np.ndarray:
@@ -435,10 +566,18 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 
     ```
     """
-    val = init_val
+    return _while(cond_fun, body_fun, init_val)
+
+
+def _while(cond_fun: Callable, body_fun: Callable, val: Any, nested: bool = False) -> Any:
+    """`while_loop`; `nested`: called by the batch rule of `WHILE` (no binding it again)."""
     while True:
         c = cond_fun(val)
-        chain = _plan(c, (val,), (cond_fun, body_fun), "while_loop")
+        chain = _plan(c, (val,), (cond_fun, body_fun))
+        if chain is _MIXED:
+            if nested:
+                raise _mixed(c, "while_loop")
+            return _bind_while(cond_fun, body_fun, val, c._trace)
         if chain is None:
             if not c:
                 return val
@@ -603,3 +742,64 @@ def _empty_ys(f: Callable, init: Any, x_leaves: list, x_def: Any) -> Any:
     x = x_def.unflatten([np.zeros_like(v, shape=np.shape(v)[1:]) for v in x_leaves])
     _, y = _pair(f(init, x))
     return optree.tree_map(lambda v: np.zeros_like(v, shape=(0, *np.shape(v))), y)
+
+
+class _FlatLoop:
+    """A loop on flat state: the closure values of `cond_fun`/`body_fun` (carried
+    unchanged), then the leaves of the loop value."""
+
+    def __init__(self, cond_fun: Callable, body_fun: Callable, val: Any) -> None:
+        fns = (cond_fun, body_fun)
+        self.cells = list({id(c): c for f in fns for c in _traced_cells(f)}.values())
+        captured, self.cap_def = optree.tree_flatten([c.cell_contents for c in self.cells])
+        carry, self.carry_def = optree.tree_flatten(val)
+        # a Python float carried may come to depend on the inputs: give it a dtype
+        carry = [np.asarray(x) if isinstance(x, float | complex) else x for x in carry]
+        self.n_cap = len(captured)
+        self.leaves = captured + carry
+        self.cond = _Fn(functools.partial(self.call, cond_fun, False))
+        self.body = _Fn(functools.partial(self.call, body_fun, True))
+
+    def call(self, fn: Callable, is_body: bool, *leaves: Any) -> Any:
+        old = [c.cell_contents for c in self.cells]
+        captured = self.cap_def.unflatten(leaves[: self.n_cap])
+        for cell, value in zip(self.cells, captured, strict=True):
+            cell.cell_contents = value
+        try:
+            out = fn(self.carry_def.unflatten(leaves[self.n_cap :]))
+        finally:
+            for cell, value in zip(self.cells, old, strict=True):
+                cell.cell_contents = value
+        if not is_body:
+            return out
+        out_leaves, out_def = optree.tree_flatten(out)
+        if out_def != self.carry_def:
+            raise ControlFlowError(
+                f"while_loop: `body_fun` must return the structure of the loop value "
+                f"({self.carry_def}), got {out_def}"
+            )
+        return (*leaves[: self.n_cap], *out_leaves)
+
+
+def _while_impl(*state: Any, cond: Callable, body: Callable, trace: BatchTrace) -> tuple:
+    while cond(*state):
+        state = body(*state)
+    return tuple(state)
+
+
+WHILE = Primitive("vmapx.while_loop", _while_impl)
+
+
+def _bind_while(cond_fun: Callable, body_fun: Callable, val: Any, trace: BatchTrace) -> Any:
+    loop = _FlatLoop(cond_fun, body_fun, val)
+    kwargs = {"cond": loop.cond, "body": loop.body, "trace": trace}
+    out = bind(WHILE, tuple(loop.leaves), kwargs)
+    return loop.carry_def.unflatten(out[loop.n_cap :])
+
+
+def _while_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> tuple:
+    cond, body = kwargs["cond"], kwargs["body"]
+    return tuple(_while(lambda s: cond(*s), lambda s: tuple(body(*s)), tuple(args), True))
+
+
+batch_rules[WHILE] = _while_rule
