@@ -250,7 +250,6 @@ DERIVATIVES_WAITING: dict[str, str] = {
     "trapezoid.x_nd": "np.diff",
     "corrcoef": "np.diagonal",
     "corrcoef.y": "np.diagonal",
-    "polyfit.batched_x_cov": "np.linalg.svd",
 }
 for _op in OPS:
     if _op.name in DERIVATIVES_WAITING:

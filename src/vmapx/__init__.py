@@ -5,6 +5,17 @@ from . import (
     errors,
     random,
 )
+from ._ad_api import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+)
 from ._api import vectorized_map, vmap
 from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from ._config import config
@@ -12,6 +23,7 @@ from ._coverage import coverage
 from ._custom import custom_vmap
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
+from .testing import check_grads
 
 # isort: split
 from . import _control_ad  # noqa: F401  (derivatives of control flow and collectives)
@@ -31,10 +43,20 @@ __all__ = [
     "scan",
     "switch",
     "while_loop",
+    "check_grads",
     "config",
     "coverage",
     "errors",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "stop_gradient",
+    "value_and_grad",
     "vectorized_map",
+    "vjp",
     "vmap",
 ]
 __version__ = "0.1.0"

@@ -188,3 +188,19 @@ def _vander_rule(func: Callable) -> Callable:
 
 defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
 defbatch(np.vander, _vander_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
+# `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
+# that traced values can be written into them. `full_like` is linear in `fill_value`.
+from .._autodiff import defelementwise, defzero  # noqa: E402
+
+defzero([np.zeros_like, np.ones_like, np.empty_like])
+defelementwise(np.full_like, None, 1)
+defzero(
+    [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.linspace,
+     np.logspace, np.geomspace, np.tri, np.fromfunction, np.frombuffer, np.fromiter,
+     np.fromstring],
+    argnums=("like",),
+)  # fmt: skip
+# -- end of derivatives ------------------------------------------------------------------

@@ -293,3 +293,131 @@ def _where_rule(func: Any) -> Any:
 
 
 defbatch(np.where, _where_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
+# Indexing is linear. The VJP of a gather `x[idx]` scatters the cotangent back: with
+# index assignment when the index cannot repeat an element (ints, slices, masks), else
+# with `SCATTER_ADD` (a functional `np.add.at`). `x[idx] = v` sends `g[idx]` to `v` and
+# `g` with `g[idx] = 0` to `x`; where an index repeats an element, only the element of
+# `v` that NumPy wrote last receives its cotangent.
+from .. import _core  # noqa: E402
+from .._autodiff import (  # noqa: E402
+    defcomposite,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    defzero,
+    stop_gradient_leaf,
+)
+from ..errors import DifferentiationError  # noqa: E402
+from ._dispatch import add_ufunc_hook  # noqa: E402
+from .ufuncs import at_rule  # noqa: E402
+
+
+def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:
+    out = x.copy()
+    np.add.at(out, idx, v)
+    return out
+
+
+SCATTER_ADD = _core.Primitive("scatter_add", _scatter_add_impl)
+batch_rules[SCATTER_ADD] = at_rule(np.add)
+
+
+def _is_basic(idx: Any) -> bool:
+    """An index that selects each element at most once (no integer arrays)."""
+    comps = idx if isinstance(idx, tuple) else (idx,)
+    for c in comps:
+        if c is None or c is Ellipsis or isinstance(c, slice | int | np.integer):
+            continue
+        if isinstance(c, np.ndarray) and c.dtype == np.bool_:
+            continue
+        return False
+    return True
+
+
+def _covers_all(idx: Any) -> bool:
+    comps = idx if isinstance(idx, tuple) else (idx,)
+    return all(c is Ellipsis or (isinstance(c, slice) and c == slice(None)) for c in comps)
+
+
+def _gather_vjp(ans: Any, x: Any, idx: Any) -> Any:
+    prim = SETITEM if _is_basic(idx) else SCATTER_ADD
+    return lambda g: _core.bind(prim, (np.zeros_like(x), idx, g), {})
+
+
+def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    x, idx, v = args
+    if argnum == 0:
+        if _covers_all(idx):
+            return lambda g: None
+        return lambda g: _core.bind(SETITEM, (g, idx, 0), {})
+    if _is_basic(idx):
+        return lambda g: _core.bind(GETITEM, (g, idx), {})
+    won = _last_writes(x.shape, idx)
+    return lambda g: _core.bind(GETITEM, (g, idx), {}) * won
+
+
+def _last_writes(shape: tuple, idx: Any) -> Any:
+    """Which elements of the region `x[idx]` NumPy's `x[idx] = v` leaves in `x` (with a
+    repeated index the last write wins), found by writing their positions."""
+    probe = np.broadcast_to(np.zeros((), dtype=np.int64), shape)
+    region = _core.bind(GETITEM, (probe, idx), {})
+    ids = np.arange(int(np.prod(region.shape, dtype=np.int64))).reshape(region.shape)
+    written = _core.bind(SETITEM, (np.full(shape, -1), idx, ids), {})
+    return _core.bind(GETITEM, (written, idx), {}) == ids
+
+
+deflinear(GETITEM)
+defvjp(GETITEM, _gather_vjp)
+deflinear(SETITEM, argnums=(0, 2))
+defvjp_argnum(SETITEM, _setitem_vjp)
+deflinear(SCATTER_ADD, argnums=(0, 2))
+defvjp_argnum(
+    SCATTER_ADD,
+    lambda argnum, ans, args, kwargs: (lambda g: g) if argnum == 0
+    else (lambda g: _core.bind(GETITEM, (g, args[1]), {})),
+)  # fmt: skip
+deflinear(np.where, argnums=(1, 2))
+defzero(np.where, argnums=(0,))
+defvjp(
+    np.where,
+    None,
+    lambda ans, c, x, y: lambda g: np.where(c, g, 0),
+    lambda ans, c, x, y: lambda g: np.where(c, 0, g),
+)
+
+
+def _at_composite(ufunc: np.ufunc) -> Any:
+    """`ufunc.at(x, idx, v)` under differentiation, as a functional update."""
+
+    def impl(x: Any, idx: Any, *rest: Any) -> Any:
+        if ufunc in (np.add, np.subtract) and rest:
+            v = rest[0] if ufunc is np.add else -rest[0]
+            return _core.bind(SCATTER_ADD, (x, idx, v), {})
+        if any(_has_derivative(a) for a in (x, *rest)):
+            raise DifferentiationError(
+                f"`np.{ufunc.__name__}.at` cannot be differentiated; only `np.add.at` and "
+                "`np.subtract.at` can. Write the update with index assignment or `np.where`."
+            )
+        out = np.copy(stop_gradient_leaf(x))
+        ufunc.at(out, idx, *(stop_gradient_leaf(a) for a in rest))
+        return out
+
+    return impl
+
+
+def _has_derivative(x: Any) -> bool:
+    return stop_gradient_leaf(x) is not x and (
+        getattr(x, "tangent", None) is not None or getattr(x, "node", None) is not None
+    )
+
+
+def _at_hook(prim: Any, ufunc: np.ufunc, method: str) -> None:
+    if method == "at":
+        defcomposite(prim, _at_composite(ufunc))
+
+
+add_ufunc_hook(_at_hook)
+# -- end of derivatives ------------------------------------------------------------------

@@ -248,3 +248,34 @@ def _delete_rule(func: Callable) -> Callable:
 defbatch(np.append, _append_rule)
 defbatch(np.insert, _insert_rule)
 defbatch(np.delete, _delete_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
+# Joins are linear in their arrays; the VJP of item j is its slice of the cotangent.
+from .._autodiff import deflinear, defvjp_argnum  # noqa: E402
+
+
+def _join_vjp(stack: bool) -> Callable:
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        arrays = get_arg(args, kwargs, 0, "arrays")
+        axis = get_arg(args, kwargs, 1, "axis", 0)
+        j = argnum[-1]
+        x = arrays[j]
+        if stack:
+            index = (slice(None),) * (axis % ans.ndim) + (j,)
+            return lambda g: g[index]
+        if axis is None:
+            start = sum(int(np.size(a)) for a in arrays[:j])
+            return lambda g: np.reshape(g[start : start + int(np.size(x))], np.shape(x))
+        ax = axis % ans.ndim
+        start = sum(np.shape(a)[ax] for a in arrays[:j])
+        index = (slice(None),) * ax + (slice(start, start + np.shape(x)[ax]),)
+        return lambda g: g[index]
+
+    return maker
+
+
+deflinear([np.concatenate, np.stack], argnums=((0, "*"),))
+defvjp_argnum(np.concatenate, _join_vjp(stack=False))
+defvjp_argnum(np.stack, _join_vjp(stack=True))
+# -- end of derivatives ------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import NoRule, defcomposite, defjvp_argnum, deflinear, defvjp, defvjp_argnum
 from .._batching import BatchTrace, aligned_operands, bcast_batch, example_ndim, is_batched, unwrap
 from ._dispatch import defbatch, get_arg, set_arg
 from .shapes import flat_shape
@@ -99,3 +100,227 @@ def _cumulative_rule(func: Callable) -> Callable:
 
 
 defbatch([np.cumulative_sum, np.cumulative_prod], _cumulative_rule)
+
+
+# -- derivatives -----------------------------------------------------------------------
+# A reduction's derivative is a weight per element: `d ans / d x` (the where-mask for
+# `sum`, `1/n` for `mean`, the tie-split argmax mask for `max`, the product of the other
+# elements for `prod`). JVP: `sum(t * w)`; VJP: `g` broadcast back, times `w`.
+
+
+def _params(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
+    params = dict(zip(names, args[1:], strict=False))
+    params.update(kwargs)
+    return params
+
+
+def _axes(ndim: int, axis: Any) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axis = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    return tuple(sorted(_shift_one(a, ndim) - 1 for a in axis))
+
+
+def _kept_shape(shape: tuple, axes: tuple) -> tuple:
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _count(x: Any, axes: tuple, mask: Any) -> Any:
+    if mask is True:
+        return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    return np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=True)
+
+
+def _others_product(x: Any, axes: tuple) -> Any:
+    """For each element, the product of the others along `axes` (exact with zeros)."""
+    rest = [a for a in range(x.ndim) if a not in axes]
+    perm = (*rest, *axes)
+    lead = tuple(x.shape[a] for a in rest)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    xm = np.reshape(np.transpose(x, perm), (*lead, n))
+    ones = np.ones_like(xm, shape=(*lead, 1))
+    left = np.cumprod(np.concatenate([ones, xm[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, xm[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    w = np.reshape(left * right, tuple(x.shape[a] for a in perm))
+    return np.transpose(w, tuple(np.argsort(perm)))
+
+
+def _w_sum(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    return None if where is True else where
+
+
+def _w_nansum(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    return ~np.isnan(x) & where
+
+
+def _w_mean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    n = _count(x, axes, where)
+    return 1 / n if where is True else where / n
+
+
+def _w_nanmean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    mask = ~np.isnan(x) & where
+    return mask / np.sum(mask, axis=axes, keepdims=True)
+
+
+def _w_extreme(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    """Ties share the derivative equally (the mask of the extreme, over its count)."""
+    mask = x == ans
+    if where is not True:
+        mask = mask & where
+    mask = np.astype(mask, x.dtype)
+    return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
+
+
+def _w_prod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    if where is True:
+        return _others_product(x, axes)
+    return _others_product(np.where(where, x, 1), axes) * where
+
+
+def _w_nanprod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+    keep = ~np.isnan(x) & where
+    return _others_product(np.where(keep, x, 1), axes) * keep
+
+
+def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> None:
+    def setup(args: tuple, kwargs: dict, ans: Any) -> tuple:
+        p = _params(args, kwargs, names)
+        x = args[0]
+        axes = _axes(x.ndim, p.get("axis"))
+        keepdims = bool(p.get("keepdims", False))
+        kept = _kept_shape(x.shape, axes)
+        ans_kept = ans if keepdims else np.reshape(ans, kept)
+        return x, axes, keepdims, kept, weights(x, ans_kept, axes, p.get("where", True))
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        if argnum != 0:
+            raise NoRule(argnum, "jvp")
+        x, axes, keepdims, kept, w = setup(args, kwargs, ans)
+        return np.sum(t if w is None else t * w, axis=axes, keepdims=keepdims)
+
+    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        if argnum != 0:
+            raise NoRule(argnum, "vjp")
+        x, axes, keepdims, kept, w = setup(args, kwargs, ans)
+        if w is None:
+            return lambda g: np.reshape(g, kept)
+        return lambda g: np.reshape(g, kept) * w
+
+    defjvp_argnum(funcs, jvp)
+    defvjp_argnum(funcs, vjp)
+
+
+_SUM_ARGS = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_MAX_ARGS = ("axis", "out", "keepdims", "initial", "where")
+_reduction_rules([np.sum], _SUM_ARGS, _w_sum)
+_reduction_rules([np.nansum], _SUM_ARGS, _w_nansum)
+_reduction_rules([np.mean], _SUM_ARGS[:4], _w_mean)
+_reduction_rules([np.nanmean], _SUM_ARGS[:4], _w_nanmean)
+_reduction_rules([np.prod], _SUM_ARGS, _w_prod)
+_reduction_rules([np.nanprod], _SUM_ARGS, _w_nanprod)
+_reduction_rules([np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin], _MAX_ARGS,
+                 _w_extreme)  # fmt: skip
+
+
+def _variance(nan: bool, root: bool) -> Callable:
+    """`np.var`/`np.std` (and the nan* forms) in differentiable NumPy calls."""
+
+    def impl(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: bool = False, *, where: Any = True, mean: Any = None,
+             correction: Any = None) -> Any:  # fmt: skip
+        if out is not None or mean is not None:
+            return NotImplemented
+        if correction is not None:
+            ddof = correction
+        axes = _axes(x.ndim, axis)
+        mask = (~np.isnan(x) & where) if nan else where
+        if mask is True:
+            n = _count(x, axes, True)
+            d = x - np.mean(x, axis=axes, dtype=dtype, keepdims=True)
+        else:
+            n = np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=True)
+            xz = np.where(mask, x, 0)
+            d = np.where(mask, x - np.sum(xz, axis=axes, dtype=dtype, keepdims=True) / n, 0)
+            if not keepdims:
+                n = np.reshape(n, tuple(s for i, s in enumerate(n.shape) if i not in axes))
+        sq = np.real(d * np.conjugate(d)) if d.dtype.kind == "c" else d * d
+        var = np.sum(sq, axis=axes, keepdims=keepdims) / (n - ddof)
+        return np.sqrt(var) if root else var
+
+    return impl
+
+
+defcomposite(np.var, _variance(nan=False, root=False))
+defcomposite(np.std, _variance(nan=False, root=True))
+defcomposite(np.nanvar, _variance(nan=True, root=False))
+defcomposite(np.nanstd, _variance(nan=True, root=True))
+defcomposite(
+    np.ptp,
+    lambda x, axis=None, out=None, keepdims=False: (
+        np.max(x, axis=axis, keepdims=keepdims) - np.min(x, axis=axis, keepdims=keepdims)
+    ),
+)
+
+
+# scans: cumsum is linear (its transpose sums from the end); cumprod is the scan of
+# `np.multiply`, whose derivative `np.multiply.accumulate` has (see ufuncs.py)
+def _reversed_along(x: Any, axis: int) -> Any:
+    return x[(slice(None),) * axis + (slice(None, None, -1),)]
+
+
+def _cumsum_vjp(ans: Any, x: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Callable:
+    def pull(g: Any) -> Any:
+        if axis is None:
+            return np.reshape(np.cumsum(g[::-1])[::-1], x.shape)
+        ax = _shift_one(axis, x.ndim) - 1
+        return _reversed_along(np.cumsum(_reversed_along(g, ax), axis=ax), ax)
+
+    return pull
+
+
+deflinear(np.cumsum)
+defvjp(np.cumsum, _cumsum_vjp)
+
+
+def _cumprod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    if out is not None:
+        return NotImplemented
+    if axis is None:
+        x, axis = np.ravel(x), 0
+    return np.multiply.accumulate(x, axis=axis, dtype=dtype)
+
+
+def _nan_scan(func: Callable, fill: float) -> Callable:
+    def impl(x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        if out is not None:
+            return NotImplemented
+        return func(np.where(np.isnan(x), fill, x), axis=axis, dtype=dtype)
+
+    return impl
+
+
+def _cumulative(func: Callable, fill: float) -> Callable:
+    def impl(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+             include_initial: bool = False) -> Any:  # fmt: skip
+        if out is not None:
+            return NotImplemented
+        if axis is None:
+            if x.ndim != 1:
+                return NotImplemented
+            axis = 0
+        c = func(x, axis=axis, dtype=dtype)
+        if not include_initial:
+            return c
+        ax = _shift_one(axis, x.ndim) - 1
+        first = np.full_like(c, fill, shape=c.shape[:ax] + (1,) + c.shape[ax + 1 :])
+        return np.concatenate([first, c], axis=ax)
+
+    return impl
+
+
+defcomposite(np.cumprod, _cumprod)
+defcomposite(np.nancumsum, _nan_scan(np.cumsum, 0.0))
+defcomposite(np.nancumprod, _nan_scan(np.cumprod, 1.0))
+defcomposite(np.cumulative_sum, _cumulative(np.cumsum, 0.0))
+defcomposite(np.cumulative_prod, _cumulative(np.cumprod, 1.0))

@@ -655,3 +655,55 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
 
 
 defbatch(np.pad, _pad_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
+# Shape functions are linear: the JVP is the function of the tangent, the VJP undoes
+# the shape change on the cotangent (`broadcast_to`'s sum is done by the engine).
+from .._autodiff import defelementwise, deflinear, defvjp  # noqa: E402
+
+
+def _identity(g: Any) -> Any:
+    return g
+
+
+def _unshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    return lambda g: np.reshape(g, x.shape)
+
+
+def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    order = get_arg(args, kwargs, 1, "order", "C")
+    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+
+
+def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    order = get_arg(args, kwargs, 0, "order", "C")
+    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+
+
+def _untranspose(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    axes = get_arg(args, kwargs, 0, "axes")
+    if axes is None:
+        return lambda g: np.transpose(g)
+    inverse = tuple(np.argsort([a % x.ndim for a in axes]))
+    return lambda g: np.transpose(g, inverse)
+
+
+_SHAPE_FUNCS = [np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes, np.squeeze,
+                np.expand_dims, np.broadcast_to, np.real, np.imag]  # fmt: skip
+deflinear(_SHAPE_FUNCS + ([np.permute_dims] if hasattr(np, "permute_dims") else []))
+defvjp(np.reshape, _unreshape)
+defvjp(np.ravel, _unravel)
+defvjp([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
+       _untranspose)  # fmt: skip
+defvjp(np.moveaxis, lambda ans, x, src, dst: lambda g: np.moveaxis(g, dst, src))
+defvjp(np.swapaxes, lambda ans, x, a, b: lambda g: np.swapaxes(g, a, b))
+if hasattr(np, "matrix_transpose"):
+    deflinear(np.matrix_transpose)
+    defvjp(np.matrix_transpose, lambda ans, x: lambda g: np.swapaxes(g, -1, -2))
+defvjp([np.squeeze, np.expand_dims], _unshape)
+defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
+defvjp(np.real, lambda ans, x: _identity)
+defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
+defelementwise([np.copy, np.astype, np.real_if_close], 1)
+# -- end of derivatives ------------------------------------------------------------------

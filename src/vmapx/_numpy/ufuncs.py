@@ -12,7 +12,21 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numpy.testing.overrides import get_overridable_numpy_ufuncs
 
+from .._autodiff import (
+    ELEMENTWISE_DERIVS,
+    NoRule,
+    defcomposite,
+    defelementwise,
+    defjvp,
+    defjvp_argnum,
+    defvjp,
+    defvjp_argnum,
+    defzero,
+    partial,
+    stop_gradient_leaf,
+)
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -23,7 +37,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
-from ._dispatch import def_ufunc_rules
+from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -225,15 +239,19 @@ def at_rule(ufunc: np.ufunc) -> Any:
 
         a, indices, *rest = args
         base = bcast_batch(trace, a).copy()
-        idx, _ = batched_index(trace, example_ndim(trace, a), indices)
-        region_rank = None
+        idx, perm = batched_index(trace, example_ndim(trace, a), indices)
         extra = []
         if rest:
             b = rest[0]
             vb, bb = unwrap(trace, b)
-            if bb:
-                region_rank = np.ndim(base[idx]) - 1
-                vb = align_rank(vb, example_ndim(trace, b), region_rank)
+            if bb or perm is not None:
+                # the region's layout as NumPy makes it; `perm` turns it batch-front
+                region = np.broadcast_to(np.zeros((), dtype=np.bool_), base.shape)[idx].shape
+                desired = region if perm is None else tuple(region[p] for p in perm)
+                if bb:
+                    vb = align_rank(vb, example_ndim(trace, b), len(desired) - 1)
+                if perm is not None:
+                    vb = np.broadcast_to(vb, desired).transpose(np.argsort(perm))
             extra = [vb]
         ufunc.at(base, idx, *extra)
         return trace.wrap(base)
@@ -251,3 +269,344 @@ def_ufunc_rules(
         "at": at_rule,
     }
 )
+
+
+# -- derivatives -----------------------------------------------------------------------
+# Elementwise rules are partials `d(ans, *args)` (see `vmapx._autodiff`); ufunc methods
+# (`reduce`, `accumulate`, `outer`, ...) get theirs from one hook for every ufunc.
+
+
+def _share(ans: Any, x: Any, y: Any) -> Any:
+    """d max(x, y)/dx: 1 where x is the result, 1/2 where both are (ties split)."""
+    mx = np.astype(x == ans, ans.dtype)
+    my = np.astype(y == ans, ans.dtype)
+    return mx / np.maximum(mx + my, 1)
+
+
+def _abs_partial(ans: Any, x: Any) -> Any:
+    if x.dtype.kind == "c":  # the gradient conj(z)/|z| of a real function of z
+        return np.conj(x) / np.where(ans == 0, 1, ans)
+    return np.sign(x)
+
+
+def _pow_dx(ans: Any, x: Any, y: Any) -> Any:
+    if isinstance(y, int | float):
+        return y * x ** (y - 1) if y != 0 else 0
+    return np.where(y == 0, 0, y * x ** np.where(y == 0, 1, y - 1))
+
+
+def _pow_dy(ans: Any, x: Any, y: Any) -> Any:
+    return np.where(x == 0, 0, np.log(np.where(x == 0, 1, x))) * ans
+
+
+def _fpow_dx(ans: Any, x: Any, y: Any) -> Any:
+    return np.where(y == 0, 0, y * np.float_power(x, np.where(y == 0, 1, y - 1)))
+
+
+_LN2, _LN10 = np.log(2.0), np.log(10.0)
+defelementwise(np.add, 1, 1)
+defelementwise(np.subtract, 1, -1)
+defelementwise(np.negative, -1)
+defelementwise(np.positive, 1)
+defelementwise(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+defelementwise(np.divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
+defelementwise(np.reciprocal, lambda ans, x: -ans * ans)
+defelementwise(np.square, lambda ans, x: 2 * x)
+defelementwise(np.sqrt, lambda ans, x: 0.5 / ans)
+defelementwise(np.cbrt, lambda ans, x: 1 / (3 * ans * ans))
+defelementwise(np.power, _pow_dx, _pow_dy)
+defelementwise(np.float_power, _fpow_dx, _pow_dy)
+defelementwise(np.exp, lambda ans, x: ans)
+defelementwise(np.exp2, lambda ans, x: ans * _LN2)
+defelementwise(np.expm1, lambda ans, x: ans + 1)
+defelementwise(np.log, lambda ans, x: 1 / x)
+defelementwise(np.log2, lambda ans, x: 1 / (x * _LN2))
+defelementwise(np.log10, lambda ans, x: 1 / (x * _LN10))
+defelementwise(np.log1p, lambda ans, x: 1 / (1 + x))
+defelementwise(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
+defelementwise(
+    np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans)
+)
+defelementwise(np.sin, lambda ans, x: np.cos(x))
+defelementwise(np.cos, lambda ans, x: -np.sin(x))
+defelementwise(np.tan, lambda ans, x: 1 + ans * ans)
+defelementwise(np.arcsin, lambda ans, x: 1 / np.sqrt(1 - x * x))
+defelementwise(np.arccos, lambda ans, x: -1 / np.sqrt(1 - x * x))
+defelementwise(np.arctan, lambda ans, x: 1 / (1 + x * x))
+defelementwise(np.sinh, lambda ans, x: np.cosh(x))
+defelementwise(np.cosh, lambda ans, x: np.sinh(x))
+defelementwise(np.tanh, lambda ans, x: 1 - ans * ans)
+defelementwise(np.arcsinh, lambda ans, x: 1 / np.sqrt(x * x + 1))
+defelementwise(np.arccosh, lambda ans, x: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)))
+defelementwise(np.arctanh, lambda ans, x: 1 / (1 - x * x))
+defelementwise(
+    np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y)
+)
+defelementwise(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+defelementwise([np.deg2rad, np.radians], np.pi / 180)
+defelementwise([np.rad2deg, np.degrees], 180 / np.pi)
+defelementwise([np.absolute, np.fabs], _abs_partial)
+defelementwise(
+    [np.maximum, np.minimum, np.fmax, np.fmin], _share, lambda ans, x, y: _share(ans, y, x)
+)
+defelementwise(np.fmod, 1, lambda ans, x, y: -np.trunc(x / y))
+defelementwise(np.remainder, 1, lambda ans, x, y: -np.floor(x / y))
+defelementwise(
+    np.copysign, lambda ans, x, y: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None
+)
+defelementwise(np.ldexp, lambda ans, x, i: np.ldexp(np.ones_like(ans), i), None)
+defjvp(np.conjugate, lambda t, ans, x, **kw: np.conjugate(t))
+defvjp(np.conjugate, lambda ans, x, **kw: np.conjugate)
+defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
+         np.spacing, np.fix])  # fmt: skip
+defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
+
+# ufuncs NumPy does not export by name
+_UMATH = {u.__name__: u for u in get_overridable_numpy_ufuncs()}
+if "_ones_like" in _UMATH:
+    defzero(_UMATH["_ones_like"])
+if "clip" in _UMATH:  # the result equals one operand: the derivative goes to it (x first)
+    defelementwise(
+        _UMATH["clip"],
+        lambda ans, x, lo, hi: np.astype(ans == x, ans.dtype),
+        lambda ans, x, lo, hi: np.astype((ans == lo) & (ans != x), ans.dtype),
+        lambda ans, x, lo, hi: np.astype((ans == hi) & (ans != x) & (ans != lo), ans.dtype),
+    )
+
+
+def _modf(x: Any, **kwargs: Any) -> tuple:
+    whole = np.trunc(x)
+    return x - whole, whole
+
+
+def _frexp(x: Any, **kwargs: Any) -> tuple:
+    _, exponent = np.frexp(stop_gradient_leaf(x))
+    return x * np.ldexp(np.ones_like(x), -exponent), exponent
+
+
+defcomposite(np.modf, _modf)
+defcomposite(np.frexp, _frexp)
+
+
+# matmul and the other contractions among the gufuncs
+def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
+    if b.ndim == 1:
+        return g * b if a.ndim == 1 else g[..., None] * b
+    bt = np.swapaxes(b, -1, -2)
+    if a.ndim == 1:
+        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
+    return np.matmul(g, bt)
+
+
+def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 1:
+        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
+    at = np.swapaxes(a, -1, -2)
+    if b.ndim == 1:
+        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
+    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
+        return at * g
+    return np.matmul(at, g)
+
+
+def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
+    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
+    axes = kwargs.pop("axes", None)
+    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
+        return NotImplemented
+    (a0, a1), (b0, b1), (o0, o1) = axes
+    a = np.moveaxis(a, (a0, a1), (-2, -1))
+    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
+    return np.moveaxis(out, (-2, -1), (o0, o1))
+
+
+defcomposite(np.matmul, _matmul_axes)
+defjvp(
+    np.matmul,
+    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
+    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
+)
+defvjp(
+    np.matmul,
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
+)
+
+
+def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
+    if kwargs.get("axes") is not None:
+        return NotImplemented
+    return np.sum(np.conjugate(a) * b, axis=axis)
+
+
+defcomposite(np.vecdot, _vecdot)
+if hasattr(np, "matvec"):
+    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
+                 else NotImplemented)  # fmt: skip
+    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
+        ..., 0, :] if not kw else NotImplemented)  # fmt: skip
+
+
+# -- ufunc methods: reduce / accumulate / outer / reduceat ----------------------------
+
+
+def _method_kwargs(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
+    kw = _reduce_kwargs(args, kwargs, names)
+    return {k: v for k, v in kw.items() if not (k == "out" and v is None)}
+
+
+def _reduce_as(func: Any) -> Any:
+    """`ufunc.reduce(x, axis=0, ...)` as the NumPy reduction `func(x, axis=axis, ...)`."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        kw = _method_kwargs(args, kwargs, ("axis", "dtype", "out", "keepdims", "initial"))
+        kw.setdefault("axis", 0)
+        if func in (np.max, np.min, np.nanmax, np.nanmin):
+            kw.pop("dtype", None)
+        return func(args[0], **kw)
+
+    return impl
+
+
+def _logsumexp(exp: Any, log: Any) -> Any:
+    """`logaddexp.reduce` (base e or 2): shifted by the maximum, which is a constant."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        kw = _method_kwargs(args, kwargs, ("axis", "dtype", "out", "keepdims"))
+        if set(kw) - {"axis", "dtype", "keepdims"}:
+            return NotImplemented
+        x, axis, keepdims = args[0], kw.get("axis", 0), kw.get("keepdims", False)
+        m = np.max(stop_gradient_leaf(x), axis=axis, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        out = log(np.sum(exp(x - m), axis=axis, keepdims=True)) + m
+        return out if keepdims else np.squeeze(out, axis=_squeeze_axes(axis, x.ndim))
+
+    return impl
+
+
+def _squeeze_axes(axis: Any, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(a % ndim for a in axes)
+
+
+def _accumulate_as(func: Any) -> Any:
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        kw = _method_kwargs(args, kwargs, ("axis", "dtype", "out"))
+        kw.setdefault("axis", 0)
+        return func(args[0], **kw)
+
+    return impl
+
+
+def _outer(ufunc: np.ufunc) -> Any:
+    def impl(a: Any, b: Any, **kwargs: Any) -> Any:
+        a = np.reshape(a, np.shape(a) + (1,) * np.ndim(b))
+        return ufunc(a, b, **kwargs)
+
+    return impl
+
+
+def _add_reduceat(*args: Any, **kwargs: Any) -> Any:
+    """`np.add.reduceat` as a product with a constant 0/1 matrix of segments."""
+    kw = _method_kwargs(args, kwargs, ("indices", "axis", "dtype", "out"))
+    x, indices, axis = args[0], np.asarray(kw["indices"]), kw.get("axis", 0)
+    n = x.shape[axis]
+    stops = np.append(indices[1:], n)
+    cols = np.arange(n)
+    seg = (cols >= indices[:, None]) & (cols < np.maximum(stops, indices + 1)[:, None])
+    xm = np.moveaxis(x, axis, -1)
+    out = np.matmul(xm, seg.T.astype(x.dtype))
+    return np.moveaxis(out, -1, axis)
+
+
+_REDUCE_AS = {
+    np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min,
+    np.fmax: np.nanmax, np.fmin: np.nanmin,
+}  # fmt: skip
+_LOGSUMEXP = {np.logaddexp: (np.exp, np.log), np.logaddexp2: (np.exp2, np.log2)}
+
+
+def _ufunc_method_derivatives(prim: Any, ufunc: np.ufunc, method: str) -> None:
+    if method == "reduce":
+        if ufunc in _REDUCE_AS:
+            defcomposite(prim, _reduce_as(_REDUCE_AS[ufunc]))
+        elif ufunc in _LOGSUMEXP:
+            defcomposite(prim, _logsumexp(*_LOGSUMEXP[ufunc]))
+    elif method == "accumulate":
+        if ufunc is np.add:
+            defcomposite(prim, _accumulate_as(np.cumsum))
+        elif ufunc.nin == 2 and ufunc.nout == 1 and ufunc.signature is None:
+            defvjp_argnum(prim, _scan_vjp(ufunc))
+            defjvp_argnum(prim, _scan_jvp(ufunc))
+    elif method == "outer" and ufunc.signature is None:
+        defcomposite(prim, _outer(ufunc))
+    elif method == "reduceat" and ufunc is np.add:
+        defcomposite(prim, _add_reduceat)
+
+
+# -- accumulate of any binary ufunc: the Jacobian of the scan ----------------------------
+
+
+def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
+    """`J[..., i, j] = d out[j] / d x[i]` along the last axis of a scan
+    `out[j] = ufunc(out[j-1], x[j])`: `b[i] * prod(a[i+1..j])` for `i <= j`, where
+    `a`, `b` are the ufunc's partials. Built as a cumulative product over an (n, n)
+    array, so it is exact when some partials are zero."""
+    derivs = ELEMENTWISE_DERIVS[ufunc_primitive(ufunc, "__call__")]
+    n = x.shape[-1]
+    prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
+    a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
+    b = np.broadcast_to(partial(derivs[1], ans, prev, cur), ans.shape)
+    ones = np.ones_like(out, shape=out.shape[:-1] + (1,))
+    a = np.concatenate([ones, a], axis=-1)
+    b = np.concatenate([ones, b], axis=-1)
+    later = np.arange(n)[:, None] < np.arange(n)  # k > i
+    steps = np.cumprod(np.where(later, a[..., None, :], 1), axis=-1)
+    return np.where(np.arange(n)[:, None] <= np.arange(n), b[..., :, None] * steps, 0)
+
+
+def _scan_args(args: tuple, kwargs: dict) -> tuple[Any, int]:
+    kw = _method_kwargs(args, kwargs, ("axis", "dtype", "out"))
+    x = args[0]
+    return x, kw.get("axis", 0) % max(x.ndim, 1)
+
+
+def _scan_apply(ufunc: np.ufunc, x: Any, ans: Any, axis: int, v: Any, *, forward: bool) -> Any:
+    """The scan's Jacobian applied to `v` (a tangent if `forward`, else a cotangent)."""
+    if x.shape[axis] == 0:
+        return None
+    jac = _scan_jacobian(ufunc, np.moveaxis(x, axis, -1), np.moveaxis(ans, axis, -1))
+    vm = np.moveaxis(v, axis, -1)
+    out = np.matmul(vm[..., None, :], jac)[..., 0, :] if forward else (
+        np.matmul(jac, vm[..., :, None])[..., 0])  # fmt: skip
+    return np.moveaxis(out, -1, axis)
+
+
+def _scan_jvp(ufunc: np.ufunc) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        if argnum != 0 or _scan_jacobian_missing(ufunc):
+            raise NoRule(argnum, "jvp")
+        x, axis = _scan_args(args, kwargs)
+        return _scan_apply(ufunc, x, ans, axis, t, forward=True)
+
+    return jvp
+
+
+def _scan_vjp(ufunc: np.ufunc) -> Any:
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        if argnum != 0 or _scan_jacobian_missing(ufunc):
+            raise NoRule(argnum, "vjp")
+        x, axis = _scan_args(args, kwargs)
+        return lambda g: _scan_apply(ufunc, x, ans, axis, g, forward=False)
+
+    return maker
+
+
+def _scan_jacobian_missing(ufunc: np.ufunc) -> bool:
+    derivs = ELEMENTWISE_DERIVS.get(ufunc_primitive(ufunc, "__call__"))
+    return derivs is None or len(derivs) != 2 or None in derivs
+
+
+add_ufunc_hook(_ufunc_method_derivatives)

@@ -1,0 +1,875 @@
+"""Forward and reverse mode: `JVPTracer`/`JVPTrace`, `VJPTracer`/`VJPTrace`, the rules.
+
+Both traces live on the same interpreter stack as `BatchTrace`, so every composition
+(`vmap(grad(f))`, `grad(vmap(f))`, `jacfwd(jacrev(f))`, ...) needs no special case.
+
+- **Forward mode.** A `JVPTracer` carries `(primal, tangent)`. Each primitive applied to
+  it computes the primal one level down and the output tangent with its JVP rule.
+- **Reverse mode.** A `VJPTracer` carries `(primal, node)`: `node` indexes the tape of
+  its `VJPTrace`, where each recorded primitive keeps a closure `vjp(g)` returning the
+  cotangents of its traced operands (the design of HIPS autograd). The backward pass
+  walks the tape once, newest first.
+
+A tracer whose tangent/node is `None` is a *constant* of its trace (e.g. the result of
+`np.zeros_like(x)`): it stays a tracer, so that writing traced values into it works,
+but nothing is computed or recorded for it. Integer and boolean results are never
+tracers: their derivative is zero.
+
+## Writing derivative rules
+
+Rules are written with `np.*` calls on the values they receive (which may be tracers of
+outer transforms), so they batch under `vmap` and are differentiable again. An operand
+of a NumPy call is named by its *argnum*: an `int` for a positional argument, a tuple
+`(i, j)` for item `j` of a sequence argument (`np.concatenate([x, y])`: `(0, 1)` is
+`y`), or a `str` for a keyword argument. Rules receive the call's own `args`/`kwargs`
+with this trace's tracers replaced by their primals; `ans` is the primal result (a
+tuple for functions with several results, and then `g` is a tuple too).
+
+- `defvjp(func, *makers, argnums=None)`: `maker(ans, *args, **kwargs) -> (g -> ct)`, one
+  per argnum (positional `0, 1, ...` unless `argnums` is given; `None` = zero).
+- `defvjp_argnum(func, maker)`: `maker(argnum, ans, args, kwargs) -> (g -> ct)`.
+- `defjvp(func, *jvps, argnums=None)`: `jvp(t, ans, *args, **kwargs)` is the output
+  tangent caused by the tangent `t` of that argument (contributions are summed).
+- `defjvp_argnum(func, jvp)`: `jvp(argnum, t, ans, args, kwargs)`.
+- `deflinear(func, argnums=(0,))`: `func` is linear in those operands jointly; its JVP
+  is `func` applied to the tangents (zeros for untraced operands). Give the VJP too.
+- `defelementwise(func, *derivs)`: elementwise functions from their partial derivatives
+  `deriv(ans, *args)` (broadcastable to the result; a number for a constant, `None` =
+  zero). Registers both
+  modes: JVP `t * deriv`, VJP `g * deriv`. For complex inputs `deriv` is `f'(z)` of a
+  holomorphic function, or the JAX convention's gradient `df/dx - i df/dy` of a
+  real-valued one (the engine keeps the real part of the tangent of a real result).
+- `defzero(func, argnums=None)`: the result does not depend on those operands
+  differentiably (`np.floor`, `np.zeros_like`, ...); `None` = all operands.
+- `defcomposite(func, impl)`: under differentiation `func(*args, **kwargs)` is computed
+  as `impl(*args, **kwargs)`, whose NumPy calls are differentiated in turn. `impl` may
+  return `NotImplemented` to use the rules of `func` for that call.
+
+A cotangent may come back broadcast (smaller, or larger with extra or size-1 axes) or
+with another dtype: the engine sums it over broadcast axes and casts it to the operand
+(keeping the real part for a real operand), so rules need not. A rule returning `None`
+for an operand means zero. A primitive with a rule for only one mode gets the other
+by transposition (needs the rule itself to be differentiable, so not for linear ones).
+Complex numbers follow JAX: the VJP is the transpose for the pairing `Re(sum(a * b))`,
+so `grad` of a real function of `z` is `df/dx - i df/dy`.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._numpy._dispatch import primitive, ufunc_primitive
+from .errors import DifferentiationError
+
+# prim -> rule(args, kwargs, ans, tangents: {argnum: tangent}) -> output tangent (or None)
+jvp_rules: dict[Primitive, Callable] = {}
+# prim -> rule(argnums, ans, args, kwargs) -> (g -> sequence of cotangents, one per argnum)
+vjp_rules: dict[Primitive, Callable] = {}
+# prim -> impl(*args, **kwargs) computing the primitive with differentiable NumPy calls
+composites: dict[Primitive, Callable] = {}
+# prim -> argnums whose derivative is zero (`ALL` = every operand)
+zero_argnums: dict[Primitive, Any] = {}
+# primitives registered by `deflinear` (no VJP by transposing their JVP)
+linear_prims: set[Primitive] = set()
+ALL = "all"
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+class NoRule(Exception):  # noqa: N818 (a signal to the engine, not a user error)
+    """Raised by a rule for an operand it cannot differentiate; the engine turns it
+    into a `DifferentiationError` naming the function, the operand and the transform."""
+
+    def __init__(self, argnum: Any, mode: str) -> None:
+        super().__init__(argnum)
+        self.argnum = argnum
+        self.mode = mode
+
+
+# -- tracers -----------------------------------------------------------------------
+
+
+class ADTracer(Tracer):
+    """Common part of the autodiff tracers: a concrete `primal` one level down."""
+
+    __slots__ = ("primal",)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.primal.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.primal.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.primal.dtype
+
+    @property
+    def size(self) -> int:
+        return self.primal.size
+
+    # The tape is eager: Python control flow and conversions use the value (the
+    # derivative does not flow through a Python number).
+    def __bool__(self) -> bool:
+        return bool(self.primal)
+
+    def __float__(self) -> float:
+        self._check_not_stored(sys._getframe(1))
+        return float(self.primal)
+
+    def __int__(self) -> int:
+        self._check_not_stored(sys._getframe(1))
+        return int(self.primal)
+
+    def __complex__(self) -> complex:
+        self._check_not_stored(sys._getframe(1))
+        return complex(self.primal)
+
+    def __index__(self) -> int:
+        return operator_index(self.primal)
+
+    def _check_not_stored(self, frame: Any) -> None:
+        """NumPy converts a value written into one element of a plain array with
+        `float()`: that would silently drop the derivative, so it is an error."""
+        code = frame.f_code.co_code
+        if 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR:
+            raise self._leave_error()
+
+    def _leave_error(self) -> BaseException:
+        return self._trace.concretization(
+            f"a value traced by `{self._trace.transform}` was converted to a plain NumPy "
+            "array (`np.asarray`, or written into a plain array)",
+            "use NumPy functions on the value (they are differentiated); to fill a new "
+            "array create it from the traced value, e.g. `np.zeros_like(x, shape=...)`, or "
+            "use `np.stack`; `vmapx.stop_gradient(x)` gives a constant if that is meant",
+        )
+
+    def item(self, *args: Any) -> Any:
+        """`ndarray.item` of the value (a Python number: not differentiated further)."""
+        return self.primal.item(*args)
+
+    def tolist(self) -> Any:
+        return self.primal.tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._leave_error()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+def operator_index(x: Any) -> int:
+    import operator
+
+    return operator.index(x)
+
+
+class JVPTracer(ADTracer):
+    """A value of forward mode: `primal` and its `tangent` (`None`: zero)."""
+
+    __slots__ = ("tangent",)
+
+    def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
+        self._trace = trace
+        self._aliased = False
+        self.primal = primal
+        self.tangent = tangent
+
+    def _become(self, other: Tracer) -> None:
+        self.primal = other.primal
+        self.tangent = other.tangent
+
+
+class VJPTracer(ADTracer):
+    """A value of reverse mode: `primal`, its tape `node` (`None`: a constant) and,
+    for one result of a primitive with several, its index `out` (-1 otherwise)."""
+
+    __slots__ = ("node", "out")
+
+    def __init__(self, trace: VJPTrace, primal: Any, node: int | None, out: int = -1) -> None:
+        self._trace = trace
+        self._aliased = False
+        self.primal = primal
+        self.node = node
+        self.out = out
+
+    def _become(self, other: Tracer) -> None:
+        self.primal = other.primal
+        self.node = other.node
+        self.out = other.out
+
+
+# -- shared helpers ------------------------------------------------------------------
+
+
+def is_float(x: Any) -> bool:
+    """Whether `x` is a differentiable value: an array (or tracer) of float/complex dtype."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind in "fc" and hasattr(x, "shape")
+
+
+def _is_multi(ans: Any) -> bool:
+    return type(ans) in (tuple, list) or (isinstance(ans, tuple) and hasattr(ans, "_fields"))
+
+
+def _rebuild(ans: Any, items: list) -> Any:
+    if hasattr(ans, "_fields"):
+        return type(ans)(*items)
+    return type(ans)(items)
+
+
+def _unwrap(trace: Trace, args: tuple, kwargs: dict) -> tuple[tuple, dict, list, list]:
+    """The call's arguments with this trace's tracers replaced by their primals, and
+    the `(argnums, tracers)` of those that are not constants."""
+    argnums: list = []
+    tracers: list = []
+    new_args = _unwrap_seq(trace, args, (), argnums, tracers)
+    new_kwargs = kwargs
+    if kwargs:
+        new_kwargs = {}
+        for k, v in kwargs.items():
+            if isinstance(v, Tracer) and v._trace is trace:
+                new_kwargs[k] = v.primal
+                if _payload(v) is not None:
+                    argnums.append(k)
+                    tracers.append(v)
+            elif type(v) in (list, tuple):
+                new_kwargs[k] = _unwrap_seq(trace, v, (k,), argnums, tracers)
+            else:
+                new_kwargs[k] = v
+    return new_args, new_kwargs, argnums, tracers
+
+
+def _payload(t: ADTracer) -> Any:
+    return t.tangent if type(t) is JVPTracer else t.node
+
+
+def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: list) -> Any:
+    out = None
+    for i, a in enumerate(seq):
+        if isinstance(a, Tracer) and a._trace is trace:
+            new = a.primal
+            if _payload(a) is not None:
+                argnums.append(prefix + (i,) if prefix else i)
+                tracers.append(a)
+        elif type(a) in (list, tuple) and a:
+            new = _unwrap_seq(trace, a, prefix + (i,) if prefix else (i,), argnums, tracers)
+        else:
+            continue
+        if new is a:
+            continue
+        if out is None:
+            out = list(seq)
+        out[i] = new
+    if out is None:
+        return seq
+    return tuple(out) if type(seq) is tuple else out
+
+
+def _has_tracer_kwarg(trace: Trace, kwargs: dict) -> bool:
+    return any(
+        (isinstance(v, Tracer) and v._trace is trace)
+        or (type(v) in (list, tuple) and any(isinstance(a, Tracer) for a in v))
+        for v in kwargs.values()
+    )
+
+
+_SIGNATURES: dict[Any, Any] = {}
+
+
+def _to_positional(prim: Primitive, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Traced keyword arguments moved to their positions (by the function's signature),
+    so that rules written for positional operands apply."""
+    sig = _SIGNATURES.get(prim.impl)
+    if sig is None:
+        try:
+            sig = _SIGNATURES[prim.impl] = inspect.signature(prim.impl)
+        except (TypeError, ValueError):
+            return args, kwargs
+    params = list(sig.parameters.values())
+    args, kwargs = list(args), dict(kwargs)
+    for p in params[len(args) :]:
+        if p.kind is not p.POSITIONAL_OR_KEYWORD or p.name not in kwargs:
+            break
+        args.append(kwargs.pop(p.name))
+    return tuple(args), kwargs
+
+
+def fit(x: Any, shape: tuple, dtype: np.dtype) -> Any:
+    """`x` (a tangent or cotangent) summed over broadcast axes or broadcast up to
+    `shape`, and cast to `dtype` (the real part for a real dtype)."""
+    xshape = getattr(x, "shape", None)
+    if xshape is None:  # a Python number
+        x = np.asarray(x)
+        xshape = x.shape
+    if xshape != shape:
+        x = _fit_shape(x, xshape, shape)
+    xdtype = x.dtype
+    if xdtype != dtype:
+        if xdtype.kind == "c" and dtype.kind != "c":
+            x = np.real(x)
+        x = np.astype(x, dtype, copy=False)
+    return x
+
+
+def _fit_shape(x: Any, xshape: tuple, shape: tuple) -> Any:
+    lead = len(xshape) - len(shape)
+    if lead > 0 or any(d == 1 and e != 1 for d, e in zip(shape[::-1], xshape[::-1], strict=False)):
+        axes = tuple(range(max(lead, 0))) + tuple(
+            i for i in range(max(lead, 0), len(xshape))
+            if xshape[i] != 1 and shape[i - lead] == 1
+        )  # fmt: skip
+        if axes:
+            x = np.sum(x, axis=axes, keepdims=True)
+        if lead > 0:
+            x = np.reshape(x, x.shape[lead:])
+    if x.shape != shape:
+        x = np.broadcast_to(x, shape)
+    return x
+
+
+def add_any(a: Any, b: Any) -> Any:
+    """Sum of two tangents, where `None` is zero (tuples for several results)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if type(a) in (tuple, list):
+        return type(a)(add_any(x, y) for x, y in zip(a, b, strict=True))
+    return a + b
+
+
+def _no_rule(trace: Trace, prim: Primitive, argnum: Any, mode: str) -> DifferentiationError:
+    which = "" if argnum is None else f" with respect to {_argnum_name(argnum)}"
+    return DifferentiationError(
+        f"{trace.transform}: `{prim.name}` has no {mode} derivative rule{which} "
+        f"(at {user_frame_location()}). Compute it with NumPy functions that can be "
+        "differentiated, or wrap the operand in `vmapx.stop_gradient` if its derivative is "
+        "not needed."
+    )
+
+
+def _argnum_name(argnum: Any) -> str:
+    if isinstance(argnum, str):
+        return f"keyword argument `{argnum}`"
+    if isinstance(argnum, tuple):
+        head = argnum[0]
+        where = f"`{head}`" if isinstance(head, str) else f"{head}"
+        return f"item {list(argnum[1:])} of argument {where}"
+    return f"argument {argnum}"
+
+
+def _zero_filter(prim: Primitive, argnums: list, tracers: list) -> tuple[list, list] | None:
+    """Drop operands of zero derivative; `None` when none is left."""
+    zero = zero_argnums.get(prim)
+    if zero is None:
+        return argnums, tracers
+    if zero is ALL:
+        return None
+    keep = [i for i, a in enumerate(argnums) if a not in zero]
+    if not keep:
+        return None
+    if len(keep) == len(argnums):
+        return argnums, tracers
+    return [argnums[i] for i in keep], [tracers[i] for i in keep]
+
+
+# -- forward mode --------------------------------------------------------------------
+
+
+class JVPTrace(Trace):
+    """The trace of one forward-mode transform (`jvp`, `jacfwd`, ...)."""
+
+    __slots__ = ()
+
+    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+        comp = composites.get(prim)
+        if comp is not None:
+            out = comp(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        if kwargs and _has_tracer_kwarg(self, kwargs):
+            args, kwargs = _to_positional(prim, args, kwargs)
+        primals, pkwargs, argnums, tracers = _unwrap(self, args, kwargs)
+        ans = bind(prim, primals, pkwargs)
+        multi = _is_multi(ans)
+        if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
+            return ans
+        kept = _zero_filter(prim, argnums, tracers) if argnums else None
+        if kept is None:
+            return self.lift(ans, None, multi)
+        argnums, tracers = kept
+        rule = jvp_rules.get(prim)
+        if rule is None:
+            rule = _jvp_from_vjp(self, prim)
+        tangents = {a: t.tangent for a, t in zip(argnums, tracers, strict=True)}
+        try:
+            tangent = rule(primals, pkwargs, ans, tangents)
+        except NoRule as e:
+            raise _no_rule(self, prim, e.argnum, "forward-mode (JVP)") from None
+        return self.lift(ans, tangent, multi)
+
+    def lift(self, ans: Any, tangent: Any, multi: bool) -> Any:
+        if multi:
+            tangents = tangent if tangent is not None else [None] * len(ans)
+            return _rebuild(
+                ans,
+                [
+                    JVPTracer(self, a, None if t is None else fit(t, a.shape, a.dtype))
+                    if is_float(a) else a
+                    for a, t in zip(ans, tangents, strict=True)
+                ],
+            )  # fmt: skip
+        if tangent is not None:
+            tangent = fit(tangent, ans.shape, ans.dtype)
+        return JVPTracer(self, ans, tangent)
+
+
+def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
+    """A JVP rule from the VJP rule: `J t` is the VJP of the linear map `g -> J^T g`."""
+    rule = vjp_rules.get(prim)
+    if rule is None:
+        raise _no_rule(trace, prim, None, "forward-mode (JVP) or reverse-mode (VJP)")
+
+    def jvp(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+        from ._ad_api import vjp  # the public function: levels are handled in one place
+
+        argnums = list(tangents)
+        pullback = rule(argnums, ans, args, kwargs)
+        items = [_item(args, kwargs, a) for a in argnums]
+
+        def linear(g: Any) -> tuple:
+            cts = pullback(g)
+            return tuple(
+                np.zeros_like(x) if c is None else fit(c, np.shape(x), _dtype_of(x))
+                for c, x in zip(cts, items, strict=True)
+            )
+
+        zeros = tuple(np.zeros_like(a) for a in ans) if _is_multi(ans) else np.zeros_like(ans)
+        _, pull = vjp(linear, zeros)
+        (jt,) = pull(tuple(tangents[a] for a in argnums))
+        return jt
+
+    return jvp
+
+
+def _item(args: tuple, kwargs: dict, argnum: Any) -> Any:
+    if isinstance(argnum, str):
+        return kwargs[argnum]
+    if isinstance(argnum, tuple):
+        head, *rest = argnum
+        x = kwargs[head] if isinstance(head, str) else args[head]
+        for i in rest:
+            x = x[i]
+        return x
+    return args[argnum]
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+# -- reverse mode --------------------------------------------------------------------
+
+
+class _Node:
+    """One recorded primitive: `vjp(g)` gives the cotangents of `parents`, each
+    `(node, out, shape, dtype)`; `outs` holds the results of a primitive with several."""
+
+    __slots__ = ("vjp", "parents", "outs")
+
+    def __init__(self, vjp: Callable | None, parents: tuple, outs: Any) -> None:
+        self.vjp = vjp
+        self.parents = parents
+        self.outs = outs
+
+
+class VJPTrace(Trace):
+    """The trace of one reverse-mode transform (`grad`, `vjp`, `jacrev`, ...)."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self, transform: str) -> None:
+        super().__init__(transform)
+        self.tape: list[_Node] = []
+
+    def new_input(self, primal: Any) -> VJPTracer:
+        self.tape.append(_Node(None, (), None))
+        return VJPTracer(self, primal, len(self.tape) - 1)
+
+    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+        comp = composites.get(prim)
+        if comp is not None:
+            out = comp(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        if kwargs and _has_tracer_kwarg(self, kwargs):
+            args, kwargs = _to_positional(prim, args, kwargs)
+        primals, pkwargs, argnums, tracers = _unwrap(self, args, kwargs)
+        ans = bind(prim, primals, pkwargs)
+        multi = _is_multi(ans)
+        if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
+            return ans
+        kept = _zero_filter(prim, argnums, tracers) if argnums else None
+        if kept is None:
+            return self.lift(ans, None, multi)
+        argnums, tracers = kept
+        rule = vjp_rules.get(prim)
+        if rule is None:
+            rule = _vjp_from_jvp(self, prim)
+        try:
+            pullback = rule(argnums, ans, primals, pkwargs)
+        except NoRule as e:
+            raise _no_rule(self, prim, e.argnum, "reverse-mode (VJP)") from None
+        parents = tuple((t.node, t.out, t.primal.shape, t.primal.dtype) for t in tracers)
+        self.tape.append(_Node(pullback, parents, ans if multi else None))
+        return self.lift(ans, len(self.tape) - 1, multi)
+
+    def lift(self, ans: Any, node: int | None, multi: bool) -> Any:
+        if multi:
+            return _rebuild(
+                ans,
+                [
+                    VJPTracer(self, a, node, k) if is_float(a) else a
+                    for k, a in enumerate(ans)
+                ],
+            )  # fmt: skip
+        return VJPTracer(self, ans, node)
+
+
+def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
+    """A VJP rule from the JVP rule, by reverse mode through the (linear) JVP."""
+    rule = jvp_rules.get(prim)
+    if rule is None or prim in linear_prims:
+        raise _no_rule(trace, prim, None, "reverse-mode (VJP)")
+
+    def vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        def pullback(g: Any) -> list:
+            from ._ad_api import vjp as vjp_api
+
+            zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
+
+            def push(*ts: Any) -> Any:
+                t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                if _is_multi(ans):
+                    t = [None] * len(ans) if t is None else t
+                    return tuple(
+                        np.zeros_like(a) if u is None else fit(u, a.shape, a.dtype)
+                        for a, u in zip(ans, t, strict=True)
+                    )
+                return np.zeros_like(ans) if t is None else fit(t, ans.shape, ans.dtype)
+
+            _, pull = vjp_api(push, *zeros)
+            return list(pull(g))
+
+        return pullback
+
+    return vjp
+
+
+def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
+    """Run the tape backwards from `(node, out, cotangent)` seeds; the cotangents of
+    every node still holding one (the inputs) are returned, indexed by node."""
+    cts: list = [None] * len(tape)
+    owned = [False] * len(tape)
+    for node, out, ct in seeds:
+        _accumulate(tape, cts, owned, node, out, ct)
+    for i in range(len(tape) - 1, -1, -1):
+        ct = cts[i]
+        if ct is None:
+            continue
+        entry = tape[i]
+        if entry.vjp is None:  # an input: its cotangent is the answer
+            continue
+        cts[i] = None
+        if entry.outs is not None:
+            ct = type(ct)(
+                np.zeros_like(a) if c is None and is_float(a) else c
+                for c, a in zip(ct, entry.outs, strict=True)
+            )
+        parent_cts = entry.vjp(ct)
+        for (node, out, shape, dtype), c in zip(entry.parents, parent_cts, strict=True):
+            if c is not None:
+                _accumulate(tape, cts, owned, node, out, fit(c, shape, dtype))
+    return cts
+
+
+def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any) -> None:
+    if out >= 0:  # one result of a primitive with several
+        slot = cts[node]
+        if slot is None:
+            slot = cts[node] = [None] * len(tape[node].outs)
+        slot[out] = ct if slot[out] is None else slot[out] + ct
+        return
+    prev = cts[node]
+    if prev is None:
+        cts[node] = ct
+    elif owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype:
+        np.add(prev, ct, out=prev)  # our own sum: safe to add into
+    else:
+        total = prev + ct
+        cts[node] = total
+        owned[node] = type(total) is np.ndarray and total.shape == prev.shape
+
+
+# -- running the transforms (used by the public API) --------------------------------
+
+
+def jvp_flat(
+    name: str, f: Callable, primals: Sequence, tangents: Sequence
+) -> tuple[Callable[[Any], tuple], Any]:
+    """Run `f(*args)` under a new `JVPTrace`, where `args` pairs `primals` with
+    `tangents`. Returns `(unpack, out)`: `unpack(leaf) -> (primal, tangent)` reads one
+    output leaf (a tangent of `None` for a leaf that does not depend on the inputs)."""
+    trace = push_trace(JVPTrace(name))
+    try:
+        tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
+        out = f(*tracers)
+    finally:
+        pop_trace(trace)
+
+    def unpack(leaf: Any) -> tuple[Any, Any]:
+        if isinstance(leaf, JVPTracer) and leaf._trace is trace:
+            return leaf.primal, leaf.tangent
+        return leaf, None
+
+    return unpack, out
+
+
+def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list, Any]:
+    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`."""
+    trace = push_trace(VJPTrace(name))
+    try:
+        tracers = [trace.new_input(p) for p in primals]
+        out = f(*tracers)
+    finally:
+        pop_trace(trace)
+    return trace, tracers, out
+
+
+def strip(trace: Trace, x: Any) -> Any:
+    """The primal of `x` if it is a tracer of `trace`, else `x`."""
+    if isinstance(x, ADTracer) and x._trace is trace:
+        return x.primal
+    return x
+
+
+def stop_gradient_leaf(x: Any) -> Any:
+    """`x` without any autodiff tracer layer (batching tracers are kept)."""
+    while isinstance(x, ADTracer):
+        x = x.primal
+    return x
+
+
+# -- registrars ----------------------------------------------------------------------
+
+
+def prim_of(func: Any) -> Primitive:
+    """The primitive of a NumPy function, ufunc (its call), ufunc method or `Primitive`."""
+    if isinstance(func, Primitive):
+        return func
+    if isinstance(func, np.ufunc):
+        return ufunc_primitive(func, "__call__")
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return ufunc_primitive(owner, func.__name__)
+    return primitive(func)
+
+
+def _funcs(funcs: Any) -> list:
+    return list(funcs) if isinstance(funcs, list | tuple) else [funcs]
+
+
+def _argnums(argnums: Any, n: int) -> tuple:
+    return tuple(range(n)) if argnums is None else tuple(argnums)
+
+
+def defvjp(func: Any, *makers: Callable | None, argnums: Iterable | None = None) -> None:
+    """Register VJP makers, one per argnum: `maker(ans, *args, **kwargs) -> (g -> ct)`."""
+    table = dict(zip(_argnums(argnums, len(makers)), makers, strict=True))
+
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        m = table.get(argnum, _MISSING)
+        if m is _MISSING:
+            raise NoRule(argnum, "vjp")
+        if m is None:
+            return _zero_pullback
+        return m(ans, *args, **kwargs)
+
+    defvjp_argnum(func, maker)
+
+
+_MISSING = object()
+
+
+def _zero_pullback(g: Any) -> None:
+    return None
+
+
+def defvjp_argnum(func: Any, maker: Callable) -> None:
+    """Register `maker(argnum, ans, args, kwargs) -> (g -> ct)` for every operand."""
+
+    def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        pulls = [maker(a, ans, args, kwargs) for a in argnums]
+        if len(pulls) == 1:
+            (pull,) = pulls
+            return lambda g: (pull(g),)
+        return lambda g: [p(g) for p in pulls]
+
+    for f in _funcs(func):
+        vjp_rules[prim_of(f)] = rule
+
+
+def defvjp_argnums(func: Any, maker: Callable) -> None:
+    """Register `maker(argnums, ans, args, kwargs) -> (g -> cotangents)`, one call for
+    all traced operands (for rules that share work between them)."""
+    for f in _funcs(func):
+        vjp_rules[prim_of(f)] = maker
+
+
+def defjvp(func: Any, *jvps: Callable | None, argnums: Iterable | None = None) -> None:
+    """Register JVPs, one per argnum: `jvp(t, ans, *args, **kwargs) -> output tangent`."""
+    table = dict(zip(_argnums(argnums, len(jvps)), jvps, strict=True))
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        fn = table.get(argnum, _MISSING)
+        if fn is _MISSING:
+            raise NoRule(argnum, "jvp")
+        return None if fn is None else fn(t, ans, *args, **kwargs)
+
+    defjvp_argnum(func, jvp)
+
+
+def defjvp_argnum(func: Any, jvp: Callable) -> None:
+    """Register `jvp(argnum, t, ans, args, kwargs) -> output tangent` for every operand."""
+
+    def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+        out = None
+        for argnum, t in tangents.items():
+            out = add_any(out, jvp(argnum, t, ans, args, kwargs))
+        return out
+
+    for f in _funcs(func):
+        jvp_rules[prim_of(f)] = rule
+
+
+def defjvp_argnums(func: Any, rule: Callable) -> None:
+    """Register `rule(args, kwargs, ans, tangents: {argnum: t}) -> output tangent`."""
+    for f in _funcs(func):
+        jvp_rules[prim_of(f)] = rule
+
+
+def deflinear(func: Any, argnums: Iterable = (0,)) -> None:
+    """`func` is linear in the operands `argnums` jointly (an argnum `(i, "*")` means
+    every item of sequence argument `i`): its JVP is `func` applied to the tangents."""
+    argnums = tuple(argnums)
+    for f in _funcs(func):
+        prim = prim_of(f)
+        linear_prims.add(prim)
+
+        def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
+            for a in tangents:
+                if not _covered(a, argnums):
+                    raise NoRule(a, "jvp")
+            new_args = _substitute(args, argnums, tangents)
+            if any(isinstance(a, str) for a in tangents):
+                kwargs = {k: tangents.get(k, v) for k, v in kwargs.items()}
+            return bind(prim, new_args, kwargs)
+
+        jvp_rules[prim] = rule
+
+
+def _covered(argnum: Any, argnums: tuple) -> bool:
+    if argnum in argnums:
+        return True
+    return isinstance(argnum, tuple) and (argnum[0], "*") in argnums
+
+
+def _substitute(args: tuple, argnums: tuple, tangents: dict) -> tuple:
+    """`args` with each linear operand replaced by its tangent, or zeros if untraced."""
+    out = list(args)
+    for a in argnums:
+        if isinstance(a, tuple):
+            i = a[0]
+            if i >= len(out):
+                continue
+            out[i] = [
+                _tangent_or_zeros(tangents, (i, j), x) for j, x in enumerate(out[i])
+            ]  # fmt: skip
+        elif a < len(out):
+            out[a] = _tangent_or_zeros(tangents, a, out[a])
+    return tuple(out)
+
+
+def _tangent_or_zeros(tangents: dict, argnum: Any, x: Any) -> Any:
+    t = tangents.get(argnum)
+    if t is not None:
+        return t
+    return np.zeros_like(x) if hasattr(x, "shape") else 0.0 * x
+
+
+def defelementwise(
+    func: Any, *derivs: Callable | float | None, argnums: Iterable | None = None
+) -> None:
+    """Elementwise `func` from its partials `deriv(ans, *args)` (a number for a constant,
+    `None` for zero): JVP `t * deriv`, VJP `g * deriv` (summed over broadcast axes by
+    the engine)."""
+    table = dict(zip(_argnums(argnums, len(derivs)), derivs, strict=True))
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        d = table.get(argnum, _MISSING)
+        if d is _MISSING or kwargs.get("where", True) is not True:
+            raise NoRule(argnum if d is _MISSING else "where", "jvp")
+        return None if d is None else _scale(t, d, ans, args)
+
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        d = table.get(argnum, _MISSING)
+        if d is _MISSING or kwargs.get("where", True) is not True:
+            raise NoRule(argnum if d is _MISSING else "where", "vjp")
+        if d is None:
+            return _zero_pullback
+        return lambda g: _scale(g, d, ans, args)
+
+    defjvp_argnum(func, jvp)
+    defvjp_argnum(func, maker)
+    for f in _funcs(func):
+        ELEMENTWISE_DERIVS[prim_of(f)] = derivs
+
+
+def _scale(t: Any, d: Any, ans: Any, args: tuple) -> Any:
+    """`t * d(ans, *args)`, where a constant partial may be given as a number."""
+    if callable(d):
+        return t * d(ans, *args)
+    if d == 1:
+        return t
+    return -t if d == -1 else t * d
+
+
+def partial(d: Any, ans: Any, *args: Any) -> Any:
+    """The value of a partial given to `defelementwise` (a number or a function)."""
+    return d(ans, *args) if callable(d) else d
+
+
+# prim -> the partials given to `defelementwise` (used by generic scans and reductions)
+ELEMENTWISE_DERIVS: dict[Primitive, tuple] = {}
+
+
+def defzero(func: Any, argnums: Iterable | None = None) -> None:
+    """The result of `func` has zero derivative with respect to `argnums` (all if None)."""
+    for f in _funcs(func):
+        prim = prim_of(f)
+        zero_argnums[prim] = ALL if argnums is None else frozenset(argnums)
+
+
+def defcomposite(func: Any, impl: Callable) -> None:
+    """Under differentiation compute `func(*args, **kwargs)` as `impl(*args, **kwargs)`."""
+    for f in _funcs(func):
+        composites[prim_of(f)] = impl
