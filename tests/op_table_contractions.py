@@ -62,6 +62,12 @@ def _real_spectrum(n: int) -> Callable:
     return make
 
 
+def _no_rank(result: tuple) -> tuple:
+    """`lstsq`'s results without the integer rank (for derivative checks)."""
+    x, residuals, _, s = result
+    return x, residuals, s
+
+
 def _rank_deficient(rng: np.random.Generator) -> np.ndarray:
     u = rng.uniform(-1, 1, (5, 2))
     return u @ rng.uniform(-1, 1, (2, 3))
@@ -220,13 +226,18 @@ def _linalg_ops() -> list[Op]:
         Op("linalg.eigh", la.eigh, ((4, 4),), make=_make(_sym(4)), covers=(la.eigh,)),
         Op("linalg.eigh.upper", lambda a: la.eigh(a, UPLO="U"), ((3, 3),), make=_make(_sym(3))),
         Op("linalg.eigvalsh", la.eigvalsh, ((4, 4),), make=_make(_sym(4)), covers=(la.eigvalsh,)),
-        Op("linalg.svd", la.svd, ((4, 3),), covers=(la.svd,)),
+        # full_matrices=True: the extra singular vectors of a non-square matrix are not
+        # determined, so derivatives exist for square ones (or full_matrices=False)
+        Op("linalg.svd", la.svd, ((4, 4),), covers=(la.svd,)),
+        Op("linalg.svd.full", la.svd, ((4, 3),), diff=False),
         Op("linalg.svd.reduced", lambda a: la.svd(a, full_matrices=False), ((2, 4, 3),)),
         Op("linalg.svd.values", lambda a: la.svd(a, compute_uv=False), ((3, 4),)),
         Op("linalg.svdvals", la.svdvals, ((3, 4),), covers=(la.svdvals,)),
         Op("linalg.qr", la.qr, ((4, 3),), covers=(la.qr,)),
         Op("linalg.qr.r", lambda a: la.qr(a, mode="r"), ((3, 4),)),
-        Op("linalg.qr.complete", lambda a: la.qr(a, mode="complete"), ((4, 3),)),
+        # complete Q of a tall matrix: the extra columns are not determined (no derivative)
+        Op("linalg.qr.complete", lambda a: la.qr(a, mode="complete"), ((4, 3),), diff=False),
+        Op("linalg.qr.wide", la.qr, ((2, 4),)),
         Op("linalg.qr.raw", lambda a: la.qr(a, mode="raw"), ((4, 3),), diff=False),
         Op("linalg.cholesky", la.cholesky, ((4, 4),), make=_make(_sym(4)), covers=(la.cholesky,)),
         Op(
@@ -331,6 +342,7 @@ def _solve_ops() -> list[Op]:
             rtol=1e-9,
             atol=1e-11,
             covers=(la.lstsq,),
+            diff=False,  # the integer rank: see lstsq.grad
         ),  # fmt: skip
         Op(
             "linalg.lstsq.matrix",
@@ -339,10 +351,19 @@ def _solve_ops() -> list[Op]:
             make=_make(_tall(5, 3), _u(5, 2)),
             rtol=1e-9,
             atol=1e-11,
+            diff=False,
+        ),
+        Op(
+            "linalg.lstsq.grad",
+            lambda a, b: _no_rank(la.lstsq(a, b)),
+            ((5, 3), (5, 2)),
+            make=_make(_tall(5, 3), _u(5, 2)),
+            rtol=1e-9,
+            atol=1e-11,
         ),  # fmt: skip
         Op(
             "linalg.lstsq.wide",
-            lambda a, b: la.lstsq(a, b),
+            lambda a, b: _no_rank(la.lstsq(a, b)),
             ((2, 4), (2,)),
             rtol=1e-9,
             atol=1e-11,

@@ -528,3 +528,173 @@ for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
         batch_rules[ufunc_primitive(getattr(np, _name), "__call__")] = _vector_gufunc_rule(
             getattr(np, _name), _ndims, _conj_first, _b_axis
         )
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
+#
+# Most contractions are differentiated as compositions of `np.matmul`, `np.multiply` and
+# reshapes (`defcomposite`); `einsum` and `convolve` have their own rules: a multilinear
+# JVP, and a VJP that is the same kind of contraction with the cotangent in the place
+# of the operand (JAX's convention for complex values: the transpose, no conjugate).
+
+from .._autodiff import defcomposite, defjvp, defjvp_argnum, defvjp, defvjp_argnum  # noqa: E402
+
+
+def _tensordot_impl(a: Any, b: Any, axes: Any = 2) -> Any:
+    sa, sb = np.shape(a), np.shape(b)
+    a_axes, b_axes = _tensordot_axes(axes, len(sa), len(sb))
+    a_free = [i for i in range(len(sa)) if i not in a_axes]
+    b_free = [i for i in range(len(sb)) if i not in b_axes]
+    k = math.prod(sa[i] for i in a_axes)
+    am = np.reshape(np.transpose(a, a_free + a_axes), (math.prod(sa[i] for i in a_free), k))
+    bm = np.reshape(np.transpose(b, b_axes + b_free), (k, math.prod(sb[i] for i in b_free)))
+    return np.reshape(np.matmul(am, bm), [sa[i] for i in a_free] + [sb[i] for i in b_free])
+
+
+def _dot_impl(a: Any, b: Any, out: Any = None) -> Any:
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return np.multiply(a, b)
+    if na <= 2 and nb <= 2:
+        return np.matmul(a, b)
+    return _tensordot_impl(a, b, ([na - 1], [max(nb - 2, 0)]))
+
+
+def _inner_impl(a: Any, b: Any) -> Any:
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    return _tensordot_impl(a, b, ([np.ndim(a) - 1], [np.ndim(b) - 1]))
+
+
+def _vdot_impl(a: Any, b: Any) -> Any:
+    a = np.ravel(np.conjugate(a) if _is_complex(a) else a)
+    return np.matmul(a, np.ravel(b))
+
+
+def _outer_impl(a: Any, b: Any, out: Any = None) -> Any:
+    return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+def _kron_impl(a: Any, b: Any) -> Any:
+    sa, sb = np.shape(a), np.shape(b)
+    if not sa or not sb:
+        return np.multiply(a, b)
+    nd = max(len(sa), len(sb))
+    pa, pb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
+    a = np.reshape(a, tuple(d for s in pa for d in (s, 1)))
+    b = np.reshape(b, tuple(d for s in pb for d in (1, s)))
+    return np.reshape(np.multiply(a, b), tuple(x * y for x, y in zip(pa, pb, strict=True)))
+
+
+defcomposite(np.dot, _dot_impl)
+defcomposite(np.inner, _inner_impl)
+defcomposite(np.vdot, _vdot_impl)
+defcomposite([np.outer, np.linalg.outer], _outer_impl)
+defcomposite(np.tensordot, _tensordot_impl)
+defcomposite(np.linalg.tensordot, lambda a, b, axes=2: _tensordot_impl(a, b, axes))
+defcomposite(np.kron, _kron_impl)
+defcomposite(np.linalg.matmul, lambda a, b: np.matmul(a, b))
+
+
+def _explicit_einsum(args: tuple) -> tuple[list[str], str, list]:
+    """`(inputs, output, operands)` of an einsum call with every axis labelled:
+    broadcast (`...`) axes get spare labels, an implicit output is made explicit."""
+    subscripts, operands = _einsum_form(args)
+    ins, arrow, output = subscripts.partition("->")
+    inputs = ins.split(",")
+    if not arrow:
+        output = _implicit_output(inputs)
+    spare = [c for c in _LABELS if c not in subscripts]
+    ranks = [np.ndim(x) - len(s.replace("...", "")) for s, x in zip(inputs, operands, strict=True)]
+    wide = max((r for s, r in zip(inputs, ranks, strict=True) if "..." in s), default=0)
+    labels = "".join(spare[:wide])
+    inputs = [s.replace("...", labels[wide - r :]) for s, r in zip(inputs, ranks, strict=True)]
+    return inputs, output.replace("...", labels), operands
+
+
+def _einsum_jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    args = list(args)
+    args[argnum] = t
+    return np.einsum(*args, **kwargs)
+
+
+def _einsum_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    """The cotangent of operand `i` is the einsum of the cotangent with the other
+    operands into `i`'s labels; a label repeated in `i` (a diagonal) takes an identity
+    operand, a label only `i` has (summed away) takes ones."""
+    inputs, output, operands = _explicit_einsum(args)
+    i = argnum - 1 if isinstance(args[0], str) else argnum // 2
+    x = operands[i]
+    target, extra_specs, extras = "", [], []
+    spare = iter(c for c in _LABELS if c not in "".join(inputs) + output)
+    elsewhere = set(output + "".join(s for j, s in enumerate(inputs) if j != i))
+    for c, size in zip(inputs[i], np.shape(x), strict=True):
+        if c in target:  # a diagonal: an identity ties the new label to the first
+            new = next(spare)
+            extra_specs.append(c + new)
+            extras.append(np.eye(size, dtype=x.dtype))
+            c = new
+        elif c not in elsewhere:
+            extra_specs.append(c)
+            extras.append(np.ones(size, dtype=x.dtype))
+        target += c
+    others = [(s, v) for j, (s, v) in enumerate(zip(inputs, operands, strict=True)) if j != i]
+    spec = ",".join([output, *(s for s, _ in others), *extra_specs]) + "->" + target
+    optimize = kwargs.get("optimize", False)
+    return lambda g: np.einsum(spec, g, *(v for _, v in others), *extras, optimize=optimize)
+
+
+defjvp_argnum(np.einsum, _einsum_jvp)
+defvjp_argnum(np.einsum, _einsum_vjp)
+
+
+def _einsum_path_impl(*args: Any, **kwargs: Any) -> Any:
+    """Metadata: a path from stand-ins of the operands' shapes."""
+    stand_ins = [np.zeros(np.shape(a), dtype=a.dtype) if hasattr(a, "dtype") else a for a in args]
+    return np.einsum_path(*stand_ins, **kwargs)
+
+
+defcomposite(np.einsum_path, _einsum_path_impl)
+
+
+def _conv_impl(a: Any, v: Any, mode: Any = "full") -> Any:
+    """Every mode as a slice of the full convolution (whose rules are below)."""
+    if mode in ("full", 2):
+        return NotImplemented
+    if mode not in _MODES:
+        return NotImplemented  # NumPy's error from the function itself
+    n, m = max(np.size(a), 1), max(np.size(v), 1)
+    mode = _MODES[mode]
+    start = _mode_offset(mode, True, n, m)
+    return np.convolve(a, v, "full")[start : start + _mode_len(mode, n, m)]
+
+
+def _correlate_impl(a: Any, v: Any, mode: Any = "valid") -> Any:
+    """correlate(a, v) = convolve(a, reversed conj(v)), cut to the mode's offsets."""
+    if mode not in _MODES or np.ndim(a) != 1 or np.ndim(v) != 1:
+        return NotImplemented  # NumPy's error from the function itself
+    n, m = np.size(a), np.size(v)
+    mode = _MODES[mode]
+    start = _mode_offset(mode, False, n, m)
+    full = np.convolve(a, (_conj(v))[::-1], "full")
+    return full[start : start + _mode_len(mode, n, m)]
+
+
+def _conv_ct(g: Any, other: Any, shape: tuple) -> Any:
+    """Cotangent of one operand of a full convolution: a valid convolution of the
+    cotangent with the other operand reversed."""
+    return np.reshape(np.convolve(g, np.ravel(other)[::-1], "valid"), shape)
+
+
+defcomposite(np.convolve, _conv_impl)
+defcomposite(np.correlate, _correlate_impl)
+defjvp(
+    np.convolve,
+    lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
+    lambda t, ans, a, v, mode="full": np.convolve(a, t, mode),
+)
+defvjp(
+    np.convolve,
+    lambda ans, a, v, mode="full": lambda g: _conv_ct(g, v, np.shape(a)),
+    lambda ans, a, v, mode="full": lambda g: _conv_ct(g, a, np.shape(v)),
+)

@@ -84,3 +84,132 @@ defbatch([fft.fft, fft.ifft, fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rul
 defbatch([fft.fftn, fft.ifftn, fft.rfftn, fft.irfftn], _fftn_rule(None))
 defbatch([fft.fft2, fft.ifft2, fft.rfft2, fft.irfft2], _fftn_rule((-2, -1)))
 defbatch([fft.fftshift, fft.ifftshift], _shift_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
+#
+# `fft` and `ifft` are linear: their JVP is the transform of the tangent, and their VJP
+# the transpose (the DFT matrix is symmetric: the same transform of the cotangent, then
+# cut or zero-padded back to the input's length). Every other transform is written with
+# them (real transforms as complex ones with the Hermitian half taken or restored), as
+# JAX transposes its naive real FFT.
+
+from .._autodiff import defcomposite, deflinear, defvjp  # noqa: E402
+
+
+def _fit_length(x: Any, length: int, axis: int) -> Any:
+    """`x` cut or zero-padded along `axis` to `length` (NumPy's `n=`)."""
+    axis = axis % np.ndim(x)
+    have = np.shape(x)[axis]
+    if have > length:
+        return x[(slice(None),) * axis + (slice(0, length),)]
+    if have < length:
+        pad = np.zeros_like(x, shape=(*np.shape(x)[:axis], length - have, *np.shape(x)[axis + 1 :]))
+        return np.concatenate([x, pad], axis=axis)
+    return x
+
+
+def _fft_vjp(func: Callable) -> Callable:
+    def maker(ans: Any, a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Callable:
+        return lambda g: _fit_length(func(g, axis=axis, norm=norm), np.shape(a)[axis], axis)
+
+    return maker
+
+
+for _f in (fft.fft, fft.ifft):
+    deflinear(_f)
+    defvjp(_f, _fft_vjp(_f))
+
+
+def _swap(norm: Any) -> Any:
+    return {None: "forward", "backward": "forward", "forward": "backward"}.get(norm, norm)
+
+
+def _as_complex(a: Any) -> Any:
+    return a if np.iscomplexobj(a) else np.astype(a, np.result_type(a.dtype, np.complex64))
+
+
+def _rfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
+    n = np.shape(a)[axis] if n is None else n
+    full = fft.fft(_as_complex(a), n, axis, norm)
+    return full[(slice(None),) * (axis % np.ndim(a)) + (slice(0, n // 2 + 1),)]
+
+
+def _irfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
+    """The real inverse of a Hermitian half: the full spectrum restored (the imaginary
+    parts of the zero and Nyquist terms drop out with the real part taken)."""
+    axis = axis % np.ndim(a)
+    n = 2 * (np.shape(a)[axis] - 1) if n is None else n
+    half = _fit_length(a, n // 2 + 1, axis)
+    lead = (slice(None),) * axis
+    mirror = np.conjugate(half[(*lead, slice((n - 1) // 2, 0, -1))])
+    return np.real(fft.ifft(np.concatenate([half, mirror], axis=axis), n, axis, norm))
+
+
+def _hfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
+    return _irfft_impl(np.conjugate(a), n, axis, _swap(norm))
+
+
+def _ihfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
+    return np.conjugate(_rfft_impl(a, n, axis, _swap(norm)))
+
+
+def _nd_args(a: Any, s: Any, axes: Any) -> tuple[list, list]:
+    """NumPy's `axes=None`: all axes, or the last `len(s)`; `s=None`: the axes' sizes."""
+    nd = np.ndim(a)
+    if axes is None:
+        axes = list(range(nd)) if s is None else list(range(nd - len(s), nd))
+    axes = [ax % nd for ax in axes]
+    s = [np.shape(a)[ax] for ax in axes] if s is None else list(s)
+    return s, axes
+
+
+def _fftn_impl(func: Callable, default: Any) -> Callable:
+    def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
+        s, axes = _nd_args(a, s, axes)
+        for size, ax in zip(s[::-1], axes[::-1], strict=True):
+            a = func(a, size, ax, norm)
+        return a
+
+    return impl
+
+
+def _rfftn_impl(default: Any) -> Callable:
+    def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
+        s, axes = _nd_args(a, s, axes)
+        a = _rfft_impl(a, s[-1], axes[-1], norm)
+        for size, ax in zip(s[-2::-1], axes[-2::-1], strict=True):
+            a = fft.fft(a, size, ax, norm)
+        return a
+
+    return impl
+
+
+def _irfftn_impl(default: Any) -> Callable:
+    def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
+        given = s
+        s, axes = _nd_args(a, s, axes)
+        if given is None:
+            s[-1] = 2 * (s[-1] - 1)
+        for size, ax in zip(s[:-1], axes[:-1], strict=True):
+            a = fft.ifft(a, size, ax, norm)
+        return _irfft_impl(a, s[-1], axes[-1], norm)
+
+    return impl
+
+
+defcomposite(fft.rfft, _rfft_impl)
+defcomposite(fft.irfft, _irfft_impl)
+defcomposite(fft.hfft, _hfft_impl)
+defcomposite(fft.ihfft, _ihfft_impl)
+defcomposite(fft.fftn, _fftn_impl(fft.fft, None))
+defcomposite(fft.ifftn, _fftn_impl(fft.ifft, None))
+defcomposite(fft.fft2, _fftn_impl(fft.fft, (-2, -1)))
+defcomposite(fft.ifft2, _fftn_impl(fft.ifft, (-2, -1)))
+defcomposite(fft.rfftn, _rfftn_impl(None))
+defcomposite(fft.rfft2, _rfftn_impl((-2, -1)))
+defcomposite(fft.irfftn, _irfftn_impl(None))
+defcomposite(fft.irfft2, _irfftn_impl((-2, -1)))
+deflinear([fft.fftshift, fft.ifftshift])
+defvjp(fft.fftshift, lambda ans, x, axes=None: lambda g: fft.ifftshift(g, axes))
+defvjp(fft.ifftshift, lambda ans, x, axes=None: lambda g: fft.fftshift(g, axes))
