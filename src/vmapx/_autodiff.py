@@ -213,7 +213,7 @@ class VJPTracer(ADTracer):
 def is_float(x: Any) -> bool:
     """Whether `x` is a differentiable value: an array (or tracer) of float/complex dtype."""
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind in "fc" and hasattr(x, "shape")
+    return isinstance(dtype, np.dtype) and dtype.kind in "fc" and hasattr(x, "shape")
 
 
 def _is_multi(ans: Any) -> bool:
