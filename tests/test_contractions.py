@@ -305,3 +305,45 @@ def test_dot_of_unbatched_matrix_and_batched_vector_is_one_product() -> None:
         warnings.simplefilter("error")
         got = vmapx.vmap(lambda w, x: w @ x, in_axes=(None, 0))(w, x)
     np.testing.assert_array_equal(got, x @ w.T)
+
+
+# -- derivatives ----------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(einsum_case())
+def test_einsum_derivatives_generated(case: tuple) -> None:
+    """Diagonals, broadcast axes, labels summed away in one operand, implicit outputs."""
+    spec, shapes = case
+    try:
+        np.einsum(spec, *(np.ones(s) for s in shapes))
+    except ValueError:
+        return
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal(s) for s in shapes]
+    vmapx.check_grads(lambda *ops: np.einsum(spec, *ops), args, order=2)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("func", [np.convolve, np.correlate], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("lengths", [(6, 3), (3, 6), (4, 4), (1, 3)], ids=str)
+def test_convolve_derivatives_complex(func: Callable, lengths: tuple, mode: str) -> None:
+    rng = np.random.default_rng(5)
+    a, v = (rng.standard_normal(n) + 1j * rng.standard_normal(n) for n in lengths)
+    vmapx.check_grads(lambda a, v: func(a, v, mode), (a, v), order=2)
+
+
+@pytest.mark.parametrize(
+    ("func", "shapes"),
+    [
+        (np.vdot, [(2, 3), (6,)]),
+        (np.kron, [(2, 3), (3,)]),
+        (np.outer, [(2, 2), (3,)]),
+        (lambda a, b: np.tensordot(a, b, ([1, 0], [0, 2])), [(3, 2), (2, 4, 3)]),
+        (np.inner, [(2, 3), (4, 3)]),
+    ],
+)
+def test_complex_contraction_derivatives(func: Callable, shapes: list) -> None:
+    rng = np.random.default_rng(6)
+    args = [_example(rng, s, "complex128") for s in shapes]
+    vmapx.check_grads(func, args, order=2)

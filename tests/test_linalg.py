@@ -189,3 +189,96 @@ def test_irfftn_s_without_axes_warns_like_numpy() -> None:
 def test_fft_axis_out_of_range() -> None:
     with pytest.raises(np.exceptions.AxisError):
         vmapx.vmap(lambda x: np.fft.fft(x, axis=1))(np.ones((3, 4)))
+
+
+# -- derivatives ----------------------------------------------------------------------------
+
+
+def _phase_free(result: tuple) -> tuple:
+    """Values and |vector entries|^2 (unchanged by each vector's phase)."""
+    return tuple(np.abs(r) ** 2 if r.ndim == 2 else r for r in result)
+
+
+def _hermitian(rng: np.random.Generator, n: int) -> np.ndarray:
+    a = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    return a @ a.conj().T + n * np.eye(n)
+
+
+@pytest.mark.parametrize(
+    "func",
+    [
+        la.cholesky,
+        lambda a: la.cholesky(a, upper=True),
+        lambda a: _phase_free(la.eigh(a)),
+        lambda a: _phase_free(la.eigh(a, UPLO="U")),
+        la.eigvalsh,
+        la.inv,
+        la.det,
+        la.slogdet,
+        lambda a: _phase_free(la.svd(a)),
+        lambda a: la.pinv(a, hermitian=True),
+        la.qr,
+        la.eig,
+    ],
+)
+def test_complex_derivatives(func: Callable) -> None:
+    """Complex inputs (JAX's convention), reading one triangle where NumPy does. The
+    phase of complex eigen- and singular vectors is LAPACK's choice: their derivatives
+    keep it fixed (as JAX's), so phase-free functions of them are checked."""
+    rng = np.random.default_rng(0)
+    a = _hermitian(rng, 3) + 0.3j * rng.standard_normal((3, 3))
+    vmapx.check_grads(func, (a,), order=1, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4)])
+def test_qr_and_svd_derivatives_of_every_shape(shape: tuple) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(shape)
+    vmapx.check_grads(la.qr, (a,), order=2)
+    vmapx.check_grads(lambda a: la.svd(a, full_matrices=False), (a,), order=2)
+    vmapx.check_grads(la.svdvals, (a,), order=2)
+
+
+def test_full_svd_of_a_rectangular_matrix_has_no_derivative() -> None:
+    with pytest.raises(vmapx.errors.DifferentiationError, match="svd"):
+        vmapx.jacfwd(la.svd)(np.ones((3, 2)))
+
+
+def test_solve_and_lstsq_derivatives_under_vmap() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((4, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((4, 3))
+
+    def loss(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        x = la.solve(a, b)
+        y, res, _, s = la.lstsq(np.concatenate([a, a * 2]), np.concatenate([b, b]))
+        return np.sum(x**2) + np.sum(y) + np.sum(res) + np.sum(s)
+
+    grad = vmapx.grad(loss, argnums=(0, 1))
+    got = vmapx.vmap(grad)(a, b)
+    for i in range(4):
+        one = grad(a[i], b[i])
+        np.testing.assert_allclose(got[0][i], one[0], rtol=1e-9)
+        np.testing.assert_allclose(got[1][i], one[1], rtol=1e-9)
+    vmapx.check_grads(loss, (a[0], b[0]), order=2)
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize(
+    "func",
+    [
+        lambda x, norm: np.fft.fft(x, n=5, norm=norm),
+        lambda x, norm: np.fft.ifft(x, n=11, axis=0, norm=norm),
+        lambda x, norm: np.fft.rfft(np.real(x), n=7, norm=norm),
+        lambda x, norm: np.fft.irfft(x, n=9, norm=norm),
+        lambda x, norm: np.fft.hfft(x, norm=norm),
+        lambda x, norm: np.fft.ihfft(np.real(x), norm=norm),
+        lambda x, norm: np.fft.rfftn(np.real(x), s=(5, 6), axes=(1, 0), norm=norm),
+        lambda x, norm: np.fft.irfftn(x, s=(4, 7), axes=(0, 1), norm=norm),
+        lambda x, norm: np.fft.fft2(x, s=(3, 9), norm=norm),
+    ],
+)
+def test_fft_derivatives(func: Callable, norm: str | None) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))
+    vmapx.check_grads(lambda x: func(x, norm), (x,), order=2)

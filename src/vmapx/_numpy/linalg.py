@@ -420,7 +420,11 @@ defbatch(np.linalg.vecdot, lambda f: _vecdot_rule)
 # Decompositions get JVP rules (the formulas JAX uses); their VJPs come from transposing
 # those, which are made of matmul, solve and elementwise operations. `solve` has both
 # rules (transposing its JVP would need its own VJP). Everything else is a composition
-# of differentiable NumPy calls. Complex values follow JAX's convention.
+# of differentiable NumPy calls. Complex values follow JAX's convention; the phase of
+# complex eigenvectors of `eigh` and singular vectors of `svd` is LAPACK's arbitrary
+# choice, which their derivatives hold fixed (as JAX's do): functions that do not depend
+# on that phase (|v|^2, U S V^H, projections) get exact derivatives. `eig` keeps
+# LAPACK's rule (unit columns, largest component real) and is exact.
 
 from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero  # noqa: E402
 
