@@ -24,6 +24,9 @@ class Op:
     # arguments that must be mapped for a native batch: when one of them is unmapped
     # (a plain array written into, or indexed by a batched index) vmap must fall back
     needs_batched: tuple[int, ...] = ()
+    # the result's dtype depends on the values (fixed-width strings sized to the data,
+    # emath's complex-if-needed): a zero-size batch can only match its dtype's kind
+    data_dtype: bool = False
 
     def example_args(self, rng: np.random.Generator) -> list[np.ndarray]:
         if self.make is not None:

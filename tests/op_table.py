@@ -373,6 +373,141 @@ def _gufunc_ops() -> list[Op]:
     ]
 
 
+_S = np.dtypes.StringDType()
+_WORDS = np.array(["ab\tc", " cde ", "xy", "zz z", "q1", "ABC", "12", " "], dtype=_S)
+
+
+def _words(shape: tuple[int, ...], dtype: object = _S) -> Callable:
+    def make(rng: np.random.Generator) -> list:
+        return [rng.choice(_WORDS, size=shape).astype(dtype)]
+
+    return make
+
+
+def _string_ops() -> list[Op]:
+    """String ufuncs, called directly (the private ones are what `np.strings` uses)."""
+    um, i64 = np._core.umath, np.int64
+    ch = lambda c: np.array(c, dtype=_S)  # noqa: E731
+    calls = {
+        "_center": lambda a: um._center(a, i64(7), ch("*")),
+        "_ljust": lambda a: um._ljust(a, i64(7), ch("*")),
+        "_rjust": lambda a: um._rjust(a, i64(7), ch("*")),
+        "_zfill": lambda a: um._zfill(a, i64(7)),
+        "_expandtabs": lambda a: um._expandtabs(a, i64(4)),
+        "_lstrip_chars": lambda a: um._lstrip_chars(a, ch("a ")),
+        "_rstrip_chars": lambda a: um._rstrip_chars(a, ch("c ")),
+        "_strip_chars": lambda a: um._strip_chars(a, ch("c ")),
+        "_lstrip_whitespace": um._lstrip_whitespace,
+        "_rstrip_whitespace": um._rstrip_whitespace,
+        "_strip_whitespace": um._strip_whitespace,
+        "_partition": lambda a: um._partition(a, ch("c")),
+        "_rpartition": lambda a: um._rpartition(a, ch("c")),
+        "_replace": lambda a: um._replace(a, ch("c"), ch("QQ"), i64(-1)),
+        "_slice": lambda a: um._slice(a, i64(0), i64(2), i64(1)),
+        "str_len": um.str_len,
+    }
+    for name in ("count", "find", "rfind", "startswith", "endswith"):
+        calls[name] = (lambda u: lambda a: u(a, ch("z"), i64(0), i64(10)))(getattr(um, name))
+    for name in ("index", "rindex"):
+        calls[name] = (lambda u: lambda a: u(a, ch(""), i64(0), i64(10)))(getattr(um, name))
+    for name in ("isalnum", "isalpha", "isdecimal", "isdigit", "islower", "isnumeric",
+                 "isspace", "istitle", "isupper"):  # fmt: skip
+        calls[name] = getattr(um, name)
+    ops = [Op(f"strings.{n}", f, ((2, 3),), diff=False, make=_words((2, 3)),
+              covers=(getattr(um, n),)) for n, f in calls.items()]  # fmt: skip
+    ops.append(Op("strings._expandtabs_length", lambda a: um._expandtabs_length(a, i64(4)),
+                  ((2, 3),), diff=False, make=_words((2, 3), "U5"),
+                  covers=(um._expandtabs_length,)))  # fmt: skip
+    st = np.strings
+    public = {
+        "center": lambda a: st.center(a, 9, "*"),
+        "ljust": lambda a: st.ljust(a, 7),
+        "rjust": lambda a: st.rjust(a, 7, "-"),
+        "replace": lambda a: st.replace(a, "z", "yy"),
+        "partition": lambda a: st.partition(a, "c"),
+        "rpartition": lambda a: st.rpartition(a, "z"),
+        "zfill": lambda a: st.zfill(a, 6),
+        "add": lambda a: st.add(a, a),
+        "multiply": lambda a: st.multiply(a, 3),
+        "mod": lambda a: st.mod(st.add("%s", a), "!"),
+        "expandtabs": lambda a: st.expandtabs(a, 2),
+        "translate": lambda a: st.translate(a, str.maketrans("az", "AZ")),
+        "encode": lambda a: st.decode(st.encode(a)),
+    }
+    for name in ("upper", "lower", "capitalize", "swapcase", "title", "str_len"):
+        public[name] = getattr(st, name)
+    for name, fn in public.items():
+        covers = (st.encode, st.decode) if name == "encode" else (getattr(st, name),)
+        ops.append(Op(f"np.strings.{name}", fn, ((2, 3),), diff=False,
+                      make=_words((2, 3), "U5"), covers=covers, data_dtype=True))  # fmt: skip
+    return ops
+
+
+def _misc_ops() -> list[Op]:
+    from numpy.lib import scimath
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    def dates(rng: np.random.Generator) -> list:
+        days = rng.integers(0, 1000, size=(4,)).astype("datetime64[D]")
+        days[rng.integers(0, 4)] = np.datetime64("NaT")
+        return [days]
+
+    def copy_into(x: Any) -> Any:
+        out = np.zeros_like(x)
+        np.copyto(out, x * 2, where=x > 0)
+        return out
+
+    ops = [
+        Op("isnat", np.isnat, ((4,),), diff=False, make=dates, covers=(np.isnat,)),
+        Op("copyto", copy_into, ((3, 4),), diff=False, covers=(np.copyto,)),
+        Op(
+            "copyto.src_batched",
+            lambda x, y: _copy_src(x, y),
+            ((3,), (3,)),
+            diff=False,
+            needs_batched=(0,),
+        ),
+        Op(
+            "sliding_window_view",
+            lambda x: sliding_window_view(x, 2),
+            ((5,),),
+            covers=(sliding_window_view,),
+        ),  # fmt: skip
+        Op(
+            "sliding_window_view.axis",
+            lambda x: sliding_window_view(x, (2, 2), axis=(1, 0)),
+            ((3, 4),),
+        ),  # fmt: skip
+    ]
+    # real results here; complex-for-some-examples is tested in test_coverage.py
+    for f in (scimath.sqrt, scimath.log, scimath.log2, scimath.log10, scimath.arccos,
+              scimath.arcsin, scimath.arctanh):  # fmt: skip
+        ops.append(Op(f"emath.{f.__name__}", f, ((3,),), domain=(0.1, 0.9), diff=False,
+                      covers=(f,)))  # fmt: skip
+    ops.append(Op("emath.power", scimath.power, ((3,), (3,)), domain=(0.1, 2.0), diff=False,
+                  covers=(scimath.power,)))  # fmt: skip
+    like = [
+        ("eye", lambda x: np.eye(3, like=x) @ x),
+        ("identity", lambda x: np.identity(3, like=x) @ x),
+        ("ones", lambda x: np.ones(3, like=x) * x),
+        ("tri", lambda x: np.tri(3, like=x) @ x),
+        ("full", lambda x: np.full(3, 2.0, like=x) * x),
+        ("fromfunction", lambda x: np.fromfunction(lambda i: i * 1.0, (3,), like=x) + x),
+        ("require", lambda x: np.require(np.ones(3), like=x) + x),
+    ]
+    for name, fn in like:  # `like=` is all NumPy dispatches on: the result is plain
+        ops.append(Op(f"like.{name}", fn, ((3,),), diff=False, covers=(getattr(np, name),)))
+    ops.append(Op("emath.logn", scimath.logn, ((3,), (3,)), domain=(0.5, 2.0), diff=False,
+                  covers=(scimath.logn,)))  # fmt: skip
+    return ops
+
+
+def _copy_src(x: Any, y: Any) -> Any:
+    out = np.zeros_like(x)
+    np.copyto(out, y)
+    return out
+
+
 OPS: list[Op] = [
     *_ufunc_ops(),
     *_reduce_ops(),
@@ -380,6 +515,8 @@ OPS: list[Op] = [
     *_shape_ops(),
     *_index_ops(),
     *_gufunc_ops(),
+    *_string_ops(),
+    *_misc_ops(),
     # one file per family keeps rows next to each other without edit conflicts
     *op_table_shapes.OPS,  # shapes, joins, splits, creation
     *op_table_contractions.OPS,  # contractions, linalg, fft

@@ -37,7 +37,7 @@ def test_zero_size_batch(op: Op) -> None:
     example = op.example_args(rng)
     in_axes = (0,) * len(example)
     args = batched_args(op.example_args, in_axes, 2, rng)
-    check_zero_batch(op.fn, args, in_axes)
+    check_zero_batch(op.fn, args, in_axes, op.data_dtype)
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)

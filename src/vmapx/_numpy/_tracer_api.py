@@ -59,6 +59,8 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 
 # NumPy functions that write into their first argument: handled as functional writes
 IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
+# a traced `dst` never reaches the primitive; one traced only through `src` does
+_dispatch.defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:

@@ -7,9 +7,9 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
-from harness import assert_same, check_vmap, loop_reference
 
 import vmapx
+from harness import assert_same, check_vmap, loop_reference
 from vmapx import errors, vmap
 
 rng = np.random.default_rng(0)
@@ -84,9 +84,7 @@ def test_tuple_list_namedtuple_trees() -> None:
     def f(t, lst, p):
         return {"s": t[0] + lst[1], "p": Pair(p.a * 2, p.b.sum())}
 
-    out = vmap(f, in_axes=((0, None), [None, 0], Pair(0, 1)))(
-        (x, 1.0), [2.0, x], Pair(x, x.T)
-    )
+    out = vmap(f, in_axes=((0, None), [None, 0], Pair(0, 1)))((x, 1.0), [2.0, x], Pair(x, x.T))
     assert_same(out["s"], x + x)
     assert isinstance(out["p"], Pair)
     assert_same(out["p"].a, 2 * x)

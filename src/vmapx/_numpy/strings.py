@@ -1,0 +1,59 @@
+"""`numpy.strings`: elementwise string functions (they broadcast all their operands).
+
+Their ufuncs batch through the ufunc family; the public functions that NumPy hands to
+`__array_function__` themselves get the same elementwise treatment here, so that the
+fixed-width output size is computed once for the whole batch (NumPy sizes the output
+for the longest result: the same dtype the loop's stack gets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._batching import BatchTrace, aligned_operands, batch_rules, loop_apply, wrap_tree
+from ..errors import UnsupportedError
+from ._dispatch import defbatch, ufunc_primitive
+
+_ELEMENTWISE = [
+    "add", "capitalize", "center", "count", "decode", "encode", "endswith", "expandtabs",
+    "find", "index", "isalnum", "isalpha", "isdecimal", "isdigit", "islower", "isnumeric",
+    "isspace", "istitle", "isupper", "ljust", "lower", "lstrip", "mod", "multiply",
+    "partition", "replace", "rfind", "rindex", "rjust", "rpartition", "rstrip", "slice",
+    "startswith", "str_len", "strip", "swapcase", "title", "translate", "upper", "zfill",
+]  # fmt: skip
+
+
+def _broadcasting_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        names = list(kwargs)
+        vals = aligned_operands(trace, (*args, *kwargs.values()))
+        keywords = dict(zip(names, vals[len(args) :], strict=True))
+        try:
+            return wrap_tree(trace, func(*vals[: len(args)], **keywords))
+        except ValueError:
+            if trace.axis_size:
+                raise
+            # NumPy sizes some fixed-width results from the data, which an empty batch
+            # lacks: take the sizes from one dummy example
+            return loop_apply(trace, func, args, kwargs, func.__name__)
+
+    return rule
+
+
+defbatch([getattr(np.strings, n) for n in _ELEMENTWISE if hasattr(np.strings, n)],
+         _broadcasting_rule)  # fmt: skip
+
+
+def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    raise UnsupportedError(
+        "vmap: this string ufunc writes fixed-width results only into preallocated "
+        "structured `out=` buffers, which cannot be traced; call `np.strings.partition`/"
+        "`np.strings.rpartition` instead (they batch)"
+    )
+
+
+for _ufunc in (np._core.umath._partition_index, np._core.umath._rpartition_index):
+    batch_rules[ufunc_primitive(_ufunc, "__call__")] = _needs_out_buffers
