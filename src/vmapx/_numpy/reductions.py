@@ -48,12 +48,38 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 axis = _shift_axis(tuple(axis), nd)
             else:
                 axis = _shift_axis(axis, nd)
+            if func is np.sum and _short_last_axis(v, axis, args, kwargs):
+                return trace.wrap(_sum_short_last_axis(v, kwargs.get("keepdims", False)))
             args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", axis)
             return trace.wrap(func(*args, **kwargs))
 
         return rule
 
     return factory
+
+
+# NumPy reduces a short contiguous last axis one row at a time (a C call per row: slow
+# for a big batch of short rows, w7/w8 of the benchmarks); for fewer than 8 entries its
+# pairwise sum is sequential, so adding the columns in order gives the same bits.
+_SHORT_AXIS = 7
+
+
+def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
+    return (
+        type(v) is np.ndarray
+        and axis in (v.ndim - 1, (v.ndim - 1,))
+        and 1 < v.shape[-1] <= _SHORT_AXIS
+        and v.dtype.kind in "fc"
+        and len(args) <= 2
+        and kwargs.keys() <= {"axis", "keepdims"}
+    )
+
+
+def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
+    total = v[..., 0] + v[..., 1]
+    for i in range(2, v.shape[-1]):
+        total += v[..., i]
+    return total[..., None] if keepdims else total
 
 
 def _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd):  # noqa: ANN001, ANN202
