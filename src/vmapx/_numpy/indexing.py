@@ -14,6 +14,7 @@ import numpy as np
 
 from .._batching import (
     BatchTrace,
+    BatchTracer,
     align_rank,
     aligned_operands,
     batch_rules,
@@ -185,8 +186,26 @@ def _checked(trace: BatchTrace, run: Any, x: Any, idx: Any, value: Any = _NO_VAL
         raise err from None
 
 
+_BASIC = (int, slice, type(None), type(Ellipsis))
+
+
+def _only_ints_and_slices(idx: Any) -> bool:
+    """Ints, slices, `None` and `...` only: then the index applies to the batched value
+    as it is, behind one `slice(None)` for the batch axis (the common, fast case)."""
+    if type(idx) is tuple:
+        return all(type(c) in _BASIC for c in idx)
+    return type(idx) in _BASIC
+
+
 def getitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     x, idx = args
+    if _only_ints_and_slices(idx) and type(x) is BatchTracer and x._trace is trace:
+        try:
+            return trace.wrap(
+                x.val[(slice(None), *idx) if type(idx) is tuple else (slice(None), idx)]
+            )
+        except IndexError:
+            pass  # the general path raises NumPy's own message, with per-example axes
     index, perm, _ = _plan(trace, example_ndim(trace, x), idx)
     # bind, not `[]`: the index may hold tracers of an outer vmap
     out = _checked(trace, lambda: bind(GETITEM, (bcast_batch(trace, x), index), {}), x, idx)
