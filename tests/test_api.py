@@ -504,3 +504,13 @@ def test_bad_options() -> None:
 def test_truth_value_of_array_is_ambiguous_like_numpy() -> None:
     with pytest.raises(ValueError, match="ambiguous"):
         vmap(lambda x: 1.0 if x else 0.0)(np.ones((2, 3)))
+
+
+def test_results_never_alias_the_callers_arrays() -> None:
+    x = rng.normal(size=(3, 4))
+    for f in (lambda v: v, lambda v: v[1:], lambda v: v.T, lambda v: np.zeros_like(v)):
+        out = vmap(f)(x)
+        assert not np.shares_memory(out, x)
+        assert out.flags.writeable
+        out[...] = 7.0
+    assert not (x == 7.0).any()

@@ -148,6 +148,12 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     """Leaves of the arguments, with the batch axis of each (`None` = unmapped)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if all(type(a) is np.ndarray for a in args):  # the common case: no pytrees to walk
+        if type(in_axes) is int or in_axes is None:
+            return list(args), _flat_treedef(len(args)), [in_axes] * len(args)
+        if type(in_axes) is tuple and len(in_axes) == len(args):
+            if all(type(ax) is int or ax is None for ax in in_axes):
+                return list(args), _flat_treedef(len(args)), list(in_axes)
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
         raise InAxesError(
             f"vmap: in_axes is a tuple of length {len(in_axes)} but the function was called "
@@ -173,6 +179,12 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
 
 def _is_leaf(x: Any) -> bool:
     return isinstance(x, Tracer | np.ndarray)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_treedef(n: int) -> Any:
+    """The structure of a tuple of `n` arrays."""
+    return optree.tree_structure((np.empty(0),) * n, is_leaf=_is_leaf)
 
 
 def _arg_name(f: Callable, index: int) -> str:
@@ -258,7 +270,7 @@ def _run(
             pop_trace(trace)
             trace = None
             return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, signal)
-        return _unbatch_outputs(trace, out, opts.out_axes, size)
+        return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
     finally:
         if trace is not None:
             pop_trace(trace)
@@ -278,7 +290,9 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
     return BatchTracer(trace, x)
 
 
-def _unbatch_outputs(trace: BatchTrace, out: Any, out_axes: Any, size: int) -> Any:
+def _unbatch_outputs(
+    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list = ()
+) -> Any:
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
     axes = _output_axes(out_axes, out, treedef)
     results = []
@@ -301,8 +315,29 @@ def _unbatch_outputs(trace: BatchTrace, out: Any, out_axes: Any, size: int) -> A
                 f"vmap: out_axes={ax} is out of range for output {i} of per-example shape "
                 f"{tuple(np.shape(val))[1:]}; valid axes are {-nd}..{nd - 1}"
             )
-        results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
+        val = np.moveaxis(val, 0, ax) if ax % nd else val
+        results.append(_own(val, inputs) if batched else val)
     return optree.tree_unflatten(treedef, results)
+
+
+def _own(val: Any, inputs: list) -> Any:
+    """The loop returns a fresh writable array: copy a result that is a read-only
+    broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
+    if type(val) is not np.ndarray:
+        return val
+    if val.base is None and not any(val is x for x in inputs):
+        return val  # owns its memory: a new array
+    root = _root(val)
+    if not val.flags.writeable or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
+        return val.copy()
+    return val
+
+
+def _root(x: np.ndarray) -> Any:
+    """The object that owns the memory a view looks into."""
+    while isinstance(x, np.ndarray) and x.base is not None:
+        x = x.base
+    return x
 
 
 def _output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
