@@ -537,3 +537,63 @@ def test_docstring_examples():
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0
+
+
+# -- in-place writes -------------------------------------------------------------------------
+
+
+def test_recurrence_written_in_place_is_differentiable():
+    def f(x):
+        h = np.zeros_like(x)
+        h[0] = x[0]
+        for i in range(1, 3):
+            h[i] = h[i - 1] * 0.5 + x[i]  # reads a view of `h`, then writes `h`
+        return np.sum(h)
+
+    x = np.ones(3)
+    _close(grad(f)(x), [1.75, 1.5, 1.0])
+    _close(jacfwd(f)(x), [1.75, 1.5, 1.0])
+    _close(vmap(grad(f))(np.ones((2, 3))), np.ones((2, 3)) * [1.75, 1.5, 1.0])
+
+
+def test_views_keep_numpy_semantics_or_raise():
+    def read_view_after_write(x):
+        h = x * 1.0
+        v = h[0:2]
+        h[0] = 5.0  # NumPy would change `v` too
+        return np.sum(v)
+
+    def write_into_view(x):
+        h = x * 1.0
+        v = h[0:2]
+        v[0] = 5.0  # NumPy would change `h` too
+        return np.sum(h)
+
+    with pytest.raises(ConcretizationError, match="view .* used after the array it views"):
+        grad(read_view_after_write)(np.ones(3))
+    with pytest.raises(ConcretizationError, match="in-place write into an array that may"):
+        grad(write_into_view)(np.ones(3))
+
+
+def test_arrays_used_by_the_tape_cannot_change_under_it():
+    def reuses_buffer(w):
+        buf = np.zeros(3)
+        total = 0.0
+        for i in range(2):
+            buf[:] = i + 1.0  # would change the first term's derivative
+            total = total + np.sum(w * buf)
+        return total
+
+    with pytest.raises(ValueError, match="read-only"):
+        grad(reuses_buffer)(np.ones(3))
+    a = np.ones(3)
+    grad(lambda w: np.sum(w * a))(np.ones(3))
+    assert a.flags.writeable  # writable again once the transform returned
+
+    def mutates_batched(w, c):
+        y = np.sum(w * c)
+        c[0] = 5.0  # a batched value written after use: the tape kept the old one
+        return y + np.sum(w * c)
+
+    got = vmap(grad(mutates_batched), in_axes=(None, 0))(np.ones(3), np.ones((2, 3)))
+    _close(got, [[6.0, 2.0, 2.0], [6.0, 2.0, 2.0]])

@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._numpy._dispatch import primitive, ufunc_primitive
 from .errors import DifferentiationError
@@ -96,9 +97,33 @@ class NoRule(Exception):  # noqa: N818 (a signal to the engine, not a user error
 
 
 class ADTracer(Tracer):
-    """Common part of the autodiff tracers: a concrete `primal` one level down."""
+    """Common part of the autodiff tracers: a concrete `primal` one level down.
 
-    __slots__ = ("primal",)
+    Writes are functional (`_become`), so views are tracked to keep NumPy's semantics
+    or fail: a tracer made by an operation that may return a view (`x[1:]`, reshape,
+    ...) records its base and the base's version. Writing into such a view is refused
+    (`_aliased`), and using it after its base was written raises; writing into the base
+    itself is fine (the common `h[i] = f(h[i - 1])`).
+    """
+
+    __slots__ = ("primal", "_view", "_version")
+
+    @property  # type: ignore[override]
+    def _aliased(self) -> bool:
+        return self._view is not None
+
+    @_aliased.setter
+    def _aliased(self, value: bool) -> None:
+        pass  # the core marks every operand of a view operation; views are tracked here
+
+    def _check_fresh(self) -> None:
+        view = self._view
+        if view is not None and view[0]._version != view[1]:
+            raise self._trace.concretization(
+                "a view (a slice, reshape, transpose, ...) was used after the array it "
+                "views was written in place, which NumPy would reflect in the view",
+                "copy the view before writing (`v = x[1:].copy()`), or take it after the write",
+            )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -179,13 +204,15 @@ class JVPTracer(ADTracer):
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
         self._trace = trace
-        self._aliased = False
+        self._view = None
+        self._version = 0
         self.primal = primal
         self.tangent = tangent
 
     def _become(self, other: Tracer) -> None:
         self.primal = other.primal
         self.tangent = other.tangent
+        self._version += 1
 
 
 class VJPTracer(ADTracer):
@@ -196,7 +223,8 @@ class VJPTracer(ADTracer):
 
     def __init__(self, trace: VJPTrace, primal: Any, node: int | None, out: int = -1) -> None:
         self._trace = trace
-        self._aliased = False
+        self._view = None
+        self._version = 0
         self.primal = primal
         self.node = node
         self.out = out
@@ -205,6 +233,7 @@ class VJPTracer(ADTracer):
         self.primal = other.primal
         self.node = other.node
         self.out = other.out
+        self._version += 1
 
 
 # -- shared helpers ------------------------------------------------------------------
@@ -237,6 +266,7 @@ def _unwrap(trace: Trace, args: tuple, kwargs: dict) -> tuple[tuple, dict, list,
         new_kwargs = {}
         for k, v in kwargs.items():
             if isinstance(v, Tracer) and v._trace is trace:
+                v._check_fresh()
                 new_kwargs[k] = v.primal
                 if _payload(v) is not None:
                     argnums.append(k)
@@ -256,6 +286,7 @@ def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: l
     out = None
     for i, a in enumerate(seq):
         if isinstance(a, Tracer) and a._trace is trace:
+            a._check_fresh()
             new = a.primal
             if _payload(a) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
@@ -347,6 +378,44 @@ def add_any(a: Any, b: Any) -> Any:
     return a + b
 
 
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _snapshot(t: Tracer) -> Tracer:
+    """A shallow copy of a tracer: it keeps the current payload even if `t` is written
+    in place later (`_become` replaces the payload of `t` only)."""
+    names = _SLOTS.get(type(t))
+    if names is None:
+        names = tuple(
+            n for c in type(t).__mro__ for n in getattr(c, "__slots__", ())
+            if n != "__weakref__"
+        )  # fmt: skip
+        _SLOTS[type(t)] = names
+    c = object.__new__(type(t))
+    for n in names:
+        try:
+            object.__setattr__(c, n, object.__getattribute__(t, n))
+        except AttributeError:
+            pass
+    return c
+
+
+def _mark_view(trace: Trace, args: tuple, out: Any) -> Any:
+    """Record that `out` may be a view of the first traced operand (of its root): for
+    the user's own operations only (those of rules run with another trace on top)."""
+    if trace.level != len(_core._state.stack):
+        return out
+    base = next((a for a in args if isinstance(a, ADTracer) and a._trace is trace), None)
+    if base is None:
+        return out
+    if base._view is not None:
+        base = base._view[0]
+    for o in out if _is_multi(out) else (out,):
+        if isinstance(o, ADTracer):
+            o._view = (base, base._version)
+    return out
+
+
 def _no_rule(trace: Trace, prim: Primitive, argnum: Any, mode: str) -> DifferentiationError:
     which = "" if argnum is None else f" with respect to {_argnum_name(argnum)}"
     return DifferentiationError(
@@ -403,6 +472,17 @@ class JVPTrace(Trace):
         multi = _is_multi(ans)
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
+        if prim.may_view:
+            return _mark_view(
+                self, args, self._process(prim, primals, pkwargs, argnums, tracers, ans)
+            )
+        return self._process(prim, primals, pkwargs, argnums, tracers, ans)
+
+    def _process(
+        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        ans: Any,
+    ) -> Any:  # fmt: skip
+        multi = _is_multi(ans)
         kept = _zero_filter(prim, argnums, tracers) if argnums else None
         if kept is None:
             return self.lift(ans, None, multi)
@@ -493,13 +573,56 @@ class _Node:
 
 
 class VJPTrace(Trace):
-    """The trace of one reverse-mode transform (`grad`, `vjp`, `jacrev`, ...)."""
+    """The trace of one reverse-mode transform (`grad`, `vjp`, `jacrev`, ...).
 
-    __slots__ = ("tape",)
+    The tape keeps the operands of each primitive for the backward pass, so they must
+    not change afterwards: tracers of other transforms are kept as shallow copies (an
+    in-place write replaces a tracer's payload), and plain arrays are made read-only
+    until `f` returns (writing into an array already used would change the
+    derivative; NumPy then reports "assignment destination is read-only").
+    """
+
+    __slots__ = ("tape", "locked")
 
     def __init__(self, transform: str) -> None:
         super().__init__(transform)
         self.tape: list[_Node] = []
+        self.locked: list[np.ndarray] = []
+
+    def keep(self, values: Any) -> Any:
+        """`values` (a tuple/list/dict of operands) as the tape keeps them."""
+        if type(values) is dict:
+            return {k: self._keep_one(v) for k, v in values.items()}
+        out = [self._keep_one(v) for v in values]
+        return tuple(out) if type(values) is tuple else out
+
+    def _keep_one(self, v: Any) -> Any:
+        t = type(v)
+        if t is np.ndarray:
+            a = v
+            while isinstance(a, np.ndarray) and a.flags.writeable:
+                a.flags.writeable = False
+                self.locked.append(a)
+                a = a.base  # a view's data changes when its base is written
+            return v
+        if isinstance(v, Tracer):
+            return _snapshot(v)
+        if t in (list, tuple):
+            return self.keep(v)
+        return v
+
+    def unlock(self) -> None:
+        """Make the arrays writable again (after `f` returned and this trace was popped)."""
+        for a in reversed(self.locked):
+            try:
+                a.flags.writeable = True
+            except ValueError:  # a view whose base an enclosing trace keeps read-only
+                outer = next(
+                    (t for t in reversed(_core._state.stack) if isinstance(t, VJPTrace)), None
+                )
+                if outer is not None:
+                    outer.locked.insert(0, a)  # after its base, in reverse order
+        self.locked.clear()
 
     def new_input(self, primal: Any) -> VJPTracer:
         self.tape.append(_Node(None, (), None))
@@ -518,6 +641,17 @@ class VJPTrace(Trace):
         multi = _is_multi(ans)
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
+        if prim.may_view:
+            return _mark_view(
+                self, args, self._process(prim, primals, pkwargs, argnums, tracers, ans)
+            )
+        return self._process(prim, primals, pkwargs, argnums, tracers, ans)
+
+    def _process(
+        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        ans: Any,
+    ) -> Any:  # fmt: skip
+        multi = _is_multi(ans)
         kept = _zero_filter(prim, argnums, tracers) if argnums else None
         if kept is None:
             return self.lift(ans, None, multi)
@@ -525,6 +659,8 @@ class VJPTrace(Trace):
         rule = vjp_rules.get(prim)
         if rule is None:
             rule = _vjp_from_jvp(self, prim)
+        primals, pkwargs = self.keep(primals), self.keep(pkwargs) if pkwargs else pkwargs
+        self.keep((ans,))
         try:
             pullback = rule(argnums, ans, primals, pkwargs)
         except NoRule as e:
@@ -612,7 +748,9 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
     prev = cts[node]
     if prev is None:
         cts[node] = ct
-    elif owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype:
+    elif (
+        owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and (prev.flags.writeable)
+    ):
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
     else:
         total = prev + ct
@@ -652,6 +790,7 @@ def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list,
         out = f(*tracers)
     finally:
         pop_trace(trace)
+        trace.unlock()
     return trace, tracers, out
 
 
