@@ -66,6 +66,51 @@ def main() -> None:
     show("batched dot (B=10000, 64)", batched_dot,
          (rng.normal(size=(10000, 64)), rng.normal(size=(10000, 64))), (0, 0))  # fmt: skip
 
+    print("\nComposed with differentiation:\n")
+
+    # the seed's per-example gradients of a dense layer, in NumPy
+    def loss(params: dict, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        pred = x @ params["W"] + params["b"]
+        return 0.5 * np.sum((y - pred) ** 2)
+
+    params = {"W": rng.normal(size=(32, 1)), "b": rng.normal(size=(1,))}
+    xs, ys = rng.random((1024, 32)), rng.random((1024, 1))
+    per_example = vmapx.vmap(vmapx.grad(loss), in_axes=(None, 0, 0))
+    grads = per_example(params, xs, ys)
+    residual = xs @ params["W"] + params["b"] - ys  # hand-written backprop
+    np.testing.assert_allclose(grads["W"], xs[:, :, None] * residual[:, None, :], rtol=1e-12)
+    np.testing.assert_allclose(grads["b"], residual, rtol=1e-12)
+    loop_grad = vmapx.grad(loss)
+    t_loop = timeit(lambda: [loop_grad(params, x, y) for x, y in zip(xs, ys, strict=True)], 3)
+    t_vmap = timeit(lambda: per_example(params, xs, ys))
+    print(f"{'per-example grads, dense layer (B=1024)':<48} loop {t_loop * 1e3:8.2f} ms   "
+          f"vmap {t_vmap * 1e3:7.2f} ms   speed-up {t_loop / t_vmap:6.1f}x   "
+          f"(W {grads['W'].shape}, b {grads['b'].shape}; equal to backprop: yes)")  # fmt: skip
+
+    # the seed's Jacobian: vmap over VJPs of the identity rows
+    def f(x: np.ndarray) -> np.ndarray:
+        return x**2 + np.sin(x)
+
+    x = rng.normal(size=256)
+    _, vjp_fn = vmapx.vjp(f, x)
+    jac = vmapx.vmap(vjp_fn)(np.eye(256))[0]
+    np.testing.assert_allclose(jac, np.diag(2 * x + np.cos(x)), atol=1e-12)
+    np.testing.assert_allclose(vmapx.jacfwd(f)(x), jac, atol=1e-12)
+    t_loop = timeit(lambda: np.stack([vjp_fn(row)[0] for row in np.eye(256)]), 3)
+    t_vmap = timeit(lambda: vmapx.vmap(vjp_fn)(np.eye(256)))
+    print(f"{'Jacobian by vmap over VJPs (256x256)':<48} loop {t_loop * 1e3:8.2f} ms   "
+          f"vmap {t_vmap * 1e3:7.2f} ms   speed-up {t_loop / t_vmap:6.1f}x   "
+          f"(equal to jacfwd and the closed form: yes)")  # fmt: skip
+
+    print("\nPython control flow that differs per example:\n")
+
+    def newton_sqrt(a: np.ndarray) -> np.ndarray:
+        return vmapx.while_loop(lambda r: abs(r * r - a) > 1e-12 * a,
+                                lambda r: 0.5 * (r + a / r), a)  # fmt: skip
+
+    show("Newton sqrt, each example its own iterations", newton_sqrt,
+         (rng.uniform(1, 1e6, size=5000),), (0,))  # fmt: skip
+
 
 if __name__ == "__main__":
     main()
