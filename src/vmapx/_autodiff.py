@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._batching import BatchTracer
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._numpy._dispatch import primitive, ufunc_primitive
 from .errors import DifferentiationError
@@ -605,6 +606,8 @@ class VJPTrace(Trace):
                 self.locked.append(a)
                 a = a.base  # a view's data changes when its base is written
             return v
+        if t is BatchTracer:  # the common case, without the generic slot copy
+            return BatchTracer(v._trace, v.val)
         if isinstance(v, Tracer):
             return _snapshot(v)
         if t in (list, tuple):
