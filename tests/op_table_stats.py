@@ -246,8 +246,6 @@ DERIVATIVES_WAITING: dict[str, str] = {
     },
     "interp": "np.take_along_axis",
     "interp.left_right_period": "np.take_along_axis",
-    "trapezoid": "np.diff",
-    "trapezoid.x_nd": "np.diff",
     "corrcoef": "np.diagonal",
     "corrcoef.y": "np.diagonal",
 }

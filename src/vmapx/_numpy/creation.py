@@ -257,4 +257,21 @@ def _geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 defcomposite(np.linspace, _linspace)
 defcomposite(np.logspace, _logspace)
 defcomposite(np.geomspace, _geomspace)
+
+
+def _vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # noqa: N803
+    """`np.vander` as NumPy computes it: powers by repeated multiplication by `x`."""
+    if np.ndim(x) != 1 or not hasattr(x, "dtype"):
+        return NotImplemented  # NumPy's error, or a list
+    n = np.shape(x)[0] if N is None else N
+    dtype = np.promote_types(x.dtype, int)
+    if n <= 0:
+        return np.zeros_like(x, shape=(np.shape(x)[0], 0), dtype=dtype)
+    powers = [np.ones_like(x, dtype=dtype)]
+    for _ in range(n - 1):
+        powers.append(powers[-1] * x)
+    return np.stack(powers if increasing else powers[::-1], axis=1)
+
+
+defcomposite(np.vander, _vander)
 # -- end of derivatives ------------------------------------------------------------------
