@@ -597,3 +597,40 @@ def test_arrays_used_by_the_tape_cannot_change_under_it():
 
     got = vmap(grad(mutates_batched), in_axes=(None, 0))(np.ones(3), np.ones((2, 3)))
     _close(got, [[6.0, 2.0, 2.0], [6.0, 2.0, 2.0]])
+
+
+# -- the ndarray surface and pytrees ------------------------------------------------------
+
+
+def test_ndarray_methods_are_differentiable():
+    def f(x):
+        y = x.reshape(3, 4).T
+        z = y.sum(axis=0) + y.mean() + y.max(axis=1).sum() + y.min() + y.std()
+        w = x.cumsum()[-1] + x.prod() * 0.01 + x.flatten()[2] + x.ravel()[3] + x.copy()[0]
+        v = x.astype(np.float64).conj() @ x + y.var(axis=0).sum() + x.cumprod()[3]
+        return np.sum(z) + w + v
+
+    x = RNG.standard_normal(12)
+    vmapx.check_grads(f, (x,), order=2)
+    _close(vmap(grad(f))(np.stack([x, x + 1])), np.stack([grad(f)(x), grad(f)(x + 1)]))
+
+
+def test_hessian_with_several_argnums_nests_like_jax():
+    def f(a, b):
+        return np.sum(a**2 * b) + np.sum(b**3)
+
+    a, b = np.ones(2), 2 * np.ones(2)
+    (haa, hab), (hba, hbb) = hessian(f, argnums=(0, 1))(a, b)
+    _close(haa, 2 * np.diag(b))
+    _close(hab, 2 * np.diag(a))
+    _close(hba, 2 * np.diag(a))
+    _close(hbb, 6 * np.diag(b))
+
+
+def test_jvp_of_pytrees_and_chunked_vmap_of_grad():
+    p = {"w": np.array([1.0, 2.0]), "b": np.array(0.5)}
+    t = {"w": np.array([1.0, 0.0]), "b": np.array(1.0)}
+    out, tan = jvp(lambda p: {"y": p["w"] * p["b"]}, (p,), (t,))
+    _close(tan["y"], [1.0 * 0.5 + 1.0, 2.0])
+    xs = RNG.standard_normal((5, 4))
+    _close(vmap(grad(_h), chunk_size=2)(xs), vmap(grad(_h))(xs))
