@@ -260,6 +260,18 @@ def test_add_at_is_differentiable():
 
     x, v = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.0, 2.0])
     vmapx.check_grads(f, (x, v), order=2)
+    xs, vs = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    got = vmap(grad(f, argnums=(0, 1)))(xs, vs)
+    loop = [grad(f, argnums=(0, 1))(x, v) for x, v in zip(xs, vs, strict=True)]
+    _close(got[1], np.stack([g[1] for g in loop]))
+
+    def g(x):
+        y = x.copy()
+        np.multiply.at(y, np.array([0]), 2.0)
+        return np.sum(y)
+
+    with pytest.raises(DifferentiationError, match=r"grad: `np.multiply.at` cannot be diff"):
+        grad(g)(x)
 
 
 def test_max_ties_share_the_derivative_equally():

@@ -415,9 +415,11 @@ def _at_composite(ufunc: np.ufunc) -> Any:
         if ufunc in (np.add, np.subtract) and rest:
             v = rest[0] if ufunc is np.add else -rest[0]
             return _core.bind(SCATTER_ADD, (x, idx, v), {})
-        if any(_has_derivative(a) for a in (x, *rest)):
+        traced = [a for a in (x, *rest) if _has_derivative(a)]
+        if traced:
             raise DifferentiationError(
-                f"`np.{ufunc.__name__}.at` cannot be differentiated; only `np.add.at` and "
+                f"{traced[0]._trace.transform}: `np.{ufunc.__name__}.at` cannot be "
+                f"differentiated (at {_core.user_frame_location()}); only `np.add.at` and "
                 "`np.subtract.at` can. Write the update with index assignment or `np.where`."
             )
         out = np.copy(stop_gradient_leaf(x))
