@@ -207,7 +207,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 
     **Returns:** `(out, vjp_fn)` (or `(out, vjp_fn, aux)`), where `vjp_fn(ct)` takes a
     cotangent with the structure of `out` and returns a tuple with one cotangent per
-    primal. `vjp_fn` can be called several times and mapped with `vmap`.
+    primal. `vjp_fn` can be called several times and mapped with `vmap`; it reads the
+    arrays `f` used, so do not write into them before calling it.
 
     **Example:**
 
@@ -316,6 +317,12 @@ def grad(
     Compositions work in any order: `vmap(grad(f))` gives per-example gradients,
     `grad(grad(f))` second derivatives. For a real function of complex `z` the gradient
     is `df/dx - i df/dy` (JAX's convention: use its conjugate for gradient descent).
+
+    `f` runs eagerly on traced values: Python control flow on them works (`if x > 0:`),
+    and `float(x)`/`x.item()` give the value, through which no derivative flows (use
+    `np.*` functions for the math). In-place writes into traced arrays (`h[i] = ...`)
+    are differentiated; plain arrays already used by the computation cannot be written
+    until `f` returns (NumPy says "read-only"), since that would change the derivative.
 
     **Returns:** the gradient function, taking the same arguments as `f`.
 
