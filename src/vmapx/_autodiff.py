@@ -67,6 +67,7 @@ import numpy as np
 from . import _core
 from ._batching import BatchTracer
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._numpy._compat import astype
 from ._numpy._dispatch import primitive, ufunc_primitive
 from .errors import DifferentiationError
 
@@ -287,9 +288,10 @@ def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: l
     out = None
     for i, a in enumerate(seq):
         if isinstance(a, Tracer) and a._trace is trace:
-            a._check_fresh()
+            if a._view is not None:
+                a._check_fresh()
             new = a.primal
-            if _payload(a) is not None:
+            if (a.tangent if type(a) is JVPTracer else a.node) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
                 tracers.append(a)
         elif type(a) in (list, tuple) and a:
@@ -348,7 +350,7 @@ def fit(x: Any, shape: tuple, dtype: np.dtype) -> Any:
     if xdtype != dtype:
         if xdtype.kind == "c" and dtype.kind != "c":
             x = np.real(x)
-        x = np.astype(x, dtype, copy=False)
+        x = astype(x, dtype, copy=False)
     return x
 
 
@@ -580,7 +582,9 @@ class VJPTrace(Trace):
     not change afterwards: tracers of other transforms are kept as shallow copies (an
     in-place write replaces a tracer's payload), and plain arrays are made read-only
     until `f` returns (writing into an array already used would change the
-    derivative; NumPy then reports "assignment destination is read-only").
+    derivative; NumPy then reports "assignment destination is read-only"). Results are
+    reachable only through this trace's tracers (written functionally) or, by
+    `stop_gradient`, as read-only views or copies of tracers.
     """
 
     __slots__ = ("tape", "locked")
@@ -662,13 +666,14 @@ class VJPTrace(Trace):
         rule = vjp_rules.get(prim)
         if rule is None:
             rule = _vjp_from_jvp(self, prim)
-        primals, pkwargs = self.keep(primals), self.keep(pkwargs) if pkwargs else pkwargs
-        self.keep((ans,))
+        primals = self.keep(primals)
+        if pkwargs:
+            pkwargs = self.keep(pkwargs)
         try:
             pullback = rule(argnums, ans, primals, pkwargs)
         except NoRule as e:
             raise _no_rule(self, prim, e.argnum, "reverse-mode (VJP)") from None
-        parents = tuple((t.node, t.out, t.primal.shape, t.primal.dtype) for t in tracers)
+        parents = tuple([(t.node, t.out, t.primal.shape, t.primal.dtype) for t in tracers])
         self.tape.append(_Node(pullback, parents, ans if multi else None))
         return self.lift(ans, len(self.tape) - 1, multi)
 
@@ -805,9 +810,17 @@ def strip(trace: Trace, x: Any) -> Any:
 
 
 def stop_gradient_leaf(x: Any) -> Any:
-    """`x` without any autodiff tracer layer (batching tracers are kept)."""
+    """`x` without any autodiff tracer layer (batching tracers are kept). The value a
+    tape may hold is given as a read-only view (or a tracer's shallow copy)."""
+    if not isinstance(x, ADTracer):
+        return x
     while isinstance(x, ADTracer):
         x = x.primal
+    if type(x) is np.ndarray:
+        x = x.view()
+        x.flags.writeable = False
+    elif isinstance(x, Tracer):
+        x = _snapshot(x)
     return x
 
 
