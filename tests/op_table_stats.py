@@ -246,8 +246,6 @@ DERIVATIVES_WAITING: dict[str, str] = {
     },
     "interp": "np.take_along_axis",
     "interp.left_right_period": "np.take_along_axis",
-    "corrcoef": "np.diagonal",
-    "corrcoef.y": "np.diagonal",
 }
 for _op in OPS:
     if _op.name in DERIVATIVES_WAITING:

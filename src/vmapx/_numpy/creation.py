@@ -190,6 +190,28 @@ defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
 defbatch(np.vander, _vander_rule)
 
 
+# -- derivatives of meshgrid: computed as reshapes and broadcasts (see vmapx._autodiff) --
+def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    n = len(xi)
+    where = [1, 0, *range(2, n)] if indexing == "xy" and n > 1 else list(range(n))
+    out = [
+        np.reshape(x, (1,) * i + (-1,) + (1,) * (n - i - 1)) for x, i in zip(xi, where, strict=True)
+    ]
+    if not sparse:
+        shape = np.broadcast_shapes(*(np.shape(o) for o in out))
+        out = [np.broadcast_to(o, shape) for o in out]
+    if copy:
+        out = [np.copy(o) for o in out]
+    return tuple(out) if copy or not sparse else out
+
+
+from .._autodiff import defcomposite as _defcomposite  # noqa: E402
+
+_defcomposite(np.meshgrid, _meshgrid_impl)
+
+
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
 # that traced values can be written into them. `full_like` is linear in `fill_value`.

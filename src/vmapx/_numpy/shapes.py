@@ -660,7 +660,20 @@ defbatch(np.pad, _pad_rule)
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # Shape functions are linear: the JVP is the function of the tangent, the VJP undoes
 # the shape change on the cotangent (`broadcast_to`'s sum is done by the engine).
-from .._autodiff import defelementwise, deflinear, defvjp  # noqa: E402
+from .._autodiff import (  # noqa: E402
+    NoRule,
+    defcomposite,
+    defelementwise,
+    defjvp_argnums,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    defvjp_argnums,
+    defzero,
+    linear_prims,
+    prim_of,
+)
+from .._core import bind  # noqa: E402
 
 
 def _identity(g: Any) -> Any:
@@ -706,4 +719,430 @@ defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 defelementwise([np.copy, np.astype, np.real_if_close], 1)
+
+
+# -- derivatives of structural functions ---------------------------------------------------
+# Functions that move, copy or drop elements (and fill the rest with zeros) are linear in
+# their array operands (`sources`): the JVP is the function of the tangents. The VJP runs
+# the function once on integer labels of the traced operands' elements (1, 2, ...; 0 for
+# constants, so that zero fills say "none") to learn where each result element comes
+# from, then sends the cotangent back: a gather when no element is copied twice, else a
+# scatter-add.
+
+
+def operands(*spec: tuple[int | None, str | None]) -> Callable[[tuple, dict], list]:
+    """`sources` for `deflinear_in`/`defstructural`: the argnums of the operands at
+    `(position, keyword)` that are present in a call."""
+
+    def sources(args: tuple, kwargs: dict) -> list:
+        found = []
+        for pos, name in spec:
+            if pos is not None and len(args) > pos:
+                found.append(pos)
+            elif name is not None and name in kwargs:
+                found.append(name)
+        return found
+
+    return sources
+
+
+def every_positional(args: tuple, kwargs: dict) -> list:
+    """`sources` of functions of `*arrays` (`atleast_1d`, `broadcast_arrays`, ...)."""
+    return list(range(len(args)))
+
+
+def arg_item(args: tuple, kwargs: dict, argnum: Any) -> Any:
+    """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
+    if isinstance(argnum, tuple):
+        head, *rest = argnum
+        x = kwargs[head] if isinstance(head, str) else args[head]
+        for i in rest:
+            x = x[i]
+        return x
+    return kwargs[argnum] if isinstance(argnum, str) else args[argnum]
+
+
+def with_item(args: tuple, kwargs: dict, argnum: Any, value: Any) -> tuple[tuple, dict]:
+    """The call's `(args, kwargs)` with the operand named by `argnum` replaced."""
+    path = argnum if isinstance(argnum, tuple) else (argnum,)
+    head, rest = path[0], path[1:]
+
+    def put(seq: Any, rest: tuple) -> Any:
+        if not rest:
+            return value
+        items = list(seq)
+        items[rest[0]] = put(items[rest[0]], rest[1:])
+        return type(seq)(items) if type(seq) in (list, tuple) else items
+
+    if isinstance(head, str):
+        return args, {**kwargs, head: put(kwargs[head], rest)}
+    return (*args[:head], put(args[head], rest), *args[head + 1 :]), kwargs
+
+
+def _zeros_of(x: Any) -> Any:
+    return np.zeros_like(x) if hasattr(x, "dtype") else np.zeros(np.shape(x))
+
+
+def deflinear_in(
+    funcs: Any, sources: Callable[[tuple, dict], list], adapt: Callable | None = None
+) -> None:
+    """`funcs` are linear in the operands `sources(args, kwargs)` jointly: the JVP is the
+    function of their tangents (zeros for constant ones), the call fixed by `adapt(args,
+    kwargs) -> (args, kwargs)` if given."""
+    for func in [funcs] if callable(funcs) else funcs:
+        prim = prim_of(func)
+        linear_prims.add(prim)
+
+        def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
+            srcs = sources(args, kwargs)
+            for a in tangents:
+                if a not in srcs:
+                    raise NoRule(a, "jvp")
+            for a in srcs:
+                t = tangents.get(a)
+                t = _zeros_of(arg_item(args, kwargs, a)) if t is None else t
+                args, kwargs = with_item(args, kwargs, a, t)
+            if adapt is not None:
+                args, kwargs = adapt(args, kwargs)
+            return bind(prim, args, kwargs)
+
+        defjvp_argnums(func, rule)
+
+
+def defstructural(
+    funcs: Any,
+    sources: Callable[[tuple, dict], list],
+    labels: Callable | None = None,
+    tangents: Callable | None = None,
+) -> None:
+    """Both derivative modes of functions whose result elements are elements of the
+    operands `sources(args, kwargs)` or zeros (see the comment above). `labels(args,
+    kwargs) -> (args, kwargs)` fixes the call on labels (integer dtypes kept, 0 for
+    constant fills), `tangents` the call on tangents."""
+    deflinear_in(funcs, sources, tangents)
+    for func in [funcs] if callable(funcs) else funcs:
+        defvjp_argnums(func, positions_vjp(func, sources, labels))
+
+
+def positions_vjp(func: Callable, sources: Callable, adapt: Callable | None = None) -> Callable:
+    """The VJP maker (for `defvjp_argnums`) of a structural function, from labels."""
+
+    def maker(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        srcs = sources(args, kwargs)
+        for a in argnums:
+            if a not in srcs:
+                raise NoRule(a, "vjp")
+        shapes = [np.shape(arg_item(args, kwargs, a)) for a in srcs]
+        key = _static_key(func, argnums, srcs, shapes, args, kwargs)
+        found = _SENDERS.get(key) if key is not None else None
+        if found is None:
+            found = _send_plan(func, argnums, srcs, shapes, args, kwargs, adapt)
+            if key is not None:
+                if len(_SENDERS) >= 512:
+                    _SENDERS.clear()
+                _SENDERS[key] = found
+        send, spans = found
+
+        def pullback(g: Any) -> list:
+            ct = send(np.reshape(g, -1))
+            return [np.reshape(ct[start : start + size], shape) for start, size, shape in spans]
+
+        return pullback
+
+    return maker
+
+
+# (func, traced operands, shapes, other arguments) -> (send, spans): the labels depend on
+# nothing else, so calls with the same static arguments share them
+_SENDERS: dict[tuple, tuple] = {}
+
+
+def _send_plan(
+    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict,
+    adapt: Callable | None,
+) -> tuple[Callable, list]:  # fmt: skip
+    """Run `func` on labels: `(send, spans)`, the spans `(start, size, shape)` of the
+    traced operands (in the order of `argnums`) in the cotangent `send` gives."""
+    spans, total = {}, 0
+    for a, shape in zip(srcs, shapes, strict=True):
+        if a in argnums:
+            size = int(np.prod(shape, dtype=np.intp))
+            labels = np.arange(total + 1, total + size + 1).reshape(shape)
+            spans[a] = (total, size, shape)
+            total += size
+        else:
+            labels = np.zeros(shape, dtype=np.intp)
+        args, kwargs = with_item(args, kwargs, a, labels)
+    if adapt is not None:
+        args, kwargs = adapt(args, kwargs)
+    send = _sender(np.reshape(func(*args, **kwargs), -1), total)
+    return send, [spans[a] for a in argnums]
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _static_key(
+    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict
+) -> tuple | None:
+    """A key of everything the labels depend on, or None if an argument is not a plain
+    static value (a traced or large array)."""
+    for a in srcs:
+        args, kwargs = with_item(args, kwargs, a, None)
+    try:
+        return (func, tuple(argnums), tuple(shapes), _freeze(args), _freeze(kwargs))
+    except _Unhashable:
+        return None
+
+
+def _freeze(x: Any) -> Any:
+    if x is None or isinstance(x, int | float | complex | str | np.generic | np.dtype | type):
+        return (type(x), x)
+    if isinstance(x, list | tuple):
+        return (type(x), *map(_freeze, x))
+    if isinstance(x, dict):
+        return (dict, *((k, _freeze(v)) for k, v in sorted(x.items(), key=repr)))
+    if isinstance(x, slice):
+        return (slice, _freeze(x.start), _freeze(x.stop), _freeze(x.step))
+    if type(x) is np.ndarray and x.size <= 64:
+        return (np.ndarray, x.dtype, x.shape, x.tobytes())
+    raise _Unhashable
+
+
+def _sender(source: Any, total: int) -> Callable:
+    """`g -> cotangent` of the `total` labelled elements, where result element `j` is
+    labelled element `source[j]` (counted from 1; 0: none): a gather when no label
+    repeats."""
+    from .indexing import SCATTER_ADD
+
+    if not isinstance(source, np.ndarray):  # labels traced by an outer transform
+        zeros = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
+        return lambda g: bind(SCATTER_ADD, (zeros(g), source, g), {})[1:]
+    where = np.flatnonzero(source)
+    labels = source[where] - 1
+    counts = np.bincount(labels, minlength=total)
+    if total and counts.max() > 1:
+        every = where.size == source.size
+        return lambda g: bind(
+            SCATTER_ADD, (np.zeros_like(g, shape=(total,)), labels, g if every else g[where]), {}
+        )
+    inverse = np.full(total, source.size)
+    inverse[labels] = where
+    if total and counts.min() == 0:  # elements not in the result get the zero appended
+        return lambda g: np.concatenate([g, np.zeros_like(g, shape=(1,))])[inverse]
+    if np.array_equal(inverse, np.arange(total)):
+        return lambda g: g
+    return lambda g: g[inverse]
+
+
+first = operands((0, None))
+
+
+def _same_on_cotangent(func: Callable) -> Callable:
+    """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
+    return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
+
+
+def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable:
+    nd = np.ndim(x)
+    axis, start = axis % nd, start + nd if start < 0 else start
+    return lambda g: np.moveaxis(g, start - 1 if start > axis else start, axis)
+
+
+def _untile(ans: Any, x: Any, reps: Any) -> Callable:
+    """`tile`'s VJP: the cotangent split into (reps, example) axis pairs, summed over reps."""
+    shape = np.shape(x)
+    reps = tuple(reps) if np.iterable(reps) else (reps,)
+    rank = max(len(shape), len(reps))
+    pairs = zip((1,) * (rank - len(reps)) + reps, (1,) * (rank - len(shape)) + shape, strict=True)
+    split = tuple(n for pair in pairs for n in pair)
+    return lambda g: np.reshape(
+        np.sum(np.reshape(g, split), axis=tuple(range(0, 2 * rank, 2))), shape
+    )
+
+
+_repeat_positions = positions_vjp(np.repeat, first)
+
+
+def _repeat_vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    """One repeat count: a reshape and a sum; counts per element: from labels."""
+    x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
+    if isinstance(repeats, Tracer) or np.size(repeats) != 1 or argnums != [0]:
+        return _repeat_positions(argnums, ans, args, kwargs)
+    count, axis, shape = (
+        int(np.reshape(repeats, -1)[0]),
+        get_arg(args, kwargs, 2, "axis"),
+        np.shape(x),
+    )
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.intp))
+        return lambda g: (np.reshape(np.sum(np.reshape(g, (size, count)), axis=1), shape),)
+    ax = axis % len(shape)
+    split = shape[:ax] + (shape[ax], count) + shape[ax + 1 :]
+    return lambda g: (np.sum(np.reshape(g, split), axis=ax + 1),)
+
+
+def _trace_impl(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+                out: Any = None) -> Any:  # fmt: skip
+    if out is not None:
+        return NotImplemented
+    return np.sum(np.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+deflinear([np.flip, np.fliplr, np.flipud, np.tril, np.triu, np.roll, np.rot90, np.rollaxis,
+           np.tile, np.repeat])  # fmt: skip
+for _func in (np.flip, np.fliplr, np.flipud, np.tril, np.triu):
+    defvjp(_func, _same_on_cotangent(_func))
+defvjp(np.roll, lambda ans, x, shift, axis=None: lambda g: np.roll(g, np.negative(shift), axis))
+defvjp(np.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: np.rot90(g, -k, axes))
+defvjp(np.rollaxis, _unrollaxis)
+defvjp(np.tile, _untile)
+defvjp_argnums(np.repeat, _repeat_vjp)
+defstructural([np.resize, np.diag, np.diagflat, np.diagonal], first)
+defcomposite(np.trace, _trace_impl)
+
+# atleast_*d reshape each array; broadcast_arrays is broadcast_to of each (read-only views
+# instead of NumPy's views that warn when written or asked whether they may be)
+deflinear_in(list(_ATLEAST), every_positional)
+defvjp_argnum(
+    list(_ATLEAST),
+    lambda argnum, ans, args, kwargs: (
+        lambda g: np.reshape(g[argnum] if len(args) > 1 else g, np.shape(args[argnum]))
+    ),
+)
+defcomposite(
+    np.broadcast_arrays,
+    lambda *args, subok=False: _BROADCAST_SEQ(
+        np.broadcast_to(x, np.broadcast_shapes(*map(np.shape, args))) for x in args
+    ),
+)
+
+# contiguity changes only the layout (and the dtype: the engine casts back)
+deflinear([np.ascontiguousarray, np.asfortranarray, np.require])
+defvjp([np.ascontiguousarray, np.asfortranarray, np.require], _unshape)
+defzero([np.ascontiguousarray, np.asfortranarray, np.require], argnums=("like",))
+
+# pad: the modes that copy elements (and fill constants) are structural; linear_ramp, the
+# statistics and odd reflections are computed axis by axis, in NumPy's order, with
+# differentiable calls
+_STATS = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
+
+
+def _pad_mode(args: tuple, kwargs: dict) -> Any:
+    return get_arg(args, kwargs, 2, "mode", "constant")
+
+
+def _empty_as_constant(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """`empty` pads nothing in particular: tangents and labels pad zeros (none)."""
+    if _pad_mode(args, kwargs) == "empty":
+        args, kwargs = set_arg(args, kwargs, 2, "mode", "constant")
+    return args, kwargs
+
+
+def _pad_impl(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    odd = kwargs.get("reflect_type") == "odd"
+    if not (mode in _STATS or mode == "linear_ramp" or odd) or np.size(array) == 0:
+        return NotImplemented
+    nd = np.ndim(array)
+    if isinstance(pad_width, dict):
+        pairs = np.zeros((nd, 2), dtype=np.intp)
+        for axis, w in pad_width.items():
+            pairs[axis] = w
+    else:
+        pairs = _as_pairs(pad_width, nd)
+    if mode == "linear_ramp":
+        ends = _value_pairs(kwargs.get("end_values", 0), nd)
+    elif mode in _STATS:
+        length = kwargs.get("stat_length")
+        lengths = [(None, None)] * nd if length is None else _as_pairs(length, nd).tolist()
+    y = array
+    for axis in range(nd):
+        before, after = (int(w) for w in pairs[axis])
+        if mode == "linear_ramp":
+            sides = _ramp_sides(y, axis, before, after, ends[axis])
+        elif mode in _STATS:
+            sides = _stat_sides(y, axis, before, after, lengths[axis], _STATS[mode])
+        else:
+            y = _reflect_axis(y, axis, before, after, mode == "symmetric")
+            continue
+        parts = [p for p, w in zip((sides[0], y, sides[1]), (before, 1, after), strict=True) if w]
+        y = np.concatenate(parts, axis=axis, dtype=np.result_type(array), casting="unsafe")
+    return y
+
+
+def _value_pairs(values: Any, nd: int) -> Any:
+    """`_as_pairs` of a possibly traced value (NumPy's reading of pairs)."""
+    shape, size = np.shape(values), int(np.prod(np.shape(values), dtype=np.intp))
+    if len(shape) < 3 and size == 1:
+        values = np.reshape(values, (1, 1))
+    elif len(shape) < 3 and size == 2 and shape != (2, 1):
+        values = np.reshape(values, (1, 2))
+    return np.broadcast_to(values, (nd, 2))
+
+
+def _at_axis(y: Any, axis: int, start: int, stop: int) -> Any:
+    return y[(slice(None),) * axis + (slice(start, stop),)]
+
+
+def _ramp_sides(y: Any, axis: int, before: int, after: int, ends: Any) -> tuple:
+    """Ramps from each end value (included) towards the edge (excluded), as linspace."""
+    n = y.shape[axis]
+    sides = []
+    for width, edge, end in ((before, _at_axis(y, axis, 0, 1), ends[0]),
+                             (after, _at_axis(y, axis, n - 1, n), ends[1])):  # fmt: skip
+        ramp = np.arange(width).reshape((width,) + (1,) * (y.ndim - axis - 1))
+        sides.append(ramp * ((edge - end) / max(width, 1)) + end)
+    return sides[0], np.flip(sides[1], axis)
+
+
+def _stat_sides(y: Any, axis: int, before: int, after: int, lengths: Any, stat: Callable) -> tuple:
+    n = y.shape[axis]
+    left, right = (n if m is None or m > n else int(m) for m in lengths)
+    if (left == 0 or right == 0) and stat in (np.max, np.min):
+        raise ValueError("stat_length of 0 yields no value for padding")
+    values = [stat(_at_axis(y, axis, 0, left), axis=axis, keepdims=True)]
+    if left == right == n:
+        values.append(values[0])
+    else:
+        values.append(stat(_at_axis(y, axis, n - right, n), axis=axis, keepdims=True))
+    shape = list(y.shape)
+    return tuple(
+        np.broadcast_to(v, (*shape[:axis], w, *shape[axis + 1 :]))
+        for v, w in zip(values, (before, after), strict=True)
+    )
+
+
+def _reflect_axis(y: Any, axis: int, before: int, after: int, symmetric: bool) -> Any:
+    """Odd reflection of one axis, chunk by chunk as NumPy pads it (`2 * edge - mirror`)."""
+    period = y.shape[axis]
+    if period == 1:  # a singleton axis is padded with its edge
+        shape = list(y.shape)
+        parts = [
+            np.broadcast_to(y, (*shape[:axis], w, *shape[axis + 1 :])) for w in (before, after)
+        ]
+        return np.concatenate([parts[0], y, parts[1]], axis=axis)
+    edge = 1 if symmetric else 0
+    while before > 0 or after > 0:
+        n = y.shape[axis]
+        usable = n // period * period if symmetric else (n - 1) // (period - 1) * (period - 1)
+        parts = [y]
+        if before > 0:
+            c = min(usable, before)
+            mirror = np.flip(_at_axis(y, axis, 1 - edge, c + 1 - edge), axis)
+            parts.insert(0, 2 * _at_axis(y, axis, 0, 1) - mirror)
+            before -= c
+        if after > 0:
+            c = min(usable, after)
+            mirror = np.flip(_at_axis(y, axis, n + edge - 1 - c, n + edge - 1), axis)
+            parts.append(2 * _at_axis(y, axis, n - 1, n) - mirror)
+            after -= c
+        y = np.concatenate(parts, axis=axis)
+    return y
+
+
+_PAD_OPERANDS = operands((0, "array"), (None, "constant_values"))
+defstructural(np.pad, _PAD_OPERANDS, _empty_as_constant, _empty_as_constant)
+defcomposite(np.pad, _pad_impl)
+
 # -- end of derivatives ------------------------------------------------------------------
