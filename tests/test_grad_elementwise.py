@@ -67,6 +67,14 @@ def test_i0_derivative_is_i1():
     _close(vmap(_nth(np.i0, 2))(xs), want, rtol=1e-10)
 
 
+def test_round_is_piecewise_constant():
+    x = np.array([0.26, 1.7, -3.449])
+    for f in (lambda x: np.round(x, 1) * x, lambda x: np.around(x) * x, lambda x: x.round(2) * x):
+        want = f(x) / x  # the rounded values: d(round(x) * x)/dx = round(x)
+        _close(grad(lambda x, f=f: np.sum(f(x)))(x), want)
+        _close(np.diag(jacfwd(f)(x)), want)
+
+
 # -- clip: ties at a bound share the derivative (as in JAX) ---------------------------
 
 

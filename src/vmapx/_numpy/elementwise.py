@@ -561,7 +561,7 @@ import warnings  # noqa: E402
 
 import numpy.polynomial.chebyshev as _cheb  # noqa: E402
 
-from .._autodiff import defcomposite, defelementwise, defjvp, defvjp  # noqa: E402
+from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero  # noqa: E402
 from .misc import as_array, composite_by_rule  # noqa: E402
 
 try:
@@ -655,6 +655,7 @@ def _i0_partial(ans: Any, x: Any) -> Any:
 
 
 defelementwise(np.i0, _i0_partial)
+defzero([np.round, np.around])  # piecewise constant, as `floor` and `rint` (and JAX's round)
 
 
 def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *,
