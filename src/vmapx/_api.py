@@ -328,9 +328,12 @@ def _own(val: Any, inputs: list) -> Any:
     if val.base is None and not any(val is x for x in inputs):
         return val  # owns its memory: a new array
     root = _root(val)
-    if not val.flags.writeable or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
+    if 0 in val.strides or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
         return val.copy()
-    return val
+    with warnings.catch_warnings():  # NumPy warns on reading a broadcast_arrays flag
+        warnings.simplefilter("ignore", FutureWarning)
+        writeable = val.flags.writeable
+    return val if writeable else val.copy()
 
 
 def _root(x: np.ndarray) -> Any:
