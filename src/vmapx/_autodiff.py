@@ -399,6 +399,8 @@ def _snapshot(t: Tracer) -> Tracer:
             object.__setattr__(c, n, object.__getattribute__(t, n))
         except AttributeError:
             pass
+    if isinstance(c, ADTracer):
+        c._view = None  # it holds its value: later writes into a base do not concern it
     return c
 
 
