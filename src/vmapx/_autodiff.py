@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import operator
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -160,7 +161,10 @@ class ADTracer(Tracer):
         return complex(self.primal)
 
     def __index__(self) -> int:
-        return operator_index(self.primal)
+        return operator.index(self.primal)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.primal, spec)  # printing a loss inside `f` shows its value
 
     def _check_not_stored(self, frame: Any) -> None:
         """NumPy converts a value written into one element of a plain array with
@@ -190,12 +194,6 @@ class ADTracer(Tracer):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
-
-
-def operator_index(x: Any) -> int:
-    import operator
-
-    return operator.index(x)
 
 
 class JVPTracer(ADTracer):
