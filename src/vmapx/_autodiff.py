@@ -67,6 +67,7 @@ import numpy as np
 
 from . import _core
 from ._batching import BatchTracer
+from ._numpy._compat import astype
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._numpy._dispatch import primitive, ufunc_primitive
 from .errors import DifferentiationError
@@ -347,7 +348,7 @@ def fit(x: Any, shape: tuple, dtype: np.dtype) -> Any:
     if xdtype != dtype:
         if xdtype.kind == "c" and dtype.kind != "c":
             x = np.real(x)
-        x = np.astype(x, dtype, copy=False)
+        x = astype(x, dtype, copy=False)
     return x
 
 

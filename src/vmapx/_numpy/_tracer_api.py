@@ -13,6 +13,7 @@ import numpy as np
 
 from .._core import Tracer, bind
 from . import _dispatch
+from ._compat import astype
 from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
@@ -244,7 +245,7 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if not copy and np.dtype(dtype) == self.dtype:
         return self
-    return np.astype(self, dtype, copy=True)
+    return _call(astype, self, dtype, copy=True)
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:

@@ -32,6 +32,7 @@ from .._batching import (
     unwrap,
     warn_fallback,
 )
+from ._compat import present
 from ._dispatch import defbatch, get_arg, ufunc_primitive
 from .shapes import flat_shape
 from .ufuncs import gufunc_rule
@@ -82,7 +83,7 @@ def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
     # both batched: the stacked gufuncs (vecdot/vecmat conjugate their first operand)
     real = not _is_complex(va, vb)
     if na == 1 and nb == 1:
-        return np.vecdot(va, vb) if real else (va[:, None, :] @ vb[:, :, None])[:, 0, 0]
+        return _VECDOT(va, vb) if _VECDOT and real else (va[:, None, :] @ vb[:, :, None])[:, 0, 0]
     if na == 2 and nb == 1:
         return _MATVEC(va, vb) if _MATVEC else (va @ vb[:, :, None])[:, :, 0]
     if na == 1 and nb == 2:
@@ -267,7 +268,7 @@ def _outer_rule(func: Callable) -> Callable:
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
-        if func is np.linalg.outer and (len(sa) != 1 or len(sb) != 1):
+        if func is getattr(np.linalg, "outer", None) and (len(sa) != 1 or len(sb) != 1):
             raise ValueError(
                 "Input arrays must be one-dimensional, but they are "
                 f"x1.ndim={len(sa)} and x2.ndim={len(sb)}."
@@ -510,13 +511,13 @@ def _windows_dot(x: Any, k: Any, m: int) -> Any:
 defbatch(np.dot, lambda f: _dot_rule)
 defbatch(np.inner, lambda f: _inner_rule)
 defbatch(np.vdot, lambda f: _vdot_rule)
-defbatch([np.outer, np.linalg.outer], _outer_rule)
-defbatch([np.tensordot, np.linalg.tensordot], _tensordot_rule)
+defbatch([np.outer, *present(np.linalg, "outer")], _outer_rule)
+defbatch([np.tensordot, *present(np.linalg, "tensordot")], _tensordot_rule)
 defbatch(np.kron, lambda f: _kron_rule)
 defbatch(np.einsum, lambda f: _einsum_rule)
 defbatch(np.einsum_path, lambda f: _einsum_path_rule)
 defbatch([np.convolve, np.correlate], _conv_rule)
-defbatch(np.linalg.matmul, lambda f: _matmul_rule)
+defbatch(present(np.linalg, "matmul"), lambda f: _matmul_rule)
 batch_rules[ufunc_primitive(np.matmul, "__call__")] = _matmul_rule
 _VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
     ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
@@ -589,11 +590,11 @@ def _kron_impl(a: Any, b: Any) -> Any:
 defcomposite(np.dot, _dot_impl)
 defcomposite(np.inner, _inner_impl)
 defcomposite(np.vdot, _vdot_impl)
-defcomposite([np.outer, np.linalg.outer], _outer_impl)
+defcomposite([np.outer, *present(np.linalg, "outer")], _outer_impl)
 defcomposite(np.tensordot, _tensordot_impl)
-defcomposite(np.linalg.tensordot, lambda a, b, axes=2: _tensordot_impl(a, b, axes))
+defcomposite(present(np.linalg, "tensordot"), lambda a, b, axes=2: _tensordot_impl(a, b, axes))
 defcomposite(np.kron, _kron_impl)
-defcomposite(np.linalg.matmul, lambda a, b: np.matmul(a, b))
+defcomposite(present(np.linalg, "matmul"), lambda a, b: np.matmul(a, b))
 
 
 def _explicit_einsum(args: tuple) -> tuple[list[str], str, list]:

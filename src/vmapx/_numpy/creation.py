@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._batching import BatchTrace, aligned_operands, example_ndim, is_batched, unwrap
+from ._compat import astype
 from ._dispatch import defbatch, get_arg, set_arg
 from .shapes import example_shape, per_example
 from .ufuncs import _shift_one
@@ -243,7 +244,7 @@ def _linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if axis != 0:
         y = np.moveaxis(y, 0, axis)
     if dtype is not None:
-        y = np.astype(y, dtype)
+        y = astype(y, dtype)
     return (y, step) if retstep else y
 
 
@@ -254,7 +255,7 @@ def _logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                          for a in (start, stop, base))  # fmt: skip
     y = np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
     out = np.power(np.expand_dims(base, axis=axis), y)
-    return out if dtype is None else np.astype(out, dtype)
+    return out if dtype is None else astype(out, dtype)
 
 
 def _geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -273,7 +274,7 @@ def _geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     y = sign * np.concatenate(ends)
     if axis != 0:
         y = np.moveaxis(y, 0, axis)
-    return y if dtype is None else np.astype(y, dtype)
+    return y if dtype is None else astype(y, dtype)
 
 
 defcomposite(np.linspace, _linspace)

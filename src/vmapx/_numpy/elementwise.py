@@ -25,6 +25,7 @@ from .._batching import (
     wrap_tree,
 )
 from .._core import Tracer, bind
+from ._compat import astype
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
@@ -531,7 +532,7 @@ def _conditions(trace: BatchTrace, condlist: Any, nd: int) -> list:
         single = first is None or (not isinstance(first, list | np.ndarray | Tracer) and nd != 0)
     conds = [condlist] if single else list(condlist)
     conds = [c if isinstance(c, Tracer) else np.asarray(c) for c in conds]
-    return [c if c.dtype == bool else np.astype(c, bool) for c in conds]
+    return [c if c.dtype == bool else astype(c, bool) for c in conds]
 
 
 def _selected(trace: BatchTrace, cond: Any) -> int | None:
@@ -675,7 +676,7 @@ def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *
     if y is a:
         y = np.copy(a)
     dtype = kwargs.get("dtype")
-    return y if dtype is None else np.astype(y, dtype)
+    return y if dtype is None else astype(y, dtype)
 
 
 defcomposite(np.clip, _clip)
@@ -719,7 +720,7 @@ def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
         end = as_array(end)
         if not np.can_cast(end.dtype, flat.dtype, casting="same_kind"):
             return NotImplemented  # NumPy's error
-        parts.insert(len(parts) * side, np.astype(np.ravel(end), flat.dtype))
+        parts.insert(len(parts) * side, astype(np.ravel(end), flat.dtype))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
@@ -743,12 +744,12 @@ def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> A
     if spacing is None or edge_order not in (1, 2) or kind not in "fciu":
         return NotImplemented
     if kind in "iu":
-        f = np.astype(f, np.float64)
+        f = astype(f, np.float64)
     outs = []
     for ax, dx in zip(axes, spacing, strict=True):
         if f.shape[ax] < edge_order + 1:
             return NotImplemented
-        outs.append(np.astype(_gradient_along(f, ax, dx, edge_order), f.dtype, copy=False))
+        outs.append(astype(_gradient_along(f, ax, dx, edge_order), f.dtype, copy=False))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -770,7 +771,7 @@ def _spacing(f: Any, axes: tuple, varargs: tuple) -> list | None:
         if d.ndim != 1 or len(d) != f.shape[ax]:
             return None
         if np.issubdtype(d.dtype, np.integer):
-            d = np.astype(d, np.float64)
+            d = astype(d, np.float64)
         dx = np.diff(d)
         out.append(dx[0] if bool(np.all(dx == dx[0])) else dx)
     return out
@@ -839,7 +840,7 @@ def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
             stacklevel=3,
         )
     dtype = np.promote_types(a.dtype, b.dtype)
-    a, b = np.astype(a, dtype, copy=False), np.astype(b, dtype, copy=False)
+    a, b = astype(a, dtype, copy=False), astype(b, dtype, copy=False)
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     z = a0 * b1 - a1 * b0
     if na == 2 and nb == 2:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._batching import BatchTrace, _user_stacklevel, example_ndim, unwrap
+from ._compat import astype
 from ._dispatch import defbatch, get_arg, set_arg
 from .ufuncs import _shift_one
 
@@ -126,7 +127,7 @@ def _swap(norm: Any) -> Any:
 
 
 def _as_complex(a: Any) -> Any:
-    return a if np.iscomplexobj(a) else np.astype(a, np.result_type(a.dtype, np.complex64))
+    return a if np.iscomplexobj(a) else astype(a, np.result_type(a.dtype, np.complex64))
 
 
 def _rfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:

@@ -32,6 +32,7 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, bind
+from ._compat import normalize_axis_tuple
 from ._dispatch import defbatch, get_arg, primitive
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
@@ -525,7 +526,7 @@ def _trim_zeros_rule(func: Callable) -> Callable:
             replay_errors(trace, func, args, kwargs)
         if v.dtype.kind not in "biufc":
             return loop_apply(trace, func, args, kwargs, "np.trim_zeros")
-        axes = range(nd) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, nd)
+        axes = range(nd) if axis is None else normalize_axis_tuple(axis, nd)
         if not axes:
             return filt
         if trace.axis_size == 0:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._batching import BatchTrace, bcast_batch, example_ndim, is_batched, unwrap, wrap_tree
+from ._compat import present
 from ._dispatch import defbatch, get_arg, set_arg
 from .shapes import atleast_shape, example_shape, flat_shape, per_example, raise_like_numpy
 from .ufuncs import _shift_one
@@ -184,7 +185,7 @@ def _split_rule(func: Callable) -> Callable:
     return rule
 
 
-defbatch(np.unstack, _unstack_rule, may_view=True)
+defbatch(present(np, "unstack"), _unstack_rule, may_view=True)
 defbatch(list(_SPLITS), _split_rule, may_view=True)
 
 

@@ -34,6 +34,7 @@ from .._batching import (
     wrap_tree,
 )
 from .._core import Tracer
+from ._compat import astype, present, vecdot
 from ._dispatch import defbatch, get_arg, set_arg
 from .contractions import _dot_rule, _operand, matmul_vals
 from .shapes import flat_shape
@@ -91,12 +92,12 @@ def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
 
 defbatch(
     [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.eig, np.linalg.eigh,
-     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd, np.linalg.svdvals, np.linalg.qr,
-     np.linalg.cholesky, np.linalg.matrix_power, np.linalg.matrix_norm, np.linalg.cond,
-     np.linalg.trace],
+     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr,
+     np.linalg.cholesky, np.linalg.matrix_power, np.linalg.cond,
+     *present(np.linalg, "svdvals", "matrix_norm", "trace")],
     _stacked(2),
 )  # fmt: skip
-defbatch([np.linalg.diagonal, np.linalg.matrix_transpose], _stacked(2), may_view=True)
+defbatch(present(np.linalg, "diagonal", "matrix_transpose"), _stacked(2), may_view=True)
 defbatch(np.linalg.pinv, _stacked(2, ((1, "rcond"), (3, "rtol"))))
 
 
@@ -109,7 +110,7 @@ def _matrix_rank_rule(func: Callable) -> Callable:
             return stacked(trace, args, kwargs)
         # NumPy: a vector (or scalar) has rank 1 unless it is all zeros
         va = np.reshape(a.val, flat_shape(a.val))
-        return trace.wrap(np.astype(np.any(va != 0, axis=1), np.asarray(1).dtype))
+        return trace.wrap(astype(np.any(va != 0, axis=1), np.asarray(1).dtype))
 
     return rule
 
@@ -195,7 +196,7 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
     result_t = np.result_type(_inexact(va.dtype), _inexact(vb.dtype))
     real_t = np.finfo(result_t).dtype
     compute_t = np.complex128 if result_t.kind == "c" else np.float64
-    a64, b64 = np.astype(va, compute_t), np.astype(vb, compute_t)
+    a64, b64 = astype(va, compute_t), astype(vb, compute_t)
     if not bb:
         b64 = b64[None]
     u, s, vh = np.linalg.svd(a64, full_matrices=False)
@@ -209,7 +210,7 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
     keep = s > rcond * s[:, :1]
     inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
     x = np.swapaxes(vh, -1, -2).conj() @ (inv_s[..., None] * (np.swapaxes(u, -1, -2).conj() @ b64))
-    rank = np.astype(np.sum(keep, axis=-1), np.int32)
+    rank = astype(np.sum(keep, axis=-1), np.int32)
     if m > n and bool(np.all(rank == n)):
         res = np.sum(np.abs(b64 - a64 @ x) ** 2, axis=-2)
     elif m > n and bool(np.any(rank == n)):
@@ -220,9 +221,9 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
         )
     else:
         res = np.zeros_like(s, shape=(s.shape[0], 0))
-    x = np.astype(x, result_t)
-    return (trace.wrap(x[..., 0] if vector else x), trace.wrap(np.astype(res, real_t)),
-            trace.wrap(rank), trace.wrap(np.astype(s, real_t)))  # fmt: skip
+    x = astype(x, result_t)
+    return (trace.wrap(x[..., 0] if vector else x), trace.wrap(astype(res, real_t)),
+            trace.wrap(rank), trace.wrap(astype(s, real_t)))  # fmt: skip
 
 
 defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
@@ -291,11 +292,11 @@ def _flat_two_norm(v: Any) -> Any:
     """sqrt(sum |x|^2) over one example's elements, as NumPy's `x.dot(x)`."""
     flat = np.reshape(v, flat_shape(v))
     if not np.issubdtype(flat.dtype, np.inexact):
-        flat = np.astype(flat, float)
+        flat = astype(flat, float)
     if np.iscomplexobj(flat):
         re, im = np.real(flat), np.imag(flat)
-        return np.sqrt(np.vecdot(re, re) + np.vecdot(im, im))
-    return np.sqrt(np.vecdot(flat, flat))
+        return np.sqrt(vecdot(re, re) + vecdot(im, im))
+    return np.sqrt(vecdot(flat, flat))
 
 
 def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
@@ -311,7 +312,7 @@ def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(np.linalg.norm, lambda f: _norm_rule)
-defbatch(np.linalg.vector_norm, lambda f: _vector_norm_rule)
+defbatch(present(np.linalg, "vector_norm"), lambda f: _vector_norm_rule)
 
 
 # -- multi_dot, cross, vecdot ------------------------------------------------------------------
@@ -411,8 +412,8 @@ def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
 
 
-defbatch(np.linalg.cross, lambda f: _cross_rule)
-defbatch(np.linalg.vecdot, lambda f: _vecdot_rule)
+defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
+defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
@@ -613,24 +614,24 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: b
     diffs = (s_row + _t(s_row)) * (s_row - _t(s_row))
     k = s.shape[-1]
     eye = np.eye(k, dtype=s.dtype)
-    f = np.astype(1 / (diffs + eye) - eye, dtype)
-    dss, sds = np.astype(s_row, dtype) * ds_mat, np.astype(_t(s_row), dtype) * ds_mat
-    zero = np.astype(s == 0, s.dtype)
+    f = astype(1 / (diffs + eye) - eye, dtype)
+    dss, sds = astype(s_row, dtype) * ds_mat, astype(_t(s_row), dtype) * ds_mat
+    zero = astype(s == 0, s.dtype)
     s_inv = 1 / (s + zero) - zero
-    dudv_diag = 0.5 * (ds_mat - _h(ds_mat)) * np.astype(s_inv[..., None, :] * eye, dtype)
+    dudv_diag = 0.5 * (ds_mat - _h(ds_mat)) * astype(s_inv[..., None, :] * eye, dtype)
     du = np.matmul(u, f * (dss + _h(dss)) + dudv_diag)
     dv = np.matmul(v, f * (sds + _h(sds)))
     if m > n:
         dav = np.matmul(t, v)
-        du = du + (dav - np.matmul(u, np.matmul(_h(u), dav))) / np.astype(s_row, dtype)
+        du = du + (dav - np.matmul(u, np.matmul(_h(u), dav))) / astype(s_row, dtype)
     if n > m:
         dahu = np.matmul(_h(t), u)
-        dv = dv + (dahu - np.matmul(v, np.matmul(vh, dahu))) / np.astype(s_row, dtype)
+        dv = dv + (dahu - np.matmul(v, np.matmul(vh, dahu))) / astype(s_row, dtype)
     return du, ds, _h(dv)
 
 
 _defjvp_multi(np.linalg.svd, _svd_jvp)
-defcomposite(np.linalg.svdvals, lambda x: np.linalg.svd(x, compute_uv=False))
+defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
 
 
 def _qr_jvp(t: Any, ans: Any, a: Any, mode: str = "reduced") -> Any:
@@ -730,7 +731,7 @@ def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     if ord == -np.inf:
         return np.min(absx, axis=axis)
     if ord == 0:
-        return np.sum(np.astype(absx != 0, absx.dtype), axis=axis)
+        return np.sum(astype(absx != 0, absx.dtype), axis=axis)
     if ord == 1:
         return np.sum(absx, axis=axis)
     if ord == 2:
@@ -847,16 +848,16 @@ def _diagonal_impl(x: Any, offset: int = 0) -> Any:
 defcomposite(np.linalg.pinv, _pinv_impl)
 defcomposite(np.linalg.lstsq, _lstsq_impl)
 defcomposite(np.linalg.norm, _norm_impl)
-defcomposite(np.linalg.vector_norm, _vector_norm_impl)
-defcomposite(np.linalg.matrix_norm, _matrix_norm_impl)
+defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
+defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
 defcomposite(np.linalg.cond, _cond_impl)
 defcomposite(np.linalg.matrix_power, _matrix_power_impl)
 defcomposite(np.linalg.multi_dot, _multi_dot_impl)
 defcomposite(np.linalg.tensorinv, _tensorinv_impl)
 defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
-defcomposite(np.linalg.cross, _cross_impl)
-defcomposite(np.linalg.diagonal, _diagonal_impl)
-defcomposite(np.linalg.trace, lambda x, offset=0, dtype=None: np.sum(
+defcomposite(present(np.linalg, "cross"), _cross_impl)
+defcomposite(present(np.linalg, "diagonal"), _diagonal_impl)
+defcomposite(present(np.linalg, "trace"), lambda x, offset=0, dtype=None: np.sum(
     _diagonal_impl(x, offset), axis=-1, dtype=dtype))  # fmt: skip
-defcomposite(np.linalg.matrix_transpose, lambda x: np.swapaxes(x, -1, -2))
-defcomposite(np.linalg.vecdot, lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))
+defcomposite(present(np.linalg, "matrix_transpose"), lambda x: np.swapaxes(x, -1, -2))
+defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))

@@ -29,6 +29,7 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, pop_trace, push_trace
+from ._compat import RankWarning, trapezoid
 from ._dispatch import defbatch, primitive
 from .sorting import search_rows
 from .ufuncs import _shift_one
@@ -360,8 +361,7 @@ def _trapezoid_rule(func: Callable) -> Callable:
     return rule
 
 
-if hasattr(np, "trapezoid"):
-    defrules(np.trapezoid, _trapezoid_rule)
+defrules(trapezoid, _trapezoid_rule)
 
 
 # -- polynomials ----------------------------------------------------------------------
@@ -693,7 +693,7 @@ def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
         resids = np.zeros((b, 0), s.dtype)
     c = (c.T / scale).T
     if rank != order and not p["full"]:
-        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
+        warnings.warn("Polyfit may be poorly conditioned", RankWarning,
                       stacklevel=_user_stacklevel())  # fmt: skip
     c = np.moveaxis(c.reshape(order, b, k), 1, 0)
     c = c if ynd == 2 else c[..., 0]
@@ -753,7 +753,7 @@ def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
 
     c = c / scale[:, :, None]
     if not p["full"] and size and not bool(np.all(full_rank)):
-        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
+        warnings.warn("Polyfit may be poorly conditioned", RankWarning,
                       stacklevel=_user_stacklevel())  # fmt: skip
     c = c if ynd == 2 else c[..., 0]
     if p["full"]:
@@ -786,6 +786,6 @@ from .._autodiff import defcomposite  # noqa: E402
 for _func in (
     np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,
     np.polyint, np.roots, np.poly, np.polyfit,
-    *([np.trapezoid] if hasattr(np, "trapezoid") else []),
+    trapezoid,
 ):  # fmt: skip
     defcomposite(_func, composite_by_rule(_func))

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._autodiff import NoRule, defcomposite, defjvp_argnum, deflinear, defvjp, defvjp_argnum
 from .._batching import BatchTrace, aligned_operands, bcast_batch, example_ndim, is_batched, unwrap
+from ._compat import astype, present
 from ._dispatch import defbatch, get_arg, set_arg
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one
@@ -125,7 +126,7 @@ def _cumulative_rule(func: Callable) -> Callable:
     return rule
 
 
-defbatch([np.cumulative_sum, np.cumulative_prod], _cumulative_rule)
+defbatch(present(np, "cumulative_sum", "cumulative_prod"), _cumulative_rule)
 
 
 # -- derivatives -----------------------------------------------------------------------
@@ -194,7 +195,7 @@ def _w_extreme(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
     mask = x == ans
     if where is not True:
         mask = mask & where
-    mask = np.astype(mask, x.dtype)
+    mask = astype(mask, x.dtype)
     return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
 
 
@@ -348,5 +349,5 @@ def _cumulative(func: Callable, fill: float) -> Callable:
 defcomposite(np.cumprod, _cumprod)
 defcomposite(np.nancumsum, _nan_scan(np.cumsum, 0.0))
 defcomposite(np.nancumprod, _nan_scan(np.cumprod, 1.0))
-defcomposite(np.cumulative_sum, _cumulative(np.cumsum, 0.0))
-defcomposite(np.cumulative_prod, _cumulative(np.cumprod, 1.0))
+defcomposite(present(np, "cumulative_sum"), _cumulative(np.cumsum, 0.0))
+defcomposite(present(np, "cumulative_prod"), _cumulative(np.cumprod, 1.0))

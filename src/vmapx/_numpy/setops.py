@@ -37,6 +37,7 @@ from .._batching import (
     loop_rule,
     unwrap,
 )
+from ._compat import present
 from ._dispatch import defbatch, get_arg, primitive
 from .gather import compact, zero_batch
 from .shapes import flat_shape
@@ -199,9 +200,9 @@ def _unique_api_rule(fields: tuple[bool, bool, bool]) -> Callable:
 
 
 defbatch(np.unique, _unique_rule)
-defbatch(np.unique_all, _unique_api_rule((True, True, True)))
-defbatch(np.unique_counts, _unique_api_rule((False, False, True)))
-defbatch(np.unique_inverse, _unique_api_rule((False, True, False)))
+defbatch(present(np, "unique_all"), _unique_api_rule((True, True, True)))
+defbatch(present(np, "unique_counts"), _unique_api_rule((False, False, True)))
+defbatch(present(np, "unique_inverse"), _unique_api_rule((False, True, False)))
 
 
 # -- union1d, intersect1d, setdiff1d, setxor1d ------------------------------------------

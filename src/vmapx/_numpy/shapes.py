@@ -24,6 +24,7 @@ from .._batching import (
     warn_fallback,
 )
 from .._core import Tracer
+from ._compat import astype, present
 from ._dispatch import _name, defbatch, get_arg, set_arg
 from ._tracer_api import IN_PLACE
 from .ufuncs import _shift_axis, _shift_one
@@ -80,7 +81,7 @@ def _meta_rule(attr: str) -> Callable:
 defbatch(np.shape, _meta_rule("shape"))
 defbatch(np.ndim, _meta_rule("ndim"))
 defbatch(np.size, _meta_rule("size"))
-defbatch([np.copy, np.astype], _value_rule)
+defbatch([np.copy, astype], _value_rule)
 defbatch([np.real, np.imag], _value_rule, may_view=True)
 
 
@@ -504,7 +505,7 @@ defbatch([np.diag, np.diagflat], _diag_rule, may_view=True)
 defbatch(np.diagonal, _two_axes_rule, may_view=True)
 defbatch(np.trace, _two_axes_rule)
 defbatch([np.tril, np.triu], _tri_rule)
-defbatch(np.matrix_transpose, _matrix_transpose_rule, may_view=True)
+defbatch(present(np, "matrix_transpose"), _matrix_transpose_rule, may_view=True)
 defbatch(np.rollaxis, _rollaxis_rule, may_view=True)
 
 
@@ -718,7 +719,7 @@ defvjp([np.squeeze, np.expand_dims], _unshape)
 defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
-defelementwise([np.copy, np.astype, np.real_if_close], 1)
+defelementwise([np.copy, astype, np.real_if_close], 1)
 
 
 # -- derivatives of structural functions ---------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._batching import BatchTrace, aligned_operands, batch_rules, loop_apply, wrap_tree
 from ..errors import UnsupportedError
+from ._compat import numpy_core, present
 from ._dispatch import defbatch, ufunc_primitive
 
 _ELEMENTWISE = [
@@ -43,8 +44,8 @@ def _broadcasting_rule(func: Callable) -> Callable:
     return rule
 
 
-defbatch([getattr(np.strings, n) for n in _ELEMENTWISE if hasattr(np.strings, n)],
-         _broadcasting_rule)  # fmt: skip
+# `np.strings` is new in NumPy 2: nothing to register on NumPy 1.26
+defbatch(present(getattr(np, "strings", None), *_ELEMENTWISE), _broadcasting_rule)
 
 
 def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
@@ -55,5 +56,5 @@ def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     )
 
 
-for _ufunc in (np._core.umath._partition_index, np._core.umath._rpartition_index):
+for _ufunc in present(numpy_core.umath, "_partition_index", "_rpartition_index"):
     batch_rules[ufunc_primitive(_ufunc, "__call__")] = _needs_out_buffers

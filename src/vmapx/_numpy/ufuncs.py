@@ -37,6 +37,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
+from ._compat import astype, present
 from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
 
 
@@ -278,8 +279,8 @@ def_ufunc_rules(
 
 def _share(ans: Any, x: Any, y: Any) -> Any:
     """d max(x, y)/dx: 1 where x is the result, 1/2 where both are (ties split)."""
-    mx = np.astype(x == ans, ans.dtype)
-    my = np.astype(y == ans, ans.dtype)
+    mx = astype(x == ans, ans.dtype)
+    my = astype(y == ans, ans.dtype)
     return mx / np.maximum(mx + my, 1)
 
 
@@ -368,9 +369,9 @@ if "_ones_like" in _UMATH:
 if "clip" in _UMATH:  # the result equals one operand: the derivative goes to it (x first)
     defelementwise(
         _UMATH["clip"],
-        lambda ans, x, lo, hi: np.astype(ans == x, ans.dtype),
-        lambda ans, x, lo, hi: np.astype((ans == lo) & (ans != x), ans.dtype),
-        lambda ans, x, lo, hi: np.astype((ans == hi) & (ans != x) & (ans != lo), ans.dtype),
+        lambda ans, x, lo, hi: astype(ans == x, ans.dtype),
+        lambda ans, x, lo, hi: astype((ans == lo) & (ans != x), ans.dtype),
+        lambda ans, x, lo, hi: astype((ans == hi) & (ans != x) & (ans != lo), ans.dtype),
     )
 
 
@@ -439,7 +440,7 @@ def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
     return np.sum(np.conjugate(a) * b, axis=axis)
 
 
-defcomposite(np.vecdot, _vecdot)
+defcomposite(present(np, "vecdot"), _vecdot)
 if hasattr(np, "matvec"):
     defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
                  else NotImplemented)  # fmt: skip
