@@ -122,6 +122,12 @@ def test_hessian_of_an_mlp_loss_is_symmetric_and_matches_finite_differences():
     _close(flat, fd, rtol=1e-6, atol=1e-7)
     h_dict = hessian(_mlp_loss)(params, x, y)
     _close(h_dict["w2"]["w2"], h)
+    # closed form for the output layer: h_i h_j (diag(p) - p p^T)_ab, p = softmax(z)
+    hid = np.tanh(x @ params["w1"] + params["b1"])
+    z = hid @ params["w2"] + params["b2"]
+    p = np.exp(z - z.max()) / np.sum(np.exp(z - z.max()))
+    closed = np.einsum("i,j,ab->iajb", hid, hid, np.diag(p) - np.outer(p, p))
+    _close(h, closed, atol=1e-12)
 
 
 def test_per_example_mlp_gradients_equal_hand_written_backprop():
