@@ -67,8 +67,8 @@ import numpy as np
 
 from . import _core
 from ._batching import BatchTracer
-from ._numpy._compat import astype
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._numpy._compat import astype
 from ._numpy._dispatch import primitive, ufunc_primitive
 from .errors import DifferentiationError
 
