@@ -32,8 +32,8 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, bind
-from ._compat import normalize_axis_tuple
-from ._dispatch import defbatch, get_arg, primitive
+from ._compat import normalize_axis_index, normalize_axis_tuple
+from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
 from .shapes import flat_shape
@@ -235,6 +235,146 @@ defbatch(np.select, _select_rule)
 defbatch(np.compress, _compress_rule)
 defbatch(np.extract, _extract_rule)
 
+# -- derivatives of the gathers (see vmapx._autodiff) ---------------------------------
+# A gather is linear in the array it reads: the JVP gathers the tangent (`deflinear`),
+# the VJP sends the cotangent back to the positions read, added up where an index may
+# repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
+# and `select` are where-like: each output element comes from one operand.
+from .._autodiff import (  # noqa: E402
+    NoRule,
+    defjvp,
+    defjvp_argnum,
+    defjvp_argnums,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+)
+from .indexing import SCATTER_ADD, _last_writes  # noqa: E402
+
+
+def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
+    """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
+    nd = len(shape)
+    return tuple(
+        indices if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+        for d, n in enumerate(shape)
+    )
+
+
+def scatter(g: Any, shape: tuple, index: Any, add: bool = True) -> Any:
+    """Zeros of `shape` with `g` added (`add`: an index may repeat) or written at `index`."""
+    return bind(SCATTER_ADD if add else SETITEM, (np.zeros_like(g, shape=shape), index, g), {})
+
+
+def _size(x: Any) -> int:
+    return int(np.prod(x.shape, dtype=np.intp))
+
+
+def _as_index(ind: Any) -> Any:
+    return np.asarray(ind) if isinstance(ind, list | tuple) else ind
+
+
+def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
+              mode: str = "raise") -> Callable:  # fmt: skip
+    ind = _as_index(indices)
+    if axis is None:
+        index = (_mode_index(ind, _size(a), mode),)
+        return lambda g: np.reshape(scatter(g, (_size(a),), index), a.shape)
+    ax = normalize_axis_index(axis, a.ndim)
+    index = (slice(None),) * ax + (_mode_index(ind, a.shape[ax], mode),)
+    return lambda g: scatter(g, a.shape, index)
+
+
+def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Callable:
+    if axis is None:
+        return lambda g: np.reshape(scatter(g, (_size(arr),), (indices,)), arr.shape)
+    ax = normalize_axis_index(axis, arr.ndim)
+    return lambda g: scatter(g, arr.shape, along_axis_index(arr.shape, indices, ax))
+
+
+def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
+    kept = np.nonzero(condition)[0]
+    if axis is None:
+        return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
+    ax = normalize_axis_index(axis, a.ndim)
+    return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)
+
+
+def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
+    kept = np.nonzero(np.ravel(condition))[0]
+    return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
+
+
+def defwhere(func: Callable, mask: Callable) -> None:
+    """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
+    output elements come from that operand (broadcastable to the result)."""
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        return np.where(mask(argnum, ans, args, kwargs), t, 0)
+
+    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        m = mask(argnum, ans, args, kwargs)
+        return lambda g: np.where(m, g, 0)
+
+    defjvp_argnum(func, jvp)
+    defvjp_argnum(func, vjp)
+
+
+def _choice(args: tuple, kwargs: dict) -> tuple[Any, int]:
+    """The choice `np.choose` takes for each element (after `mode`), and how many there are."""
+    choices = get_arg(args, kwargs, 1, "choices")
+    n = len(choices)
+    return _mode_index(_as_index(args[0]), n, get_arg(args, kwargs, 3, "mode", "raise")), n
+
+
+def _choose_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    pick, n = _choice(args, kwargs)
+    if argnum == 1:  # one array whose first axis enumerates the choices: a mask per choice
+        return pick == np.arange(n).reshape((n,) + (1,) * ans.ndim)
+    if not (isinstance(argnum, tuple) and argnum[0] == 1):
+        raise NoRule(argnum, "jvp")
+    return pick == argnum[1]
+
+
+def _choose_jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    if argnum == 1:  # `choose` is linear in an array of choices
+        return np.choose(args[0], t, mode=get_arg(args, kwargs, 3, "mode", "raise"))
+    return np.where(_choose_mask(argnum, ans, args, kwargs), t, 0)
+
+
+def _choose_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    m = _choose_mask(argnum, ans, args, kwargs)
+    if argnum != 1:
+        return lambda g: np.where(m, g, 0)
+    # (n, *result) -> (n, *one choice): the result's extra leading axes are summed here
+    # (the engine would take the choices' axis for one of them)
+    extra = tuple(range(1, 1 + ans.ndim - (np.ndim(args[1]) - 1)))
+    return lambda g: np.sum(np.where(m, g, 0), axis=extra) if extra else np.where(m, g, 0)
+
+
+def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    conds = get_arg(args, kwargs, 0, "condlist")
+    n = len(conds)
+    which = n  # the first condition that holds; `n` for the default
+    for j in range(n - 1, -1, -1):
+        which = np.where(conds[j], j, which)
+    if argnum in (2, "default"):
+        return which == n
+    if not (isinstance(argnum, tuple) and argnum[0] == 1):
+        raise NoRule(argnum, "jvp")
+    return which == argnum[1]
+
+
+deflinear([np.take, np.take_along_axis])
+defvjp(np.take, _take_vjp)
+defvjp(np.take_along_axis, _take_along_axis_vjp)
+deflinear([np.compress, np.extract], argnums=(1,))
+defvjp(np.compress, _compress_vjp, argnums=(1,))
+defvjp(np.extract, _extract_vjp, argnums=(1,))
+defjvp_argnum(np.choose, _choose_jvp)
+defvjp_argnum(np.choose, _choose_vjp)
+defwhere(np.select, _select_mask)
+
 
 # -- in-place writers: functional updates of a traced target --------------------------
 
@@ -379,6 +519,100 @@ _in_place(np.put, _put_impl, _put_rule)
 _in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
 _in_place(np.place, _place_impl, _place_rule)
 _in_place(np.putmask, _putmask_impl, _putmask_rule)
+
+# -- derivatives of the writers: functional writes `out = write(target, where, values)`.
+# Linear in (target, values) jointly: the JVP writes the values' tangent into the
+# target's. The target's cotangent is `g` with the written positions zeroed; the values
+# get `g` read where they were written (only the last of repeated writes to one position
+# counts, as NumPy leaves it), summed where `values` is repeated to fill the positions.
+
+
+def _write_jvp(func: Callable, name: str) -> Callable:
+    prim = primitive(func)
+
+    def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+        t_target = tangents.get(0)
+        t_values = tangents.get(2, tangents.get(name))
+        if t_target is None:
+            t_target = np.zeros_like(ans)
+        if t_values is None:
+            v = get_arg(args, kwargs, 2, name)
+            t_values = np.zeros_like(v) if hasattr(v, "shape") else np.zeros(np.shape(v))
+        args, kwargs = set_arg((t_target, *args[1:]), kwargs, 2, name, t_values)
+        return bind(prim, args, kwargs)
+
+    return rule
+
+
+def _fold(w: Any, m: int) -> Any:
+    """`out[j] = sum(w[k] for k % m == j)` for the 1-d `w`: where `values[k % m]` was used."""
+    k = w.shape[0]
+    r = -(-k // m)
+    if r * m != k:
+        w = np.concatenate([w, np.zeros_like(w, shape=(r * m - k,))])
+    return w if r == 1 else np.sum(np.reshape(w, (r, m)), axis=0)
+
+
+def _put_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    a, v = args[0], get_arg(args, kwargs, 2, "v")
+    n, m = _size(a), int(np.size(v)) if not hasattr(v, "shape") else _size(v)
+    idx = np.ravel(_as_index(args[1]))
+    idx = _mode_index(idx, n, get_arg(args, kwargs, 3, "mode", "raise"))
+    if m == 0 or idx.shape[0] == 0:  # NumPy writes nothing
+        return (lambda g: g) if argnum == 0 else (lambda g: None)
+    if argnum == 0:
+        return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, (n,)), idx, 0), {}), a.shape)
+    won = _last_writes((n,), idx)
+    return lambda g: np.reshape(_fold(bind(GETITEM, (np.reshape(g, (n,)), idx), {}) * won, m),
+                                np.shape(v))  # fmt: skip
+
+
+def _put_along_axis_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    arr, indices = args[0], args[1]
+    axis = get_arg(args, kwargs, 3, "axis")
+    if axis is None:
+        shape, index = (_size(arr),), (indices,)
+    else:
+        shape = arr.shape
+        axis = normalize_axis_index(axis, arr.ndim)
+        index = along_axis_index(shape, indices, axis)
+    if argnum == 0:
+        return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, shape), index, 0), {}), arr.shape)
+    won = _last_writes(shape, index)
+    return lambda g: bind(GETITEM, (np.reshape(g, shape), index), {}) * won
+
+
+def _masked_write_vjp(by_count: bool, name: str) -> Callable:
+    """`place` (`by_count`: the k-th selected element gets `vals[k % m]`) and `putmask`
+    (element i gets `values[i % m]` where the mask is set)."""
+
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        x, mask = args[0], args[1]
+        n = _size(x)
+        keep = np.reshape(mask, (n,)) != 0
+        if argnum == 0:
+            return lambda g: np.where(np.reshape(keep, x.shape), 0, g)
+        v = get_arg(args, kwargs, 2, name)
+        m = _size(v)
+        if m == 0:
+            return lambda g: None
+        if not by_count:
+            return lambda g: np.reshape(_fold(np.where(keep, np.reshape(g, (n,)), 0), m), v.shape)
+        slot = (np.cumsum(keep) - 1) % m
+        return lambda g: np.reshape(
+            scatter(np.where(keep, np.reshape(g, (n,)), 0), (m,), slot), v.shape
+        )
+
+    return maker
+
+
+for _func, _name in ((np.put, "v"), (np.put_along_axis, "values"), (np.place, "vals"),
+                     (np.putmask, "values")):  # fmt: skip
+    defjvp_argnums(_func, _write_jvp(_func, _name))
+defvjp_argnum(np.put, _put_vjp)
+defvjp_argnum(np.put_along_axis, _put_along_axis_vjp)
+defvjp_argnum(np.place, _masked_write_vjp(by_count=True, name="vals"))
+defvjp_argnum(np.putmask, _masked_write_vjp(by_count=False, name="values"))
 
 
 # -- data-dependent shapes: nonzero, argwhere, flatnonzero -----------------------------
@@ -557,3 +791,38 @@ def _trim_zeros_rule(func: Callable) -> Callable:
 
 defbatch(np.bincount, _bincount_rule)
 defbatch(np.trim_zeros, _trim_zeros_rule)
+
+# -- derivatives: `bincount` is linear in its weights (the VJP reads `g` at each value's
+# bin); `trim_zeros` is a slice whose bounds the primal's zeros fix.
+
+
+def _trim_slices(ans: Any, filt: Any, trim: str = "fb", axis: Any = None) -> tuple:
+    """The slice of `filt` that `np.trim_zeros` returned as `ans`."""
+    nonzero = filt != 0
+    out = []
+    for ax, (n, k) in enumerate(zip(filt.shape, ans.shape, strict=True)):
+        start = 0
+        if k != n and "f" in trim.lower():  # the first index with a nonzero entry
+            others = tuple(d for d in range(filt.ndim) if d != ax)
+            start = int(np.argmax(np.any(nonzero, axis=others) if others else nonzero))
+        out.append(slice(start, start + k))
+    return tuple(out)
+
+
+def _trim_zeros_jvp(t: Any, ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Any:
+    return bind(GETITEM, (t, _trim_slices(ans, filt, *args, **kwargs)), {})
+
+
+def _trim_zeros_vjp(ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Callable:
+    index = _trim_slices(ans, filt, *args, **kwargs)
+    return lambda g: scatter(g, filt.shape, index, add=False)
+
+
+deflinear(np.bincount, argnums=(1,))
+defvjp(
+    np.bincount,
+    lambda ans, x, weights=None, minlength=0: lambda g: bind(GETITEM, (g, x), {}),
+    argnums=(1,),
+)
+defjvp(np.trim_zeros, _trim_zeros_jvp)
+defvjp(np.trim_zeros, _trim_zeros_vjp)

@@ -25,6 +25,7 @@ from .._batching import (
     warn_fallback,
 )
 from .._core import bind
+from ._compat import normalize_axis_index
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
@@ -99,6 +100,57 @@ defbatch([np.sort, np.argsort], _sort_rule)
 defbatch([np.partition, np.argpartition], _partition_rule)
 defbatch(np.lexsort, _lexsort_rule)
 defbatch(np.sort_complex, _sort_complex_rule)
+
+# -- derivatives: a sort moves elements. With `perm` the source of each output position
+# (`ans == take_along_axis(a, perm)`), the JVP gathers the tangent and the VJP writes the
+# cotangent back (a permutation: no position twice). Ties follow the stable order.
+from .._autodiff import defjvp, defvjp  # noqa: E402
+from .gather import along_axis_index, scatter  # noqa: E402
+
+
+def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
+    return np.argsort(a, axis=axis, kind="stable")
+
+
+def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
+    """NumPy's partition arranges elements its own way (`argpartition` may arrange them
+    otherwise): the r-th smallest element sits at `sorted_ans[r]` and comes from
+    `sorted_a[r]`, the two stable argsorts."""
+    from_a = np.argsort(a, axis=axis, kind="stable")
+    at = np.argsort(ans, axis=axis, kind="stable")
+    return _write_back(from_a, at, ans.shape, axis)
+
+
+def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
+    """`out` of `shape` with `take_along_axis(out, perm, axis) == g` (`perm` a permutation)."""
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.intp))
+        return np.reshape(scatter(np.reshape(g, (-1,)), (size,), (perm,), add=False), shape)
+    axis = normalize_axis_index(axis, len(shape))
+    return scatter(g, shape, along_axis_index(shape, perm, axis), add=False)
+
+
+def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
+    """Derivatives of `func(a, ...)`, which rearranges `a` along its `axis` (argument
+    `axis_at`; None flattens): `perm_of(ans, a, ...)` finds where each output came from."""
+
+    def axis_of(args: tuple, kwargs: dict) -> Any:
+        return get_arg(args, kwargs, axis_at - 1, "axis", -1)
+
+    def jvp(t: Any, ans: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
+        return np.take_along_axis(t, perm_of(ans, a, *args, **kwargs), axis_of(args, kwargs))
+
+    def vjp(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
+        perm = perm_of(ans, a, *args, **kwargs)
+        axis = axis_of(args, kwargs)
+        return lambda g: _write_back(g, perm, a.shape, axis)
+
+    defjvp(func, jvp)
+    defvjp(func, vjp)
+
+
+defpermutation(np.sort, _sort_perm, axis_at=1)
+defpermutation(np.partition, _partition_perm, axis_at=2)
 
 
 # -- searchsorted, digitize ------------------------------------------------------------
