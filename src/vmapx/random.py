@@ -31,7 +31,6 @@ examples are independent per example, but not in the loop's order.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ import numpy as np
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._core import _state, user_frame_location
+from ._numpy._compat import signature
 from ._numpy._tracer_api import setitem
 from .errors import RandomnessError, UnsupportedError
 
@@ -58,8 +58,8 @@ _PER_EXAMPLE = (
     "bytes", "choice", "dirichlet", "multinomial", "multivariate_hypergeometric",
     "multivariate_normal", "permutation", "permuted",
 )  # fmt: skip
-_SIGNATURES = {n: inspect.signature(getattr(_GEN, n)) for n in (*_ELEMENTWISE, *_PER_EXAMPLE)}
-_SIGNATURES["shuffle"] = inspect.signature(_GEN.shuffle)
+_SIGNATURES = {n: signature(getattr(_GEN, n)) for n in (*_ELEMENTWISE, *_PER_EXAMPLE)}
+_SIGNATURES["shuffle"] = signature(_GEN.shuffle)
 _OPTIONS = ("size", "dtype", "out", "method", "endpoint")
 # the distribution parameters of each elementwise method, in order
 _PARAMS = {

@@ -13,6 +13,7 @@ vmapx is written for NumPy 2 and runs on NumPy 1.26 too. Two kinds of difference
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -34,6 +35,22 @@ def present(module: ModuleType | None, *names: str) -> list[Callable]:
     if module is None:  # a module NumPy 1.26 lacks (`np.strings`)
         return []
     return [f for f in (getattr(module, n, None) for n in names) if f is not None]
+
+
+def signature(func: Callable) -> inspect.Signature:
+    """`inspect.signature(func)`, also for NumPy 1.26's Cython methods (`Generator.normal`),
+    which state their signature only in their docstring's first line(s).
+
+    >>> list(signature(np.random.Generator.normal).parameters)
+    ['self', 'loc', 'scale', 'size']
+    """
+    try:
+        return inspect.signature(func)
+    except ValueError:
+        doc = inspect.cleandoc(func.__doc__ or "")  # "normal(loc=0.0, scale=1.0, size=None)"
+        params = doc[doc.index("(") + 1 : doc.index(")")]
+        # NumPy's own text, e.g. `dtype=np.float64`: defaults are evaluated with `np` in scope
+        return inspect.signature(eval(f"(lambda self, {params}: None)", {"np": np}))
 
 
 if NUMPY2:
@@ -73,6 +90,7 @@ __all__ = [
     "normalize_axis_tuple",
     "numpy_core",
     "present",
+    "signature",
     "trapezoid",
     "vecdot",
 ]
