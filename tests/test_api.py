@@ -514,3 +514,31 @@ def test_results_never_alias_the_callers_arrays() -> None:
         assert out.flags.writeable
         out[...] = 7.0
     assert not (x == 7.0).any()
+
+
+def test_write_into_base_after_taking_a_view_stays_batched() -> None:
+    x = rng.normal(size=(4, 3, 2))
+
+    def f(v):
+        v = v.copy()
+        v[v[:, 0] > 0] = 0.0  # `v[:, 0]` is a view of `v`, gone before the write
+        h = np.zeros_like(v)
+        for i in range(1, 3):
+            h[i] = np.tanh(h[i - 1] + v[i])  # reads views of `h`, writes into `h`
+        return h
+
+    check_vmap(f, [x], in_axes=0)  # warnings are errors: stayed batched
+
+
+def test_stale_view_after_write_into_base_gives_the_loop_answer() -> None:
+    x = rng.normal(size=(3, 4))
+
+    def f(v):
+        v = v.copy()
+        head = v[:2]
+        v[0] = 100.0  # NumPy shows this write through `head`
+        return head * 1.0
+
+    with pytest.warns(vmapx.PerformanceWarning, match="view"):
+        got = vmap(f)(x)
+    assert_same(got, loop_reference(f, [x], 0))

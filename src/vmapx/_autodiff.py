@@ -101,32 +101,9 @@ class NoRule(Exception):  # noqa: N818 (a signal to the engine, not a user error
 
 class ADTracer(Tracer):
     """Common part of the autodiff tracers: a concrete `primal` one level down.
+    (Views written in place are tracked by the core, see `vmapx._core.Tracer`.)"""
 
-    Writes are functional (`_become`), so views are tracked to keep NumPy's semantics
-    or fail: a tracer made by an operation that may return a view (`x[1:]`, reshape,
-    ...) records its base and the base's version. Writing into such a view is refused
-    (`_aliased`), and using it after its base was written raises; writing into the base
-    itself is fine (the common `h[i] = f(h[i - 1])`).
-    """
-
-    __slots__ = ("primal", "_view", "_version")
-
-    @property  # type: ignore[override]
-    def _aliased(self) -> bool:
-        return self._view is not None
-
-    @_aliased.setter
-    def _aliased(self, value: bool) -> None:
-        pass  # the core marks every operand of a view operation; views are tracked here
-
-    def _check_fresh(self) -> None:
-        view = self._view
-        if view is not None and view[0]._version != view[1]:
-            raise self._trace.concretization(
-                "a view (a slice, reshape, transpose, ...) was used after the array it "
-                "views was written in place, which NumPy would reflect in the view",
-                "copy the view before writing (`v = x[1:].copy()`), or take it after the write",
-            )
+    __slots__ = ("primal",)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -266,7 +243,6 @@ def _unwrap(trace: Trace, args: tuple, kwargs: dict) -> tuple[tuple, dict, list,
         new_kwargs = {}
         for k, v in kwargs.items():
             if isinstance(v, Tracer) and v._trace is trace:
-                v._check_fresh()
                 new_kwargs[k] = v.primal
                 if _payload(v) is not None:
                     argnums.append(k)
@@ -286,8 +262,6 @@ def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: l
     out = None
     for i, a in enumerate(seq):
         if isinstance(a, Tracer) and a._trace is trace:
-            if a._view is not None:
-                a._check_fresh()
             new = a.primal
             if (a.tangent if type(a) is JVPTracer else a.node) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
@@ -403,22 +377,6 @@ def _snapshot(t: Tracer) -> Tracer:
     return c
 
 
-def _mark_view(trace: Trace, args: tuple, out: Any) -> Any:
-    """Record that `out` may be a view of the first traced operand (of its root): for
-    the user's own operations only (those of rules run with another trace on top)."""
-    if trace.level != len(_core._state.stack):
-        return out
-    base = next((a for a in args if isinstance(a, ADTracer) and a._trace is trace), None)
-    if base is None:
-        return out
-    if base._view is not None:
-        base = base._view[0]
-    for o in out if _is_multi(out) else (out,):
-        if isinstance(o, ADTracer):
-            o._view = (base, base._version)
-    return out
-
-
 def _no_rule(trace: Trace, prim: Primitive, argnum: Any, mode: str) -> DifferentiationError:
     which = "" if argnum is None else f" with respect to {_argnum_name(argnum)}"
     return DifferentiationError(
@@ -475,10 +433,6 @@ class JVPTrace(Trace):
         multi = _is_multi(ans)
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
-        if prim.may_view:
-            return _mark_view(
-                self, args, self._process(prim, primals, pkwargs, argnums, tracers, ans)
-            )
         return self._process(prim, primals, pkwargs, argnums, tracers, ans)
 
     def _process(
@@ -648,10 +602,6 @@ class VJPTrace(Trace):
         multi = _is_multi(ans)
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
-        if prim.may_view:
-            return _mark_view(
-                self, args, self._process(prim, primals, pkwargs, argnums, tracers, ans)
-            )
         return self._process(prim, primals, pkwargs, argnums, tracers, ans)
 
     def _process(

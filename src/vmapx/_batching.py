@@ -32,7 +32,8 @@ class BatchTracer(Tracer):
 
     def __init__(self, trace: BatchTrace, val: Any) -> None:
         self._trace = trace
-        self._aliased = False
+        self._view = None
+        self._version = 0
         self.val = val
 
     @property
@@ -53,6 +54,7 @@ class BatchTracer(Tracer):
 
     def _become(self, other: Tracer) -> None:
         self.val = other.val
+        self._version += 1
 
     def __repr__(self) -> str:
         return (

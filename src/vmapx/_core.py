@@ -63,13 +63,31 @@ class Trace:
 class Tracer:
     """A value that belongs to a trace. Subclasses hold the payload.
 
-    `_aliased` is set when the tracer took part in an operation that may return
-    a view; such tracers cannot be written in place (see `check_writable`).
+    Writes into tracers are functional (`_become` swaps the payload), so NumPy's view
+    semantics are kept, or the write fails, by tracking views for every kind of tracer:
+    a tracer made by an operation that may return a view (`x[1:]`, reshape, ...)
+    records its base and the base's `_version` in `_view`. Writing into such a view is
+    refused (`_aliased`); writing into the base is fine (the common `h[i] = f(h[i-1])`)
+    and bumps its version, and using a view made before that write raises
+    (`_check_fresh`): NumPy would show the write through the view.
     """
 
-    __slots__ = ("_trace", "_aliased")
+    __slots__ = ("_trace", "_view", "_version")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
+
+    @property
+    def _aliased(self) -> bool:
+        return self._view is not None
+
+    def _check_fresh(self) -> None:
+        view = self._view
+        if view[0]._version != view[1]:
+            raise self._trace.concretization(
+                "a view (a slice, reshape, transpose, ...) was used after the array it "
+                "views was written in place, which NumPy would reflect in the view",
+                "copy the view before writing (`v = x[1:].copy()`), or take it after the write",
+            )
 
     def _become(self, other: Tracer) -> None:
         """Take over `other`'s payload: the functional form of an in-place write."""
@@ -134,6 +152,8 @@ def _top_in(seq: Any, best: Trace | None) -> Trace | None:
     # validated once (the arguments of one call almost always share one trace)
     for a in seq:
         if isinstance(a, Tracer):
+            if a._view is not None:
+                a._check_fresh()
             trace = a._trace
             if trace is not best:
                 _check_trace(trace)
@@ -163,14 +183,21 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
     if prim.may_view and trace.level == len(_state.stack):
         # only the user's own view operations: those a rule makes on the values one
         # level down run while this trace is still on top, with a lower level
-        _mark_aliased(args, out)
+        mark_view(trace, args, out)
     return out
 
 
-def _mark_aliased(args: tuple, out: Any) -> None:
-    for a in (*args, out):
-        if isinstance(a, Tracer):
-            a._aliased = True
+def mark_view(trace: Trace, args: tuple, out: Any) -> None:
+    """Record that the tracers in `out` may be views of the first traced operand (of
+    its root base)."""
+    base = next((a for a in args if isinstance(a, Tracer) and a._trace is trace), None)
+    if base is None:
+        return
+    if base._view is not None:
+        base = base._view[0]
+    for o in out if type(out) in (tuple, list) or hasattr(out, "_fields") else (out,):
+        if isinstance(o, Tracer) and o._trace is trace:
+            o._view = (base, base._version)
 
 
 def user_frame_location() -> str:
