@@ -164,17 +164,27 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
     axes: list = []
     for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
-        try:
-            subtrees = optree.tree_structure(p, none_is_leaf=True).flatten_up_to(a)
-        except ValueError as e:
-            raise InAxesError(
+        axes += _leaf_axes(
+            p,
+            a,
+            lambda e, i=i, p=p, a=a: InAxesError(
                 f"vmap: in_axes entry for {_arg_name(f, i)} ({p!r}) does not match the "
                 f"structure of the argument (a {type(a).__name__}): {e}"
-            ) from None
-        p_leaves = optree.tree_leaves(p, none_is_leaf=True)
-        for ax, sub in zip(p_leaves, subtrees, strict=True):
-            axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
+            ),
+        )
     return leaves, treedef, axes
+
+
+def _leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list:
+    """The axis of every leaf of `tree`, given a pytree `prefix` of axes."""
+    try:
+        subtrees = optree.tree_structure(prefix, none_is_leaf=True).flatten_up_to(tree)
+    except ValueError as e:
+        raise mismatch(e) from None
+    axes: list = []
+    for ax, sub in zip(optree.tree_leaves(prefix, none_is_leaf=True), subtrees, strict=True):
+        axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
+    return axes
 
 
 def _is_leaf(x: Any) -> bool:
@@ -348,17 +358,14 @@ def _output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
         return [out_axes] * treedef.num_leaves
     if isinstance(out_axes, list):
         out_axes = tuple(out_axes)
-    try:
-        subtrees = optree.tree_structure(out_axes, none_is_leaf=True).flatten_up_to(out)
-    except ValueError as e:
-        raise InAxesError(
+    return _leaf_axes(
+        out_axes,
+        out,
+        lambda e: InAxesError(
             f"vmap: out_axes={out_axes!r} does not match the structure of the function's "
             f"output ({type(out).__name__}): {e}"
-        ) from None
-    axes = []
-    for ax, sub in zip(optree.tree_leaves(out_axes, none_is_leaf=True), subtrees, strict=True):
-        axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
-    return axes
+        ),
+    )
 
 
 def _check_output_leaf(leaf: Any, i: int) -> None:

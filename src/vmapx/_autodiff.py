@@ -415,8 +415,9 @@ def _zero_filter(prim: Primitive, argnums: list, tracers: list) -> tuple[list, l
 # -- forward mode --------------------------------------------------------------------
 
 
-class JVPTrace(Trace):
-    """The trace of one forward-mode transform (`jvp`, `jacfwd`, ...)."""
+class ADTrace(Trace):
+    """What forward and reverse mode share: composites, unwrapping, and skipping
+    results that carry no derivative (integers, booleans)."""
 
     __slots__ = ()
 
@@ -434,6 +435,18 @@ class JVPTrace(Trace):
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
         return self._process(prim, primals, pkwargs, argnums, tracers, ans)
+
+    def _process(
+        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        ans: Any,
+    ) -> Any:  # fmt: skip
+        raise NotImplementedError
+
+
+class JVPTrace(ADTrace):
+    """The trace of one forward-mode transform (`jvp`, `jacfwd`, ...)."""
+
+    __slots__ = ()
 
     def _process(
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
@@ -529,7 +542,7 @@ class _Node:
         self.outs = outs
 
 
-class VJPTrace(Trace):
+class VJPTrace(ADTrace):
     """The trace of one reverse-mode transform (`grad`, `vjp`, `jacrev`, ...).
 
     The tape keeps the operands of each primitive for the backward pass, so they must
@@ -588,21 +601,6 @@ class VJPTrace(Trace):
     def new_input(self, primal: Any) -> VJPTracer:
         self.tape.append(_Node(None, (), None))
         return VJPTracer(self, primal, len(self.tape) - 1)
-
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
-        comp = composites.get(prim)
-        if comp is not None:
-            out = comp(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
-        if kwargs and _has_tracer_kwarg(self, kwargs):
-            args, kwargs = _to_positional(prim, args, kwargs)
-        primals, pkwargs, argnums, tracers = _unwrap(self, args, kwargs)
-        ans = bind(prim, primals, pkwargs)
-        multi = _is_multi(ans)
-        if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
-            return ans
-        return self._process(prim, primals, pkwargs, argnums, tracers, ans)
 
     def _process(
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
