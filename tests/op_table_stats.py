@@ -236,9 +236,8 @@ OPS: list[Op] = [*_stats_rows(), *_quantile_rows(), *_histogram_rows(), *_misc_r
 
 # Rows whose inputs sit where the function has no derivative (exact ties at the
 # quantile, q of 0 or 1, NaN results, points on or repeated sample points of `interp`)
-# wait for inputs made for derivatives: their sort and gather rules exist (checked on
-# such inputs in `test_grad_gather.py`); `method="nearest"` with a traced q waits for
-# `np.around` too.
+# are not differentiated at them: their derivatives are checked on twins of the rows at
+# inputs where they exist (`<row>.smooth`, below; and in `test_grad_gather.py`).
 _AT_KINKS = "inputs where the derivative exists"
 _SORT_ROWS_CHECKED = {
     "median", "nanmedian", "quantile.float32_weak", "percentile", "nanquantile",
@@ -263,3 +262,39 @@ DERIVATIVES_WAITING: dict[str, str] = {
 for _op in OPS:
     if _op.name in DERIVATIVES_WAITING:
         _op.diff = False
+
+
+# Derivative twins of the rows above: the same functions at inputs where the derivative
+# exists (distinct values, NaNs only for the nan-functions, q strictly inside its range,
+# positive weights, interp points between distinct sample points). The rows themselves
+# keep their ties and NaNs for the batching tests.
+def _smooth_nans(shape: tuple) -> Callable:
+    """`_with_nans` without the rounding (no ties)."""
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        x = _uniform(shape)(rng)
+        x[np.isnan(_with_nans(shape)(rng))] = np.nan
+        return x
+
+    return make
+
+
+def _smooth_interp(rng: np.random.Generator) -> list:
+    return [_interp_x(rng), _sorted((6,))(rng), rng.uniform(-2, 2, 6)]
+
+
+def _smooth_twin(op: Op) -> Op:
+    if op.name.startswith("interp"):
+        make = _smooth_interp
+    else:
+        data = (_smooth_nans if op.name.startswith("nan") else _uniform)(op.shapes[0])
+        lo, hi = (
+            (0.1, 1.0) if "weights" in op.name
+            else (5.0, 95.0) if "percentile" in op.name
+            else (0.05, 0.95)
+        )  # fmt: skip
+        make = _make(data, *(_uniform(s, lo, hi) for s in op.shapes[1:]))
+    return Op(f"{op.name}.smooth", op.fn, op.shapes, op.dtypes, make=make)
+
+
+OPS += [_smooth_twin(op) for op in OPS if op.name in DERIVATIVES_WAITING]
