@@ -30,6 +30,7 @@ $(VENV)/.bench-installed: $(STAMP)
 
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/mlp_grads.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
