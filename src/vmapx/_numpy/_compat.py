@@ -53,6 +53,14 @@ def signature(func: Callable) -> inspect.Signature:
         return inspect.signature(eval(f"(lambda self, {params}: None)", {"np": np}))
 
 
+def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    """`np.put`, with NumPy 2's error for indices into an empty `a` (NumPy 1.26 loops
+    forever there with `mode="wrap"` and writes out of bounds with `mode="clip"`)."""
+    if not NUMPY2 and np.size(a) == 0 and np.size(ind) != 0:
+        raise IndexError("cannot replace elements of an empty array")
+    np.put(a, ind, v, mode=mode)
+
+
 if NUMPY2:
     from numpy.exceptions import RankWarning
     from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -90,6 +98,7 @@ __all__ = [
     "normalize_axis_tuple",
     "numpy_core",
     "present",
+    "put",
     "signature",
     "trapezoid",
     "vecdot",

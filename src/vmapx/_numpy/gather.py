@@ -32,7 +32,7 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, bind
-from ._compat import normalize_axis_index, normalize_axis_tuple
+from ._compat import normalize_axis_index, normalize_axis_tuple, put
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
@@ -381,7 +381,7 @@ defwhere(np.select, _select_mask)
 
 def _put_impl(a: Any, ind: Any, v: Any, mode: str = "raise") -> Any:
     out = np.copy(a)
-    np.put(out, ind, v, mode=mode)
+    put(out, ind, v, mode=mode)  # NumPy 1.26 hangs on empty targets
     return out
 
 

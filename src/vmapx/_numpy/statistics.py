@@ -25,6 +25,7 @@ from .._batching import (
     is_batched,
     unwrap,
 )
+from ._compat import NUMPY2, normalize_axis_tuple
 from .misc import (
     as_array,
     call_params,
@@ -36,11 +37,6 @@ from .misc import (
 )
 from .misc import loop as _loop
 from .ufuncs import _shift_axis
-
-try:
-    from numpy.lib.array_utils import normalize_axis_tuple
-except ImportError:  # NumPy < 2
-    from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
 
 _NoValue = np._NoValue
 
@@ -106,9 +102,9 @@ def _virtual_index(method: str, n: Any, q: Any) -> Any:
         return (n * q) - 1
     if method == "inverted_cdf":
         return _boundaries((n * q) - 1, lambda g, i: g == 0)
-    if method == "closest_observation":
+    if method == "closest_observation":  # NumPy 1.26 rounds ties to the other parity
         return _boundaries(
-            (n * q) - 1 - 0.5, lambda g, i: (g == 0) & (np.floor(i) % 2 == 1)
+            (n * q) - 1 - 0.5, lambda g, i: (g == 0) & (np.floor(i) % 2 == int(NUMPY2))
         )  # fmt: skip
     if method == "lower":
         return np.floor((n - 1) * q).astype(np.intp)
@@ -173,7 +169,9 @@ def quantile_sorted(arr: Any, q: Any, q_batched: bool, method: str, weak: bool,
             nan_index = np.isnan(index)
             previous, nxt = np.where(nan_index, -1, previous), np.where(nan_index, -1, nxt)
         previous, nxt = previous.astype(np.intp), nxt.astype(np.intp)
-        gamma = _fix_gamma(method, index - previous, index).astype(index.dtype)
+        gamma = _fix_gamma(method, index - previous, index)
+        if NUMPY2:  # NumPy 1.26 keeps the float64 of `index - previous` (intp)
+            gamma = gamma.astype(index.dtype)
         # -1 stands for each slice's last valid value
         lo = _take_last(arr, np.where(previous < 0, last, previous), nq)
         hi = _take_last(arr, np.where(nxt < 0, last, nxt), nq)
@@ -264,14 +262,15 @@ def _quantile_rule(func: Callable) -> Callable:
             out = plain(av, *([q] if has_q else []), axis=_shift_axis(p["axis"], nd),
                         keepdims=keepdims, **opts)  # fmt: skip
             return trace.wrap(np.moveaxis(out, len(qs), 0) if qs else out)
-        if native and qb and not ab and example_ndim(trace, q) <= 1:  # q carries the batch
+        # q carries the batch (NumPy 1.26's nanquantile transposes the result of a 2-d q)
+        if native and qb and not ab and example_ndim(trace, q) <= 1 and (NUMPY2 or not omit_nan):
             return trace.wrap(func(av, qv, axis=p["axis"], keepdims=keepdims, **opts))
         if kind not in "fiub" or (omit_nan and kind == "c"):
             return _loop(trace, func, args, kwargs)
         arr, axes = merge_reduced(av if ab else av[None], nd, p["axis"])
         arr = np.sort(arr, axis=-1)
         if has_q:
-            weak = type(q) in (int, float)
+            weak = type(q) in (int, float) and NUMPY2  # NumPy 1.26 promotes q as float64
             qarr = as_array(np.true_divide(qv, 100) if percent else qv)
             res = quantile_sorted(arr, qarr, qb, method, weak, nan_aware)
             nq = qarr.ndim - (1 if qb else 0)
@@ -590,8 +589,8 @@ def linspace_rows(start: Any, stop: Any, num: int, dtype: Any = None) -> Any:
     """`np.linspace(start[i], stop[i], num, dtype=dtype)` for every row `i` of the
     1-d `start`/`stop`, as `(B, num)`, with NumPy's own arithmetic."""
     dt = np.result_type(start.dtype, stop.dtype)
-    if dt.kind not in "fc":
-        dt = np.result_type(dt, 1.0)
+    if dt.kind not in "fc" or not NUMPY2:  # NumPy 1.26's `start * 1.0` is double precision
+        dt = np.result_type(dt, 1.0 if NUMPY2 else np.float64)
     delta = np.subtract(stop, start, dtype=dt)
     y = np.arange(0, num, dtype=dt).reshape(-1, 1)
     div = num - 1
