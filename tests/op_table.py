@@ -18,6 +18,7 @@ import op_table_contractions
 import op_table_indexing
 import op_table_shapes
 import op_table_stats
+from np_compat import NUMPY2, np2
 from op_spec import Op, _random  # noqa: F401
 
 # -- ufuncs: generated from NumPy's own list ------------------------------------------
@@ -164,15 +165,15 @@ def _axis_reductions() -> list[Op]:
     ops += [
         Op(
             "cumulative_sum",
-            lambda x: np.cumulative_sum(x, axis=1, include_initial=True),
+            lambda x: np2.cumulative_sum(x, axis=1, include_initial=True),
             ((3, 4),),
-            covers=(np.cumulative_sum,),
+            covers=(np2.cumulative_sum,),
         ),  # fmt: skip
         Op(
             "cumulative_prod",
-            lambda x: np.cumulative_prod(x, axis=0),
+            lambda x: np2.cumulative_prod(x, axis=0),
             ((3, 4),),
-            covers=(np.cumulative_prod,),
+            covers=(np2.cumulative_prod,),
         ),  # fmt: skip
         Op(
             "sum.where",
@@ -210,7 +211,7 @@ def _shape_ops() -> list[Op]:
         ),  # fmt: skip
         Op("copy", np.copy, ((3,),), covers=(np.copy,)),
         Op(
-            "astype", lambda x: np.astype(x, np.float32), ((3,),), diff=False, covers=(np.astype,)
+            "astype", lambda x: np2.astype(x, np.float32), ((3,),), diff=False, covers=(np2.astype,)
         ),  # fmt: skip
         Op("method.astype", lambda x: x.astype(np.int64), ((3,),), diff=False),
         Op("real", np.real, ((3,),), ("complex128",), diff=False, covers=(np.real,)),
@@ -362,9 +363,9 @@ def _gufunc_ops() -> list[Op]:
         Op("matmul.vv", np.matmul, ((3,), (3,))),
         Op("matmul.stacked", np.matmul, ((2, 2, 3), (3, 4))),
         Op("operator.matmul", lambda a, b: a @ b, ((2, 3), (3,))),
-        Op("vecdot", np.vecdot, ((2, 3), (3,)), covers=(np.vecdot,)),
-        Op("matvec", np.matvec, ((2, 3), (3,)), covers=(np.matvec,)),
-        Op("vecmat", np.vecmat, ((3,), (3, 4)), covers=(np.vecmat,)),
+        Op("vecdot", np2.vecdot, ((2, 3), (3,)), covers=(np2.vecdot,)),
+        Op("matvec", np2.matvec, ((2, 3), (3,)), covers=(np2.matvec,)),
+        Op("vecmat", np2.vecmat, ((3,), (3, 4)), covers=(np2.vecmat,)),
         Op(
             "matmul.axes",
             lambda a, b: np.matmul(a, b, axes=[(1, 0), (1, 0), (0, 1)]),
@@ -373,7 +374,8 @@ def _gufunc_ops() -> list[Op]:
     ]
 
 
-_S = np.dtypes.StringDType()
+# variable-width strings are NumPy 2; the string rows need it (np.strings) anyway
+_S = np.dtypes.StringDType() if NUMPY2 else np.dtype("U")
 _WORDS = np.array(["ab\tc", " cde ", "xy", "zz z", "q1", "ABC", "12", " "], dtype=_S)
 
 
@@ -386,7 +388,7 @@ def _words(shape: tuple[int, ...], dtype: object = _S) -> Callable:
 
 def _string_ops() -> list[Op]:
     """String ufuncs, called directly (the private ones are what `np.strings` uses)."""
-    um, i64 = np._core.umath, np.int64
+    um, i64 = np2._core.umath, np.int64
     ch = lambda c: np.array(c, dtype=_S)  # noqa: E731
     calls = {
         "_center": lambda a: um._center(a, i64(7), ch("*")),
@@ -418,7 +420,7 @@ def _string_ops() -> list[Op]:
     ops.append(Op("strings._expandtabs_length", lambda a: um._expandtabs_length(a, i64(4)),
                   ((2, 3),), diff=False, make=_words((2, 3), "U5"),
                   covers=(um._expandtabs_length,)))  # fmt: skip
-    st = np.strings
+    st = np2.strings
     public = {
         "center": lambda a: st.center(a, 9, "*"),
         "ljust": lambda a: st.ljust(a, 7),

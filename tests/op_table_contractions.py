@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from np_compat import np2
 from op_spec import Op, _random
 
-la = np.linalg
+la = np2.linalg
 fft = np.fft
 
 
@@ -245,6 +246,7 @@ def _linalg_ops() -> list[Op]:
             lambda a: la.cholesky(a, upper=True),
             ((3, 3),),
             make=_make(_sym(3)),
+            numpy2="cholesky(upper=)",
         ),  # fmt: skip
         Op("linalg.pinv", la.pinv, ((4, 3),), covers=(la.pinv,)),
         Op(
@@ -327,7 +329,13 @@ def _solve_ops() -> list[Op]:
             covers=(la.solve,),
         ),  # fmt: skip
         Op("linalg.solve.matrix", la.solve, ((3, 3), (3, 2)), make=_make(_sq(3), _u(3, 2))),
-        Op("linalg.solve.stacked", la.solve, ((2, 3, 3), (3,)), make=_make(_sq(3, 2), _u(3))),
+        Op(
+            "linalg.solve.stacked",
+            la.solve,
+            ((2, 3, 3), (3,)),
+            make=_make(_sq(3, 2), _u(3)),
+            numpy2="solve with a 1-d b for a stack of matrices",
+        ),
         Op(
             "linalg.solve.stacked_b",
             la.solve,

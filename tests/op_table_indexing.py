@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from np_compat import np2
 from op_spec import Op
 
 
@@ -196,7 +197,7 @@ _INDEX_HELPERS = _ops(
     ("trim_zeros", np.trim_zeros, ((5,),),
      {"covers": (np.trim_zeros,), "make": _make(_nonzero((5,)))}),
     ("trim_zeros.axis", lambda x: np.trim_zeros(x, "b", axis=1), ((2, 3),),
-     {"make": _make(_nonzero((2, 3)))}),
+     {"make": _make(_nonzero((2, 3))), "numpy2": "trim_zeros(axis=)"}),
 )  # fmt: skip
 
 _SORTING = _ops(
@@ -209,7 +210,7 @@ _SORTING = _ops(
     ("argsort", lambda x: np.argsort(x, kind="stable"), ((3, 4),),
      {"covers": (np.argsort,), "dtypes": ("int64",), "diff": False}),
     ("argsort.axis0", lambda x: np.argsort(x, axis=0, stable=True), ((3, 4),),
-     {"dtypes": ("int64",), "diff": False}),
+     {"dtypes": ("int64",), "diff": False, "numpy2": "argsort(stable=)"}),
     ("argsort.none_method", lambda x: x.argsort(axis=None, kind="stable"), ((2, 3),),
      {"dtypes": ("int64",), "diff": False}),
     ("partition", _partition_summary(lambda x: np.partition(x, 2), 2), ((5,),),
@@ -252,12 +253,12 @@ _SETS = _ops(
     ("unique.all_outputs", lambda x: np.unique(
         x, return_index=True, return_inverse=True, return_counts=True), ((2, 3),),
      {"make": _make(_constant((2, 3))), "diff": False}),
-    ("unique_all", lambda x: tuple(np.unique_all(x)), ((4,),),
-     {"covers": (np.unique_all,), "make": _make(_constant((4,))), "diff": False}),
-    ("unique_counts", lambda x: tuple(np.unique_counts(x)), ((4,),),
-     {"covers": (np.unique_counts,), "make": _make(_constant((4,))), "diff": False}),
-    ("unique_inverse", lambda x: tuple(np.unique_inverse(x)), ((2, 2),),
-     {"covers": (np.unique_inverse,), "make": _make(_constant((2, 2))), "diff": False}),
+    ("unique_all", lambda x: tuple(np2.unique_all(x)), ((4,),),
+     {"covers": (np2.unique_all,), "make": _make(_constant((4,))), "diff": False}),
+    ("unique_counts", lambda x: tuple(np2.unique_counts(x)), ((4,),),
+     {"covers": (np2.unique_counts,), "make": _make(_constant((4,))), "diff": False}),
+    ("unique_inverse", lambda x: tuple(np2.unique_inverse(x)), ((2, 2),),
+     {"covers": (np2.unique_inverse,), "make": _make(_constant((2, 2))), "diff": False}),
     # a zero-size batch gives each function examples of ones (equal sets): the rows'
     # sets are equal too, so that the sizes agree
     ("union1d", lambda a: np.union1d(a, 2 * a / 2), ((3,),),

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from np_compat import np2
 from op_spec import Op
 
 
@@ -155,7 +156,7 @@ def _pad_ops() -> list[Op]:
             diff=False,
             needs_batched=(0,),
         ),
-        Op("pad.dict", lambda x: np.pad(x, {-1: (1, 2)}), ((2, 3),)),
+        Op("pad.dict", lambda x: np.pad(x, {-1: (1, 2)}), ((2, 3),), numpy2="pad with a dict"),
         Op("pad.empty", lambda x: np.pad(x, 2, mode="empty")[2:-2, 2:-2], ((2, 3),)),
         Op("pad.3d_wrap", lambda x: np.pad(x, ((0, 1), (2, 0), (1, 1)), mode="wrap"), ((2, 2, 3),)),
     ]
@@ -277,7 +278,7 @@ OPS: list[Op] = [
             ((2, 3), (2, 3)),
         ),
         # splits
-        ("unstack", lambda x: np.unstack(x, axis=1), ((2, 3),), {"covers": (np.unstack,)}),
+        ("unstack", lambda x: np2.unstack(x, axis=1), ((2, 3),), {"covers": (np2.unstack,)}),
         ("split", lambda x: np.split(x, 2, axis=1), ((3, 4),), {"covers": (np.split,)}),
         ("split.indices", lambda x: np.split(x, [1, 3]), ((4, 2),)),
         ("array_split", lambda x: np.array_split(x, 3), ((5,),), {"covers": (np.array_split,)}),
@@ -298,7 +299,12 @@ OPS: list[Op] = [
         ("tril.1d", np.tril, ((4,),)),
         ("triu", lambda x: np.triu(x, -1), ((2, 3, 3),), {"covers": (np.triu,)}),
         ("triu.1d", lambda x: np.triu(x, 1), ((3,),)),
-        ("matrix_transpose", np.matrix_transpose, ((2, 3, 4),), {"covers": (np.matrix_transpose,)}),
+        (
+            "matrix_transpose",
+            np2.matrix_transpose,
+            ((2, 3, 4),),
+            {"covers": (np2.matrix_transpose,)},
+        ),
         ("rollaxis", lambda x: np.rollaxis(x, 2), ((2, 3, 4),), {"covers": (np.rollaxis,)}),
         ("rollaxis.start", lambda x: np.rollaxis(x, 0, 3), ((2, 3, 4),)),
         (
@@ -371,7 +377,7 @@ OPS: list[Op] = [
         ("method.copy", lambda x: x.copy(), ((2, 3),)),
         ("copy.copy", copy.copy, ((2, 3),)),
         ("copy.deepcopy", copy.deepcopy, ((2, 3),)),
-        ("astype.complex", lambda x: np.astype(x, np.complex64), ((3,),)),
+        ("astype.complex", lambda x: np2.astype(x, np.complex64), ((3,),)),
         (
             "dtype_queries",
             _dtype_queries,
@@ -417,7 +423,12 @@ OPS: list[Op] = [
         ),
         ("method.round", lambda x: x.round(2), ((3,),), {"diff": False}),
         ("clip", np.clip, ((3, 4), (4,), ()), {"covers": (np.clip,)}),
-        ("clip.keywords", lambda x, lo: np.clip(x, min=lo, max=1.0), ((3,), (3,))),
+        (
+            "clip.keywords",
+            lambda x, lo: np.clip(x, min=lo, max=1.0),
+            ((3,), (3,)),
+            {"numpy2": "clip(min=, max=)"},
+        ),
         ("clip.none", lambda x, hi: np.clip(x, None, hi), ((2, 3), ())),
         (
             "nan_to_num",

@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from np_compat import NUMPY2
 from op_spec import Op
+
+# np.trapz on NumPy 1.26: the same function under its old name
+_trapezoid = np.trapezoid if NUMPY2 else np.trapz
 
 _METHODS = (
     "inverted_cdf", "averaged_inverted_cdf", "closest_observation",
@@ -143,13 +147,16 @@ def _stats_rows() -> list[Op]:
            covers=(np.nanpercentile,), make=_make(_with_nans((4, 3)), _percent((2,)))),
         Op("quantile.weights",
            lambda x, w: np.quantile(x, [0.2, 0.9], axis=0, method="inverted_cdf", weights=w),
-           ((5, 2), (5, 2)), make=_make(_ties((5, 2)), _uniform((5, 2), 0.0, 1.0))),
+           ((5, 2), (5, 2)), make=_make(_ties((5, 2)), _uniform((5, 2), 0.0, 1.0)),
+           numpy2="quantile(weights=)"),
         Op("percentile.weights_1d",
            lambda x, w: np.percentile(x, 40, axis=1, method="inverted_cdf", weights=w),
-           ((3, 6), (6,)), make=_make(_ties((3, 6)), _uniform((6,), 0.0, 1.0))),
+           ((3, 6), (6,)), make=_make(_ties((3, 6)), _uniform((6,), 0.0, 1.0)),
+           numpy2="percentile(weights=)"),
         Op("nanpercentile.weights",
            lambda x, w: np.nanpercentile(x, 40, axis=1, method="inverted_cdf", weights=w),
-           ((3, 6), (3, 6)), make=_make(_with_nans((3, 6)), _uniform((3, 6), 0.1, 1.0))),
+           ((3, 6), (3, 6)), make=_make(_with_nans((3, 6)), _uniform((3, 6), 0.1, 1.0)),
+           numpy2="nanpercentile(weights=)"),
         Op("average", lambda x: np.average(x, axis=0), ((3, 4),), covers=(np.average,)),
         Op("average.weights", lambda x, w: np.average(x, axis=1, weights=w, returned=True),
            ((3, 4), (4,)), domain=(0.5, 2.0)),
@@ -205,10 +212,10 @@ def _misc_rows() -> list[Op]:
            ((3, 4), (6,), (6,)), make=_interp_make),
         Op("interp.complex", lambda x, xp, fp: np.interp(x, xp, fp * (1 - 2j)),
            ((3, 4), (6,), (6,)), make=_interp_make, diff=False),
-        Op("trapezoid", lambda y, x: np.trapezoid(y, x), ((3, 5), (5,)),
-           covers=(np.trapezoid,), make=_make(_uniform((3, 5)), _sorted((5,)))),
-        Op("trapezoid.axis_dx", lambda y, dx: np.trapezoid(y, dx=dx, axis=0), ((4, 3), ())),
-        Op("trapezoid.x_nd", lambda y, x: np.trapezoid(y, x, axis=0), ((4, 3), (4, 3))),
+        Op("trapezoid", lambda y, x: _trapezoid(y, x), ((3, 5), (5,)),
+           covers=(_trapezoid,), make=_make(_uniform((3, 5)), _sorted((5,)))),
+        Op("trapezoid.axis_dx", lambda y, dx: _trapezoid(y, dx=dx, axis=0), ((4, 3), ())),
+        Op("trapezoid.x_nd", lambda y, x: _trapezoid(y, x, axis=0), ((4, 3), (4, 3))),
         Op("polyval", np.polyval, ((4,), (3, 2)), covers=(np.polyval,)),
         Op("polyadd", np.polyadd, ((4,), (2,)), covers=(np.polyadd,)),
         Op("polysub", np.polysub, ((2,), (4,)), covers=(np.polysub,)),
@@ -294,7 +301,7 @@ def _smooth_twin(op: Op) -> Op:
             else (0.05, 0.95)
         )  # fmt: skip
         make = _make(data, *(_uniform(s, lo, hi) for s in op.shapes[1:]))
-    return Op(f"{op.name}.smooth", op.fn, op.shapes, op.dtypes, make=make)
+    return Op(f"{op.name}.smooth", op.fn, op.shapes, op.dtypes, make=make, numpy2=op.numpy2)
 
 
 OPS += [_smooth_twin(op) for op in OPS if op.name in DERIVATIVES_WAITING]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import vmapx
+from np_compat import np2
 
 rng = np.random.default_rng(0)
 
@@ -92,7 +93,7 @@ def test_cached_positions_follow_static_arguments() -> None:
     [
         lambda x: np.split(x, [1, 1, 3], axis=1),  # with an empty piece
         lambda x: np.array_split(x, 3, axis=1),
-        *([lambda x: np.unstack(x, axis=-1)] if hasattr(np, "unstack") else []),
+        lambda x: np2.unstack(x, axis=-1),
         lambda x: np.broadcast_arrays(x, np.ones((2, 1, 1))),
         lambda x: np.meshgrid(x[0], x[1, :2], indexing="ij"),
         lambda x: np.atleast_3d(x, x[0]),

@@ -10,6 +10,7 @@ import pytest
 
 import vmapx
 from harness import check_vmap
+from np_compat import np2
 from vmapx._batching import BatchTracer
 
 rng = np.random.default_rng(0)
@@ -26,11 +27,11 @@ X = rng.uniform(-2, 2, (4, 3, 5))
         np.fliplr,
         lambda x: np.rot90(x),
         lambda x: np.diagonal(x),
-        lambda x: np.matrix_transpose(x),
+        lambda x: np2.matrix_transpose(x),
         lambda x: np.rollaxis(x, 1),
         lambda x: np.atleast_3d(x),
         lambda x: np.split(x, [1])[1],
-        lambda x: np.unstack(x)[2],
+        lambda x: np2.unstack(x)[2],
         lambda x: np.broadcast_arrays(x, np.ones((2, 1, 1)))[0],
         lambda x: np.diag(x[:, :3]),
     ],
@@ -97,12 +98,12 @@ def test_clip_with_batched_bounds_does_not_copy_the_array() -> None:
     [
         (np.fliplr, (3,), ValueError, "Input must be >= 2-d"),
         (np.diag, (2, 2, 2), ValueError, "Input must be 1- or 2-d"),
-        (np.matrix_transpose, (3,), ValueError, "at least 2-dimensional"),
+        (np2.matrix_transpose, (3,), ValueError, "at least 2-dimensional"),
         (lambda x: np.vsplit(x, 1), (3,), ValueError, "vsplit only works on arrays of 2"),
         (lambda x: np.split(x, 2), (3,), ValueError, "equal division"),
         (lambda x: np.concatenate([x, x]), (), ValueError, "zero-dimensional"),
         (lambda x: np.concatenate([x, np.ones((2, 2))]), (2,), ValueError, "dimensions"),
-        (lambda x: np.unstack(x), (), ValueError, "at least 1-d"),
+        (lambda x: np2.unstack(x), (), ValueError, "at least 1-d"),
         (lambda x: np.block([x, [x]]), (2,), ValueError, "List depths are mismatched"),
         (lambda x: np.block((x, x)), (2,), TypeError, "is a tuple"),
         (lambda x: np.rot90(x, axes=(0, 0)), (2, 2), ValueError, "Axes must be different"),

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._batching import BatchTrace, aligned_operands, example_ndim, is_batched, unwrap
-from ._compat import astype
+from ._compat import NUMPY2, astype
 from ._dispatch import defbatch, get_arg, set_arg
 from .shapes import example_shape, per_example
 from .ufuncs import _shift_one
@@ -159,7 +159,7 @@ def _meshgrid_rule(func: Callable) -> Callable:
                 )
             v = v.copy() if copy else v
             out.append(trace.wrap(v) if b else v)
-        return tuple(out) if copy or not sparse else out
+        return tuple(out) if NUMPY2 and (copy or not sparse) else out  # a list on NumPy 1.26
 
     return rule
 
@@ -205,7 +205,7 @@ def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: 
         out = [np.broadcast_to(o, shape) for o in out]
     if copy:
         out = [np.copy(o) for o in out]
-    return tuple(out) if copy or not sparse else out
+    return tuple(out) if NUMPY2 and (copy or not sparse) else out
 
 
 from .._autodiff import defcomposite as _defcomposite  # noqa: E402

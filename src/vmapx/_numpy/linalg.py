@@ -17,6 +17,7 @@ same answers, eigenvector signs included). Arguments that broadcast against the 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ import optree
 
 from .._batching import (
     BatchTrace,
+    _user_stacklevel,
     align_rank,
     aligned_operands,
     bcast_batch,
@@ -34,7 +36,7 @@ from .._batching import (
     wrap_tree,
 )
 from .._core import Tracer
-from ._compat import astype, present, vecdot
+from ._compat import NUMPY2, astype, present, vecdot
 from ._dispatch import defbatch, get_arg, set_arg
 from .contractions import _dot_rule, _operand, matmul_vals
 from .shapes import flat_shape
@@ -128,8 +130,7 @@ def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
         if not ba:  # one factorization; the examples' b are its right-hand sides
             return np.moveaxis(np.linalg.solve(va, np.swapaxes(vb, 0, 1)), -1, 0)
         vb = np.reshape(vb, (*vb.shape, 1))
-        if bb:
-            vb = align_rank(vb, 2, len(sa))
+        vb = align_rank(vb, 2, len(sa)) if bb else _full_rank(vb, va.ndim)
         return np.linalg.solve(va, vb)[..., 0]
     if not ba and len(sa) == 2 and len(sb) == 2:  # one factorization, all columns
         n, k = sb
@@ -139,16 +140,31 @@ def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
     rank = max(len(sa), len(sb))
     if ba:
         va = align_rank(va, len(sa), rank)
-    if bb:
-        vb = align_rank(vb, len(sb), rank)
+    vb = align_rank(vb, len(sb), rank) if bb else _full_rank(vb, va.ndim)
     return np.linalg.solve(va, vb)
+
+
+def _full_rank(b: Any, ndim: int) -> Any:
+    """An unbatched `b` with leading axes up to `a`'s rank: a stack of matrices for every
+    NumPy (1.26 takes a `b` of one axis fewer than `a` for vectors)."""
+    return np.reshape(b, (1,) * (ndim - np.ndim(b)) + np.shape(b))
+
+
+def _vector_b(nd_a: int, nd_b: int) -> bool:
+    """Whether `solve(a, b)` takes `b` as vectors: NumPy 2 when it is 1-d, NumPy 1.26
+    when it has one axis fewer than `a`."""
+    return nd_b == 1 if NUMPY2 else nd_b == nd_a - 1
 
 
 def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
-    if len(sa) < 2 or len(sb) < 1 or sa[-1] != sa[-2] or sb[-1 if len(sb) == 1 else -2] != sa[-1]:
+    vector = _vector_b(len(sa), len(sb))
+    k = 1 if vector else 2  # b's axis that meets a's: its last (vectors) or second to last
+    if len(sa) < 2 or len(sb) < k or sa[-1] != sa[-2] or sb[-k] != sa[-1]:
         _numpy_error(trace, np.linalg.solve, args, kwargs)
+    if vector and len(sb) > 1:  # NumPy 1.26's stacked vectors: one-column matrices
+        return trace.wrap(_solve_vals(va, ba, sa, vb[..., None], bb, (*sb, 1))[..., 0])
     return trace.wrap(_solve_vals(va, ba, sa, vb, bb, sb))
 
 
@@ -159,9 +175,20 @@ def _inexact(dtype: np.dtype) -> np.dtype:
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
 
 
+_RCOND_WARNING = (
+    "`rcond` parameter will change to the default of machine precision times ``max(M, N)`` "
+    "where M and N are the input matrix dimensions.\nTo use the future default and silence "
+    "this warning we advise to pass `rcond=None`, to keep using the old, explicitly pass "
+    "`rcond=-1`."
+)
+
+
 def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    rcond = get_arg(args, kwargs, 2, "rcond")
+    rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
+    if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
+        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=_user_stacklevel())
+        rcond = -1
     (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
         _numpy_error(trace, np.linalg.lstsq, args, kwargs)
@@ -441,28 +468,34 @@ def _h(x: Any) -> Any:
 
 
 def _solve_vec(a: Any, b: Any, vector: bool) -> Any:
-    """`solve(a, b)` where `b` holds vectors (NumPy 2 treats only a 1-d `b` as one)."""
+    """`solve(a, b)` where `b` holds vectors (see `_vector_b`)."""
     if vector and np.ndim(b) > 1:
         return np.linalg.solve(a, b[..., None])[..., 0]
     return np.linalg.solve(a, b)
 
 
 def _solve_ct_a(g: Any, a: Any, b: Any, x: Any) -> Any:
-    ct_b = _solve_vec(_t(a), g, np.ndim(b) == 1)
-    if np.ndim(b) == 1:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    ct_b = _solve_vec(_t(a), g, vector)
+    if vector:
         return -ct_b[..., :, None] * x[..., None, :]
     return -np.matmul(ct_b, _t(x))
 
 
+def _solve_jvp_a(t: Any, x: Any, a: Any, b: Any) -> Any:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    return -_solve_vec(a, _matvec(t, x, vector), vector)
+
+
 defjvp(
     np.linalg.solve,
-    lambda t, x, a, b: -_solve_vec(a, _matvec(t, x, np.ndim(b) == 1), np.ndim(b) == 1),
-    lambda t, x, a, b: _solve_vec(a, t, np.ndim(b) == 1),
+    _solve_jvp_a,
+    lambda t, x, a, b: _solve_vec(a, t, _vector_b(np.ndim(a), np.ndim(b))),
 )
 defvjp(
     np.linalg.solve,
     lambda x, a, b: lambda g: _solve_ct_a(g, a, b, x),
-    lambda x, a, b: lambda g: _solve_vec(_t(a), g, np.ndim(b) == 1),
+    lambda x, a, b: lambda g: _solve_vec(_t(a), g, _vector_b(np.ndim(a), np.ndim(b))),
 )
 
 
@@ -686,8 +719,9 @@ def _pinv_impl(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any 
     return np.matmul(_h(vh), inv_s[..., None] * _h(u))
 
 
-def _lstsq_impl(a: Any, b: Any, rcond: Any = None) -> tuple:
-    """The minimum-norm solution through the SVD (what `gelsd` computes)."""
+def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
+    """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
+    default cutoff is the old one (`rcond=-1`)."""
     m, n = np.shape(a)
     vector = np.ndim(b) == 1
     bm = b[:, None] if vector else b
