@@ -564,3 +564,15 @@ def test_chunk_size_bounds_peak_memory() -> None:
     chunked = peak(lambda: vmap(f, chunk_size=20)(x))
     assert chunked < whole / 5, (chunked, whole)
     assert_same(vmap(f, chunk_size=20)(x), vmap(f)(x), rtol=0, atol=0)
+
+
+def test_fallback_warning_names_the_users_line_not_numpys() -> None:
+    x = rng.normal(size=(3, 2))
+
+    def f(v):
+        return np.require(v) * 2  # NumPy's own Python code converts `v`
+
+    with pytest.warns(vmapx.PerformanceWarning, match=r"at [^ ]*test_api.py:\d+;") as record:
+        got = vmap(f)(x)
+    assert "numpy" not in str(record[0].message).split(" at ")[1].split(";")[0]
+    assert_same(got, x * 2)

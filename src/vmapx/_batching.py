@@ -247,14 +247,6 @@ def aligned_operands(trace: BatchTrace, operands: Any) -> list:
     return vals
 
 
-def any_batched(trace: BatchTrace, tree: Any) -> bool:
-    return any(is_batched(trace, x) for x in _leaves(tree))
-
-
-def _leaves(tree: Any) -> list:
-    return optree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
-
-
 def wrap_tree(trace: BatchTrace, tree: Any) -> Any:
     """Wrap every array leaf of a NumPy result as batched."""
     if isinstance(tree, tuple) and not hasattr(tree, "_fields"):

@@ -9,6 +9,7 @@ API: the NumPy surface is attached to `Tracer` by `vmapx._numpy`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
@@ -211,13 +212,13 @@ def user_frame_location() -> str:
     return "<unknown>"
 
 
-_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+def _package_dir(name: str) -> str:
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
 
 
-def add_library_dir(path: str) -> None:
-    """Frames under `path` are skipped when naming the user's line (NumPy's own dir)."""
-    global _LIBRARY_DIRS
-    _LIBRARY_DIRS = (*_LIBRARY_DIRS, os.path.dirname(os.path.abspath(path)) + os.sep)
+# frames in vmapx or NumPy (its Python wrappers dispatch to us) are not the user's line
+_LIBRARY_DIRS = (_package_dir("vmapx"), _package_dir("numpy"))
 
 
 def _is_library_file(filename: str) -> bool:
