@@ -37,7 +37,8 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
-from ._compat import astype, present
+from .._core import Tracer
+from ._compat import NUMPY2, astype, present
 from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
 
 
@@ -56,9 +57,71 @@ def call_rule(ufunc: np.ufunc) -> Any:
             kwargs = {**kwargs, "where": where}
         else:
             vals = aligned_operands(trace, args)
+        if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
+            vals = _numpy1_promotion(trace, ufunc, args, vals)
         return _wrap(trace, ufunc(*vals, **kwargs))
 
     return rule
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion
+
+
+def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: list) -> list:
+    """NumPy 1.26 promotes a 0-d operand next to arrays by its value (`int32_array +
+    np.int64(1)` stays int32) and 0-d operands among themselves by type. An example's
+    0-d values form an array in the batch, which NumPy would promote by type: give it the
+    dtype its values promote as; where every operand is 0-d per example, make the
+    unbatched ones arrays too."""
+    zero_d = [example_ndim(trace, x) == 0 for x in args]
+    batched = [is_batched(trace, x) for x in args]
+    if not any(z and b for z, b in zip(zero_d, batched, strict=True)):
+        return vals
+    if all(zero_d):
+        return [v if b else np.reshape(v, (1,)) for v, b in zip(vals, batched, strict=True)]
+    dtypes = [getattr(v, "dtype", None) or np.result_type(v) for v in vals]
+    arrays = [d for d, z in zip(dtypes, zero_d, strict=True) if not z]
+    scalars = [d for d, z in zip(dtypes, zero_d, strict=True) if z]
+    if max(_CATEGORY.get(d.kind, 3) for d in scalars) > max(
+        _CATEGORY.get(d.kind, 3) for d in arrays
+    ):
+        return vals  # a scalar of a higher kind: NumPy 1.26 promotes by type
+    out = list(vals)
+    for i, (v, z, b) in enumerate(zip(vals, zero_d, batched, strict=True)):
+        if z and b and v.dtype.kind in _CATEGORY:
+            out[i] = astype(v, _value_dtype(v, arrays, ufunc), copy=False)
+    return out
+
+
+def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype:
+    """The dtype NumPy 1.26 gives the 0-d values in `v` next to arrays of `arrays`: what
+    the examples' values promote to, one at a time (the extreme ones widen it most); it
+    holds them all. A ufunc with mixed-type loops (`ldexp`) keeps integers integers."""
+    data = v
+    while isinstance(data, Tracer):  # the values under any transform (all their examples)
+        data = getattr(data, "val", getattr(data, "primal", None))
+    if data is None:
+        return v.dtype
+    kind = v.dtype.kind
+    if kind in "biu":
+        extremes = [data.min(), data.max()] if data.size else [np.zeros((), v.dtype)]
+    else:
+        parts = (data.real, data.imag) if kind == "c" else (data,)
+        m = max(float(np.max(np.abs(p[np.isfinite(p)]), initial=0.0)) for p in parts)
+        extremes = [complex(m, m) if kind == "c" else m]
+    values = [np.asarray(x, v.dtype) for x in extremes]  # 0-d: promoted by value
+    dtype = np.result_type(*(np.result_type(*arrays, x) for x in values))
+    if _CATEGORY.get(dtype.kind) == _CATEGORY[kind] or _homogeneous(ufunc):
+        return dtype
+    return np.result_type(*(np.min_scalar_type(x) for x in values))
+
+
+@cache
+def _homogeneous(ufunc: np.ufunc) -> bool:
+    """Whether every numeric loop of `ufunc` takes its inputs in one type (`add`, not
+    `ldexp`; datetime and object loops aside)."""
+    loops = [t.split("->")[0] for t in ufunc.types]
+    return all(len(set(t)) == 1 for t in loops if not set(t) & set("OMm"))
 
 
 # -- generalized ufuncs (matmul, vecdot, matvec, ...) --------------------------------
