@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import vmapx
 from harness import loop_reference
-from np_compat import np2
+from np_compat import np2, requires_numpy2
 
 rng = np.random.default_rng(0)
 
@@ -29,7 +29,16 @@ def _native(f: Any, args: list, in_axes: Any = 0) -> None:
     )  # fmt: skip
     for g, e in zip(got, expected, strict=True):
         assert g.dtype == e.dtype and g.shape == e.shape
-        assert g.tobytes() == e.tobytes()
+        assert _bits(g) == _bits(e)
+
+
+def _bits(a: np.ndarray) -> bytes:
+    """The bytes of `a` (0.0 and -0.0 differ), NaN payloads aside: NumPy 1.26's SIMD sort
+    rewrites them."""
+    if a.dtype.kind not in "fc":
+        return a.tobytes()
+    parts = (a.real, a.imag) if a.dtype.kind == "c" else (a,)
+    return b"".join(np.where(np.isnan(p), np.nan, p).astype(p.dtype).tobytes() for p in parts)
 
 
 def _permutations(base: np.ndarray, n: int, shift: bool = True) -> np.ndarray:
@@ -76,7 +85,8 @@ _FLAGS = [
     {"return_counts": True},
     {"return_index": True, "return_inverse": True, "return_counts": True},
     {"return_counts": True, "equal_nan": False},
-    {"return_inverse": True, "axis": 0},
+    # NaNs are one value along an axis since NumPy 2 (NumPy 1.26 loops, ragged here)
+    pytest.param({"return_inverse": True, "axis": 0}, marks=requires_numpy2),
 ]
 
 
@@ -120,17 +130,20 @@ def test_unique_disagreeing_sizes_loop_with_a_clear_warning() -> None:
         vmapx.vmap(f, fallback="error")(x)
 
 
-def test_unique_forms_that_loop() -> None:
-    x = _permutations(np.array([1, 2, 2, 3]), 3, shift=False).reshape(3, 2, 2)
-    for f in (
+@pytest.mark.parametrize(
+    "f",
+    [
         lambda x: np.unique(x, axis=0),
-        lambda x: np.unique(x, sorted=False),
+        pytest.param(lambda x: np.unique(x, sorted=False), marks=requires_numpy2),
         lambda x: np2.unique_values(x),
         lambda x: np.unique(x.astype(object)),
-    ):
-        with pytest.warns(vmapx.PerformanceWarning):
-            got = vmapx.vmap(f)(x)
-        np.testing.assert_array_equal(got, loop_reference(f, [x], 0))
+    ],
+)
+def test_unique_forms_that_loop(f: Any) -> None:
+    x = _permutations(np.array([1, 2, 2, 3]), 3, shift=False).reshape(3, 2, 2)
+    with pytest.warns(vmapx.PerformanceWarning):
+        got = vmapx.vmap(f)(x)
+    np.testing.assert_array_equal(got, loop_reference(f, [x], 0))
 
 
 @pytest.mark.parametrize("func", [np2.unique_all, np2.unique_counts, np2.unique_inverse])
@@ -192,7 +205,7 @@ def test_set_ops_hypothesis(data: Any) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", vmapx.PerformanceWarning)
             got = vmapx.vmap(op)(a, b)
-        assert got.tobytes() == expected.tobytes() and got.shape == expected.shape
+        assert _bits(got) == _bits(expected) and got.shape == expected.shape
 
 
 def test_set_op_forms_that_loop() -> None:

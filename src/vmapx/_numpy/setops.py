@@ -37,7 +37,7 @@ from .._batching import (
     loop_rule,
     unwrap,
 )
-from ._compat import present
+from ._compat import NUMPY2, present
 from ._dispatch import defbatch, get_arg, primitive
 from .gather import compact, zero_batch
 from .shapes import flat_shape
@@ -143,7 +143,8 @@ def _unique_batched(
     if inverse:
         group = np.cumsum(keep, axis=1) - 1
         inv = np.take_along_axis(group, np.argsort(perm, axis=1), axis=1)
-        out.append(inv.reshape(bcast_batch(trace, x).shape))
+        # NumPy 1.26's inverse indexes the flattened example
+        out.append(inv.reshape(bcast_batch(trace, x).shape) if NUMPY2 else inv)
     if counts:
         ends = np.concatenate([cols, np.full_like(cols, v.shape[1], shape=(len(cols), 1))], 1)
         out.append(ends[:, 1:] - ends[:, :-1])
@@ -159,9 +160,10 @@ def _unique_rule(func: Callable) -> Callable:
         x = args[0]
         nd = example_ndim(trace, x)
         if axis is not None:
-            if nd != 1:
+            if nd == 1:
+                _shift_one(axis, 1)  # NumPy's AxisError for a bad axis
+            if nd != 1 or not NUMPY2:  # NumPy 1.26 compares rows by bytes (NaNs differ)
                 return _loop(trace, func, args, kwargs)
-            _shift_one(axis, 1)  # NumPy's AxisError for a bad axis
         hashed = not (index or inverse or counts) and not kwargs.get("sorted", True)
         if hashed or np.result_type(x).kind not in _SORTABLE:
             return _loop(trace, func, args, kwargs)
