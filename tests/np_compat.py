@@ -20,9 +20,15 @@ import pytest
 
 NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
-requires_numpy2 = pytest.mark.skipif(not NUMPY2, reason=f"needs NumPy 2 (have {np.__version__})")
-# NumPy 1.26 behaviour that NumPy 2 changed (its NumPy 2 form is tested too)
-numpy1_only = pytest.mark.skipif(NUMPY2, reason="NumPy 1.26 behaviour")
+
+def requires_numpy2(what: str) -> pytest.MarkDecorator:
+    """Skip on NumPy 1.26: the test needs `what` (a keyword, a behaviour) of NumPy 2."""
+    return pytest.mark.skipif(not NUMPY2, reason=f"needs NumPy 2: {what}")
+
+
+def numpy1_only(what: str) -> pytest.MarkDecorator:
+    """Skip on NumPy 2: the test checks NumPy 1.26's `what`, which NumPy 2 changed."""
+    return pytest.mark.skipif(NUMPY2, reason=f"NumPy 1.26 behaviour: {what}")
 
 
 class Missing:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import vmapx
 from harness import check_vmap, check_zero_batch
-from np_compat import np2
+from np_compat import np2, numpy1_only, requires_numpy2
 
 DTYPES = ("float64", "complex128", "int64", "float32")
 
@@ -89,6 +89,7 @@ def test_vector_gufuncs(func: Callable, shapes: list, dtype: str) -> None:
     _check_all(func, shapes, dtype)
 
 
+@requires_numpy2("arrays of more than 32 dimensions")
 def test_outer_products_past_einsum_labels() -> None:
     """More axes than einsum has labels: the broadcasting form."""
     shape = (2,) + (1,) * 25
@@ -152,15 +153,34 @@ def test_convolve_mode_spellings() -> None:
     args = _args(rng, [(5,), (3,)], "float64", (0, None), 3)
     for mode in (0, 1, 2):
         check_vmap(lambda a, v, mode=mode: np.convolve(a, v, mode), args, in_axes=(0, None))
-    for mode in ("f", "x"):
-        with pytest.raises(ValueError, match="mode"):
-            vmapx.vmap(lambda a, v, mode=mode: np.convolve(a, v, mode), in_axes=(0, None))(*args)
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param("f", marks=requires_numpy2("inexact mode names refused")), "x"]
+)
+def test_convolve_bad_modes(mode: str) -> None:
+    args = _args(np.random.default_rng(0), [(5,), (3,)], "float64", (0, None), 3)
+    with pytest.raises(ValueError, match="mode"):
+        vmapx.vmap(lambda a, v: np.convolve(a, v, mode), in_axes=(0, None))(*args)
+
+
+@numpy1_only("inexact mode names deprecated")
+def test_convolve_inexact_mode_names_warn_like_numpy() -> None:
+    args = _args(np.random.default_rng(0), [(5,), (3,)], "float64", (0, None), 3)
+    with pytest.warns(DeprecationWarning, match="inexact matches"):
+        got = vmapx.vmap(lambda a, v: np.convolve(a, v, "f"), in_axes=(0, None))(*args)
+    np.testing.assert_allclose(got, [np.convolve(a, args[1]) for a in args[0]], rtol=1e-12)
 
 
 @pytest.mark.parametrize(
     ("func", "shapes", "message"),
     [
-        (np.convolve, [(0,), (3,)], "a cannot be empty"),
+        pytest.param(
+            np.convolve, [(0,), (3,)], "a cannot be empty", marks=requires_numpy2("check order")
+        ),
+        pytest.param(
+            np.convolve, [(0,), (3,)], "v cannot be empty", marks=numpy1_only("check order")
+        ),
         (np.correlate, [(3,), (0,)], "second array argument cannot be empty"),
         (np.convolve, [(2, 3), (3,)], "too deep"),
         (np.correlate, [(), (3,)], "too small depth"),
@@ -254,6 +274,7 @@ def test_tensordot_int_axes_and_dot_nd() -> None:
     _check_all(np.dot, [(2, 3, 4), (5, 4, 2)], "complex128")
 
 
+@requires_numpy2("arrays of more than 32 dimensions")
 def test_einsum_with_all_labels_taken_loops_with_a_warning() -> None:
     letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
     x = np.ones((3,) + (1,) * 52)

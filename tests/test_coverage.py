@@ -13,7 +13,7 @@ from numpy.testing.overrides import (
 )
 
 import vmapx
-from np_compat import np2
+from np_compat import NUMPY2, np2
 from op_table import OPS
 from vmapx import errors
 from vmapx._coverage import UFUNCS_NEEDING_OUT, dispatched_as
@@ -30,10 +30,13 @@ def test_every_overridable_callable_is_reported() -> None:
 def test_every_ufunc_is_native_but_two_refused_with_reason() -> None:
     report = vmapx.coverage()
     refused = {u.__name__ for u in get_overridable_numpy_ufuncs() if report[u] != "native"}
-    assert refused == UFUNCS_NEEDING_OUT
+    assert refused == (UFUNCS_NEEDING_OUT if NUMPY2 else set())  # string ufuncs: NumPy 2
     assert all(
         report[u] == "refused" for u in get_overridable_numpy_ufuncs() if u.__name__ in refused
     )
+
+
+def test_string_ufunc_needing_out_is_refused_and_its_function_batches() -> None:
     x = np.array([["ab", "cd"], ["ef", "gh"]])
     with pytest.raises(errors.UnsupportedError, match="np.strings.partition"):
         vmapx.vmap(lambda a: np2._core.umath._partition_index(a, np.array("b"), np.int64(1)))(x)
@@ -45,7 +48,8 @@ def test_refused_functions_raise_with_the_reason(tmp_path) -> None:
     x = np.ones((2, 3))
     report = vmapx.coverage()
     assert {f.__name__ for f, s in report.items() if s == "refused"} >= {
-        "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile"
+        "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt",
+        *(["fromfile"] if NUMPY2 else []),  # NumPy 1.26 does not let libraries override it
     }  # fmt: skip
     with pytest.raises(errors.UnsupportedError, match="writes a file.*outside the vmapped"):
         vmapx.vmap(lambda v: np.save(tmp_path / "x.npy", v))(x)
@@ -75,7 +79,8 @@ def test_emath_gives_complex_when_some_example_needs_it() -> None:
 def test_at_least_250_array_functions_are_native() -> None:
     report = vmapx.coverage()
     native = [f for f in get_overridable_numpy_array_functions() if report[f] == "native"]
-    assert len(native) >= 250, len(native)
+    # NumPy 1.26 lacks NumPy 2's array-API functions; its `np.char` functions loop
+    assert len(native) >= (250 if NUMPY2 else 240), len(native)
     modules = {f.__module__ for f in native}
     assert (
         "numpy.linalg" in modules

@@ -85,8 +85,9 @@ _FLAGS = [
     {"return_counts": True},
     {"return_index": True, "return_inverse": True, "return_counts": True},
     {"return_counts": True, "equal_nan": False},
-    # NaNs are one value along an axis since NumPy 2 (NumPy 1.26 loops, ragged here)
-    pytest.param({"return_inverse": True, "axis": 0}, marks=requires_numpy2),
+    pytest.param(
+        {"return_inverse": True, "axis": 0}, marks=requires_numpy2("NaNs equal along an axis")
+    ),
 ]
 
 
@@ -134,7 +135,9 @@ def test_unique_disagreeing_sizes_loop_with_a_clear_warning() -> None:
     "f",
     [
         lambda x: np.unique(x, axis=0),
-        pytest.param(lambda x: np.unique(x, sorted=False), marks=requires_numpy2),
+        pytest.param(
+            lambda x: np.unique(x, sorted=False), marks=requires_numpy2("unique(sorted=)")
+        ),
         lambda x: np2.unique_values(x),
         lambda x: np.unique(x.astype(object)),
     ],

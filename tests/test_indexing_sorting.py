@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import vmapx
 from harness import check_vmap, loop_reference
+from np_compat import requires_numpy2
 
 rng = np.random.default_rng(0)
 
@@ -56,6 +57,12 @@ def test_unstable_sorts_of_distinct_values(kind: str) -> None:
 def test_sort_strings_and_structured_order() -> None:
     words = np.array([["pear", "apple", "fig"], ["kiwi", "fig", "apple"]])
     _bitwise_equal(np.sort, [words])
+    _bitwise_equal(lambda w: np.argsort(w, kind="stable"), [words])
+
+
+@requires_numpy2("argsort(stable=)")
+def test_argsort_stable_keyword() -> None:
+    words = np.array([["pear", "apple", "fig"], ["kiwi", "fig", "apple"]])
     _bitwise_equal(lambda w: np.argsort(w, stable=True), [words])
 
 

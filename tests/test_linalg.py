@@ -52,10 +52,10 @@ def test_eigenvectors_are_those_of_the_loop_exactly() -> None:
     [
         ((3, 3), (3,)),
         ((3, 3), (3, 2)),
-        pytest.param(((2, 3, 3), (3,)), marks=requires_numpy2),  # b: one vector since 2.0
+        pytest.param(((2, 3, 3), (3,)), marks=requires_numpy2("solve with a 1-d b")),
         ((3, 3), (2, 3, 2)),
-        pytest.param(((2, 3, 3), (3, 1)), marks=requires_numpy2),  # 1.26: 3 vectors of 1
-        pytest.param(((2, 3, 3), (2, 3)), marks=numpy1_only),  # 1.26: stacked vectors
+        pytest.param(((2, 3, 3), (3, 1)), marks=requires_numpy2("solve with a 2-d b")),
+        pytest.param(((2, 3, 3), (2, 3)), marks=numpy1_only("solve with stacked vectors")),
     ],
     ids=str,
 )
@@ -217,7 +217,9 @@ def _hermitian(rng: np.random.Generator, n: int) -> np.ndarray:
     "func",
     [
         la.cholesky,
-        pytest.param(lambda a: la.cholesky(a, upper=True), marks=requires_numpy2),
+        pytest.param(
+            lambda a: la.cholesky(a, upper=True), marks=requires_numpy2("cholesky(upper=)")
+        ),
         lambda a: _phase_free(la.eigh(a)),
         lambda a: _phase_free(la.eigh(a, UPLO="U")),
         la.eigvalsh,

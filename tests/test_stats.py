@@ -14,6 +14,7 @@ import pytest
 
 import vmapx
 from harness import check_vmap, loop_reference
+from np_compat import requires_numpy2
 from op_table_stats import DERIVATIVES_WAITING, OPS
 from vmapx._numpy.misc import searchsorted_rows
 from vmapx._numpy.statistics import linspace_rows
@@ -81,6 +82,7 @@ def test_median_and_nanmedian_are_exact_on_short_and_long_axes() -> None:
         _exact(lambda a: np.nanmedian(a, axis=(0, 1), keepdims=True), [x])
 
 
+@requires_numpy2("quantile(weights=)")
 def test_weighted_quantiles_are_exact() -> None:
     rng = np.random.default_rng(3)
     x, xn = _data(rng, (4, 5, 6)), _data(rng, (4, 5, 6), nans=0.3)
@@ -113,16 +115,23 @@ def test_all_nan_slices_warn_once_and_give_nan() -> None:
         (lambda a: np.percentile(a, -1), ValueError, r"Percentiles must be in the range"),
         (lambda a: np.quantile(a, 0.5, method="cubic"), ValueError, "is not a valid method"),
         (lambda a: np.quantile(a + 0j, 0.5), TypeError, "real numbers"),
-        (lambda a: np.quantile(a, 0.5, weights=a), ValueError, "Only method 'inverted_cdf'"),
-        (
+        pytest.param(
+            lambda a: np.quantile(a, 0.5, weights=a),
+            ValueError,
+            "Only method 'inverted_cdf'",
+            marks=requires_numpy2("quantile(weights=)"),
+        ),
+        pytest.param(
             lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=a - 9),
             ValueError,
             "non-negative",
+            marks=requires_numpy2("quantile(weights=)"),
         ),
-        (
+        pytest.param(
             lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=a[:2]),
             TypeError,
             "Axis must be specified",
+            marks=requires_numpy2("quantile(weights=)"),
         ),
         (lambda a: np.average(a, weights=a * 0), ZeroDivisionError, "Weights sum to zero"),
         (lambda a: np.cov(a, fweights=a[0] + 0.5), TypeError, "fweights must be integer"),
@@ -150,7 +159,6 @@ def test_errors_are_numpys(call: Callable, error: type, match: str) -> None:
 def test_average_cov_corrcoef_are_exact() -> None:
     rng = np.random.default_rng(4)
     x, w = rng.normal(size=(5, 3, 8)), rng.uniform(0.1, 1, (5, 3, 8))
-    _exact(lambda a, w: np.average(a, axis=(1, 0), weights=w.T, returned=True), [x, w])
     _exact(lambda a, w: np.average(a, axis=1, weights=w, keepdims=True), [x, w[0, 0]],
            in_axes=(0, None))  # fmt: skip
     fw = rng.integers(0, 3, (5, 8))
@@ -158,6 +166,13 @@ def test_average_cov_corrcoef_are_exact() -> None:
     check_vmap(lambda m, f, a: np.cov(m, fweights=f, aweights=a, ddof=3), [x, fw, w[:, 0]])
     _exact(lambda m, y: np.cov(m, y, rowvar=False), [x, x[:, :, :2] * 2])
     _exact(lambda m: np.corrcoef(m + 1j * m[::-1]), [x])
+
+
+@requires_numpy2("average with N-d weights over an axis tuple")
+def test_average_with_weights_over_axes_is_exact() -> None:
+    rng = np.random.default_rng(4)
+    x, w = rng.normal(size=(5, 3, 8)), rng.uniform(0.1, 1, (5, 3, 8))
+    _exact(lambda a, w: np.average(a, axis=(1, 0), weights=w.T, returned=True), [x, w])
 
 
 def test_cov_with_no_degrees_of_freedom_warns_like_numpy() -> None:

@@ -272,8 +272,9 @@ def value_and_grad(
 
     ```python
     >>> import numpy as np, vmapx
-    >>> vmapx.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
-    (np.float64(5.0), array([2., 4.]))
+    >>> value, grad = vmapx.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    >>> float(value), grad
+    (5.0, array([2., 4.]))
 
     ```
     """
