@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench coverage clean
+.PHONY: demo test test-numpy1 lint bench coverage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,17 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# the suite on NumPy 1.26 (the oldest NumPy vmapx supports); tests of NumPy 2 features skip
+VENV_NP1 := .venv-np1
+$(VENV_NP1)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_NP1)
+	$(VENV_NP1)/bin/python -m pip install -q --upgrade pip
+	$(VENV_NP1)/bin/python -m pip install -q -e . 'numpy>=1.26,<2' 'pytest>=8' 'hypothesis>=6' 'scipy>=1.11'
+	touch $@
+
+test-numpy1: $(VENV_NP1)/.installed
+	$(VENV_NP1)/bin/python -m pytest -q -p no:cacheprovider
+
 coverage: $(STAMP)
 	$(PY) -m vmapx coverage
 
@@ -33,4 +44,4 @@ bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/mlp_grads.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_NP1) .pytest_cache .ruff_cache

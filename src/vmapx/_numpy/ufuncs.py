@@ -89,28 +89,44 @@ def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: lis
     out = list(vals)
     for i, (v, z, b) in enumerate(zip(vals, zero_d, batched, strict=True)):
         if z and b and v.dtype.kind in _CATEGORY:
-            out[i] = astype(v, _value_dtype(v, arrays, ufunc), copy=False)
+            dtype = _value_dtype(v, arrays, ufunc)
+            if dtype is None:
+                raise trace.concretization(
+                    f"`np.{ufunc.__name__}` of arrays and one 0-d value per example, whose "
+                    "values give different dtypes for different examples (NumPy 1.26 "
+                    "promotes a 0-d value by its value)",
+                    "give the 0-d value one dtype for all, e.g. `a + x.astype(a.dtype)`",
+                )
+            out[i] = astype(v, dtype, copy=False)
     return out
 
 
-def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype:
-    """The dtype NumPy 1.26 gives the 0-d values in `v` next to arrays of `arrays`: what
-    the examples' values promote to, one at a time (the extreme ones widen it most); it
-    holds them all. A ufunc with mixed-type loops (`ldexp`) keeps integers integers."""
+def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype | None:
+    """The dtype NumPy 1.26 gives the 0-d values in `v` next to arrays of `arrays` (the
+    same for all their examples, else None): what the value promotes to, largest and
+    smallest magnitudes of either sign being the ones to check. A ufunc with mixed-type
+    loops (`ldexp`) keeps integers integers."""
     data = v
     while isinstance(data, Tracer):  # the values under any transform (all their examples)
         data = getattr(data, "val", getattr(data, "primal", None))
     if data is None:
         return v.dtype
+    data = np.ravel(data)
     kind = v.dtype.kind
     if kind in "biu":
-        extremes = [data.min(), data.max()] if data.size else [np.zeros((), v.dtype)]
+        data = data.astype(np.int64) if kind == "b" else data
+        neg, pos = data[data < 0], data[data >= 0]
+        extremes = [f(part) for part in (neg, pos) if part.size for f in (np.min, np.max)]
     else:
         parts = (data.real, data.imag) if kind == "c" else (data,)
-        m = max(float(np.max(np.abs(p[np.isfinite(p)]), initial=0.0)) for p in parts)
-        extremes = [complex(m, m) if kind == "c" else m]
-    values = [np.asarray(x, v.dtype) for x in extremes]  # 0-d: promoted by value
-    dtype = np.result_type(*(np.result_type(*arrays, x) for x in values))
+        mags = np.max([np.where(np.isfinite(p), np.abs(p), 0) for p in parts], axis=0)
+        extremes = [f(mags) for f in (np.min, np.max)] if mags.size else []
+        extremes = [complex(m, m) if kind == "c" else m for m in extremes]
+    values = [np.asarray(x).astype(v.dtype) for x in extremes or [0]]  # 0-d: by value
+    found = {np.result_type(*arrays, x) for x in values}
+    if len(found) > 1:
+        return None
+    dtype = found.pop()
     if _CATEGORY.get(dtype.kind) == _CATEGORY[kind] or _homogeneous(ufunc):
         return dtype
     return np.result_type(*(np.min_scalar_type(x) for x in values))
