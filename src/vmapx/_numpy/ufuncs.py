@@ -79,7 +79,7 @@ def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: lis
         return vals
     if all(zero_d):
         return [v if b else np.reshape(v, (1,)) for v, b in zip(vals, batched, strict=True)]
-    dtypes = [getattr(v, "dtype", None) or np.result_type(v) for v in vals]
+    dtypes = [v.dtype if hasattr(v, "dtype") else np.result_type(v) for v in vals]
     arrays = [d for d, z in zip(dtypes, zero_d, strict=True) if not z]
     scalars = [d for d, z in zip(dtypes, zero_d, strict=True) if z]
     if max(_CATEGORY.get(d.kind, 3) for d in scalars) > max(
@@ -103,9 +103,19 @@ def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: lis
 
 def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype | None:
     """The dtype NumPy 1.26 gives the 0-d values in `v` next to arrays of `arrays` (the
-    same for all their examples, else None): what the value promotes to, largest and
-    smallest magnitudes of either sign being the ones to check. A ufunc with mixed-type
-    loops (`ldexp`) keeps integers integers."""
+    same for all their examples, else None). A ufunc with mixed-type loops (`ldexp`)
+    keeps integers as they are."""
+    dtype = _type_decides(tuple(arrays), v.dtype)
+    if dtype is None:  # (a dtype is falsy: no `or` here)
+        dtype = _by_values(v, arrays)
+    if dtype is None or _CATEGORY.get(dtype.kind) == _CATEGORY[v.dtype.kind]:
+        return dtype
+    return dtype if _homogeneous(ufunc) else v.dtype
+
+
+def _by_values(v: Any, arrays: list) -> np.dtype | None:
+    """What the examples' values promote to next to `arrays`, if the same for all: the
+    largest and smallest magnitudes of either sign are the ones to check."""
     data = v
     while isinstance(data, Tracer):  # the values under any transform (all their examples)
         data = getattr(data, "val", getattr(data, "primal", None))
@@ -124,12 +134,17 @@ def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype | None:
         extremes = [complex(m, m) if kind == "c" else m for m in extremes]
     values = [np.asarray(x).astype(v.dtype) for x in extremes or [0]]  # 0-d: by value
     found = {np.result_type(*arrays, x) for x in values}
-    if len(found) > 1:
-        return None
-    dtype = found.pop()
-    if _CATEGORY.get(dtype.kind) == _CATEGORY[kind] or _homogeneous(ufunc):
-        return dtype
-    return np.result_type(*(np.min_scalar_type(x) for x in values))
+    return found.pop() if len(found) == 1 else None
+
+
+@cache
+def _type_decides(arrays: tuple, dtype: np.dtype) -> np.dtype | None:
+    """The dtype NumPy 1.26 gives 0-d values of `dtype` next to `arrays` when their values
+    cannot change it (the smallest values give what `dtype` itself gives), else None."""
+    smallest = [0, -1] if dtype.kind == "i" else [0]
+    found = {np.result_type(*arrays, np.asarray(x).astype(dtype)) for x in smallest}
+    found.add(np.result_type(*arrays, dtype))
+    return found.pop() if len(found) == 1 else None
 
 
 @cache
