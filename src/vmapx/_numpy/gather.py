@@ -36,7 +36,7 @@ from ._compat import normalize_axis_index, normalize_axis_tuple, put
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
-from .shapes import flat_shape
+from .shapes import flat_shape, value_and_axis
 from .ufuncs import _shift_one
 
 # -- shared helpers -------------------------------------------------------------------
@@ -104,14 +104,6 @@ def _flat(trace: BatchTrace, x: Any) -> Any:
     return v.reshape(flat_shape(v))
 
 
-def _axis_and_value(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
-    """The batched value and the batched axis for `axis` (None flattens each example)."""
-    v = bcast_batch(trace, x)
-    if axis is None:
-        return v.reshape(flat_shape(v)), 1
-    return v, _shift_one(axis, example_ndim(trace, x))
-
-
 # -- take, take_along_axis, choose, select, compress, extract -----------------------------
 
 
@@ -122,11 +114,11 @@ def _take_rule(func: Callable) -> Callable:
         ind, ib = unwrap(trace, indices)
         call = (func, args, kwargs)
         if not ib and not isinstance(ind, Tracer):  # a per-example axis of a batched array
-            v, ax = _axis_and_value(trace, a, axis)
+            v, ax = value_and_axis(trace, a, axis)
             return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
         if not ib or not is_batched(trace, a):
             if not ib:  # indices of an outer vmap: `np.take` would not dispatch on them
-                v, ax = _axis_and_value(trace, a, axis)
+                v, ax = value_and_axis(trace, a, axis)
                 index = (slice(None),) * ax + (_mode_index(ind, v.shape[ax], mode),)
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
@@ -134,7 +126,7 @@ def _take_rule(func: Callable) -> Callable:
             ax = None if axis is None else _shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
             return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
-        v, ax = _axis_and_value(trace, a, axis)
+        v, ax = value_and_axis(trace, a, axis)
         index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
 
@@ -153,7 +145,7 @@ def _mode_index(ind: Any, n: int, mode: str) -> Any:
 def _take_along_axis_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         arr, indices = args[0], get_arg(args, kwargs, 1, "indices")
-        v, ax = _axis_and_value(trace, arr, get_arg(args, kwargs, 2, "axis", -1))
+        v, ax = value_and_axis(trace, arr, get_arg(args, kwargs, 2, "axis", -1))
         ind = bcast_batch(trace, indices)
         run = lambda: np.take_along_axis(v, ind, axis=ax)  # noqa: E731
         return trace.wrap(replaying(trace, func, args, kwargs, run))
@@ -199,7 +191,7 @@ def _compress_rule(func: Callable) -> Callable:
         condition, a = args[0], get_arg(args, kwargs, 1, "a")
         if is_batched(trace, condition):
             raise _data_shape(trace, func)
-        v, ax = _axis_and_value(trace, a, get_arg(args, kwargs, 2, "axis"))
+        v, ax = value_and_axis(trace, a, get_arg(args, kwargs, 2, "axis"))
         run = lambda: np.compress(condition, v, axis=ax)  # noqa: E731
         return trace.wrap(replaying(trace, func, args, kwargs, run))
 
@@ -431,7 +423,7 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 def _put_along_axis_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     arr, indices, values = args[:3]
     axis = get_arg(args, kwargs, 3, "axis")
-    v, ax = _axis_and_value(trace, arr, axis)
+    v, ax = value_and_axis(trace, arr, axis)
     ind = bcast_batch(trace, indices)
 
     def run() -> Any:

@@ -16,7 +16,14 @@ import numpy as np
 from .._batching import BatchTrace, bcast_batch, example_ndim, is_batched, unwrap, wrap_tree
 from ._compat import present
 from ._dispatch import defbatch, get_arg, set_arg
-from .shapes import atleast_shape, example_shape, flat_shape, per_example, raise_like_numpy
+from .shapes import (
+    atleast_shape,
+    example_shape,
+    flat_shape,
+    per_example,
+    raise_like_numpy,
+    value_and_axis,
+)
 from .ufuncs import _shift_one
 
 
@@ -238,10 +245,8 @@ def _delete_rule(func: Callable) -> Callable:
         axis = get_arg(args, kwargs, 2, "axis")
         if is_batched(trace, obj) or not is_batched(trace, arr):
             return per_example(trace, func, args, kwargs, "with batched indices `obj`")
-        v, nd = unwrap(trace, arr)[0], example_ndim(trace, arr)
-        if axis is None:
-            return trace.wrap(np.delete(v.reshape(flat_shape(v)), obj, axis=1))
-        return trace.wrap(np.delete(v, obj, axis=_shift_one(axis, nd)))
+        v, ax = value_and_axis(trace, arr, axis)
+        return trace.wrap(np.delete(v, obj, axis=ax))
 
     return rule
 

@@ -107,6 +107,15 @@ def _ravel_rule(func: Callable) -> Callable:
     return rule
 
 
+def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
+    """The batched value of `x` and the batched axis for its per-example `axis`
+    (`axis=None` flattens each example, as NumPy's `axis=None` does)."""
+    v = bcast_batch(trace, x)
+    if axis is None:
+        return v.reshape(flat_shape(v)), 1
+    return v, _shift_one(axis, example_ndim(trace, x))
+
+
 def flat_shape(v: Any) -> tuple[int, int]:
     """`(B, size of one example)`, valid for a zero-size batch too."""
     return (v.shape[0], int(np.prod(v.shape[1:], dtype=np.int64)))
@@ -385,10 +394,8 @@ def _repeat_rule(func: Callable) -> Callable:
         axis = get_arg(args, kwargs, 2, "axis")
         if is_batched(trace, repeats) or not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with batched `repeats`")
-        v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
-        if axis is None:
-            return trace.wrap(np.repeat(v.reshape(flat_shape(v)), repeats, axis=1))
-        return trace.wrap(np.repeat(v, repeats, axis=_shift_one(axis, nd)))
+        v, ax = value_and_axis(trace, x, axis)
+        return trace.wrap(np.repeat(v, repeats, axis=ax))
 
     return rule
 

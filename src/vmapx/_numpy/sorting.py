@@ -29,7 +29,7 @@ from ._compat import normalize_axis_index
 from ._dispatch import defbatch, get_arg, primitive, set_arg
 from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
-from .shapes import flat_shape
+from .shapes import flat_shape, value_and_axis
 from .ufuncs import _shift_one
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
@@ -39,12 +39,7 @@ def _sort_rule(func: Callable) -> Callable:
     """`func(a, axis=-1, ...)`; `axis=None` sorts each flattened example."""
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        v = unwrap(trace, args[0])[0]
-        axis = get_arg(args, kwargs, 1, "axis", -1)
-        if axis is None:
-            v, axis = v.reshape(flat_shape(v)), 1
-        else:
-            axis = _shift_one(axis, v.ndim - 1)
+        v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 1, "axis", -1))
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", axis)
         return trace.wrap(func(*args, **kwargs))
 
@@ -57,12 +52,7 @@ def _partition_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         if is_batched(trace, get_arg(args, kwargs, 1, "kth")):
             return loop_rule(trace, primitive(func), args, kwargs)
-        v = unwrap(trace, args[0])[0]
-        axis = get_arg(args, kwargs, 2, "axis", -1)
-        if axis is None:
-            v, axis = v.reshape(flat_shape(v)), 1
-        else:
-            axis = _shift_one(axis, v.ndim - 1)
+        v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 2, "axis", -1))
         args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
         return trace.wrap(replaying(trace, func, args, kwargs, lambda: func(*args, **kwargs)))
 
