@@ -434,12 +434,16 @@ class ADTrace(Trace):
         multi = _is_multi(ans)
         if not (any(is_float(a) for a in ans) if multi else is_float(ans)):
             return ans
-        return self._process(prim, primals, pkwargs, argnums, tracers, ans)
+        kept = _zero_filter(prim, argnums, tracers) if argnums else None
+        if kept is None:  # no operand with a derivative: a constant of this trace
+            return self.lift(ans, None, multi)
+        return self._process(prim, primals, pkwargs, *kept, ans, multi)
 
     def _process(
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
-        ans: Any,
+        ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
+        """The derivative part: `argnums`/`tracers` are the operands with one."""
         raise NotImplementedError
 
 
@@ -450,13 +454,8 @@ class JVPTrace(ADTrace):
 
     def _process(
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
-        ans: Any,
+        ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
-        multi = _is_multi(ans)
-        kept = _zero_filter(prim, argnums, tracers) if argnums else None
-        if kept is None:
-            return self.lift(ans, None, multi)
-        argnums, tracers = kept
         rule = jvp_rules.get(prim)
         if rule is None:
             rule = _jvp_from_vjp(self, prim)
@@ -604,13 +603,8 @@ class VJPTrace(ADTrace):
 
     def _process(
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
-        ans: Any,
+        ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
-        multi = _is_multi(ans)
-        kept = _zero_filter(prim, argnums, tracers) if argnums else None
-        if kept is None:
-            return self.lift(ans, None, multi)
-        argnums, tracers = kept
         rule = vjp_rules.get(prim)
         if rule is None:
             rule = _vjp_from_jvp(self, prim)
