@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, _scaled
 from ._batching import BatchTracer
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._numpy._compat import astype
@@ -663,7 +663,8 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
 
 def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
     """Run the tape backwards from `(node, out, cotangent)` seeds; the cotangents of
-    every node still holding one (the inputs) are returned, indexed by node."""
+    every node still holding one (the inputs) are returned, indexed by node.
+    Elementwise nodes may pass a cotangent on as `_scaled.Scaled` (see there)."""
     cts: list = [None] * len(tape)
     owned = [False] * len(tape)
     for node, out, ct in seeds:
@@ -674,6 +675,7 @@ def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
             continue
         entry = tape[i]
         if entry.vjp is None:  # an input: its cotangent is the answer
+            cts[i] = _scaled.materialize(ct)
             continue
         cts[i] = None
         if entry.outs is not None:
@@ -681,10 +683,16 @@ def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
                 np.zeros_like(a) if c is None and is_float(a) else c
                 for c, a in zip(ct, entry.outs, strict=True)
             )
-        parent_cts = entry.vjp(ct)
+        if type(entry.vjp) is _ElementwisePullback:
+            parent_cts = entry.vjp.scaled(ct)
+        else:
+            parent_cts = entry.vjp(_scaled.materialize(ct))
         for (node, out, shape, dtype), c in zip(entry.parents, parent_cts, strict=True):
-            if c is not None:
-                _accumulate(tape, cts, owned, node, out, fit(c, shape, dtype))
+            if c is None:
+                continue
+            if type(c) is not _scaled.Scaled or out >= 0 or not c.fits(shape, dtype):
+                c = fit(_scaled.materialize(c), shape, dtype)
+            _accumulate(tape, cts, owned, node, out, c)
     return cts
 
 
@@ -698,10 +706,17 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
     prev = cts[node]
     if prev is None:
         cts[node] = ct
-    elif (
-        owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and (prev.flags.writeable)
+        return
+    both = _scaled.combine(prev, ct)
+    if both is not None:
+        cts[node] = both
+        return
+    prev, ct = _scaled.materialize(prev), _scaled.materialize(ct)
+    if owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and (
+        prev.flags.writeable
     ):
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
+        cts[node] = prev
     else:
         total = prev + ct
         cts[node] = total
@@ -816,6 +831,8 @@ def defvjp_argnum(func: Any, maker: Callable) -> None:
 
     def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
         pulls = [maker(a, ans, args, kwargs) for a in argnums]
+        if all(type(p) is _PartialPullback or p is _zero_pullback for p in pulls):
+            return _ElementwisePullback(pulls)
         if len(pulls) == 1:
             (pull,) = pulls
             return lambda g: (pull(g),)
@@ -933,7 +950,7 @@ def defelementwise(
             raise NoRule(argnum if d is _MISSING else "where", "vjp")
         if d is None:
             return _zero_pullback
-        return lambda g: _scale(g, d, ans, args)
+        return _PartialPullback(d, ans, args)
 
     defjvp_argnum(func, jvp)
     defvjp_argnum(func, maker)
@@ -941,13 +958,63 @@ def defelementwise(
         ELEMENTWISE_DERIVS[prim_of(f)] = derivs
 
 
+class _PartialPullback:
+    """`g -> g * d(ans, *args)`: the pullback of one operand of an elementwise
+    primitive, with its partial `d` readable on its own (see `_scaled`)."""
+
+    __slots__ = ("d", "ans", "args")
+
+    def __init__(self, d: Any, ans: Any, args: tuple) -> None:
+        self.d, self.ans, self.args = d, ans, args
+
+    def __call__(self, g: Any) -> Any:
+        return _scale(g, self.d, self.ans, self.args)
+
+    def partial(self) -> Any:
+        return partial(self.d, self.ans, *self.args)
+
+
+class _ElementwisePullback:
+    """The pullback of an elementwise primitive: one `_PartialPullback` (or the zero
+    pullback) per traced operand. `backward` may call `scaled` instead, which keeps a
+    large cotangent's product with small partials deferred (`_scaled.Scaled`)."""
+
+    __slots__ = ("pulls",)
+
+    def __init__(self, pulls: list) -> None:
+        self.pulls = pulls
+
+    def __call__(self, g: Any) -> list:
+        return [p(g) for p in self.pulls]
+
+    def scaled(self, ct: Any) -> list:
+        base, scale = _scaled.split(ct)
+        out = []
+        for p in self.pulls:
+            if p is _zero_pullback:
+                out.append(None)
+                continue
+            d = p.partial()
+            if _scaled.defers(base, d):
+                out.append(_scaled.Scaled(base, d if scale is None else scale * d))
+            else:
+                out.append(_times(_scaled.materialize(ct), d))
+        return out
+
+
 def _scale(t: Any, d: Any, ans: Any, args: tuple) -> Any:
     """`t * d(ans, *args)`, where a constant partial may be given as a number."""
-    if callable(d):
-        return t * d(ans, *args)
-    if d == 1:
-        return t
-    return -t if d == -1 else t * d
+    return _times(t, d(ans, *args) if callable(d) else d)
+
+
+def _times(t: Any, d: Any) -> Any:
+    """`t * d` for the value of a partial (no product for the numbers 1 and -1)."""
+    if type(d) in (int, float):
+        if d == 1:
+            return t
+        if d == -1:
+            return -t
+    return t * d
 
 
 def partial(d: Any, ans: Any, *args: Any) -> Any:

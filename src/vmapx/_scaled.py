@@ -1,0 +1,77 @@
+"""Deferred scaling of cotangents through elementwise nodes of a VJP tape.
+
+The pullback of an elementwise primitive multiplies the cotangent by a partial
+derivative: `g -> g * d`. When the cotangent is much larger than the partial, because
+it is batched and the partial is not (the Jacobian rows of `jacrev`, or `vmap` over a
+pullback: one cotangent per example, one shared primal), multiplying at every node
+costs a batch-sized array per node. The backward pass instead carries the cotangent as
+`Scaled(base, scale)`: the batched `base` is left alone while the unbatched partials of
+a chain of elementwise nodes are multiplied (and, where paths meet, added) into
+`scale`, and `base * scale` is formed once, where a node that is not elementwise, an
+input, or a shape change needs the value. For `x**2 + sin(x)` that is one batch-sized
+product instead of four batch-sized arrays, in time and in memory.
+
+Only the association of the products changes (`g * (d1 * d2)` for `(g * d1) * d2`), a
+rounding-level difference; a cotangent that is not a tracer, or a partial that is one,
+takes the plain path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._core import Tracer
+
+
+class Scaled:
+    """The cotangent `base * scale`, not yet formed: `base` a tracer, `scale` an array
+    or number that broadcasts into `base`'s shape without enlarging it."""
+
+    __slots__ = ("base", "scale")
+
+    def __init__(self, base: Tracer, scale: Any) -> None:
+        self.base = base
+        self.scale = scale
+
+    def value(self) -> Any:
+        return self.base * self.scale
+
+    def fits(self, shape: tuple, dtype: np.dtype) -> bool:
+        """Whether `base * scale` has exactly `shape` and `dtype` (no broadcast axes to
+        sum, no cast), so the product can stay deferred for an operand of that kind."""
+        base = self.base
+        if base.shape != shape:
+            return False
+        try:
+            if np.broadcast_shapes(base.shape, np.shape(self.scale)) != shape:
+                return False
+        except ValueError:
+            return False
+        return np.result_type(base.dtype, self.scale) == dtype
+
+
+def defers(ct: Any, partial: Any) -> bool:
+    """Whether `ct * partial` is worth deferring: a traced cotangent (of an outer
+    transform, e.g. batched) and a partial that is a plain array or number."""
+    return isinstance(ct, Tracer) and not isinstance(partial, Tracer)
+
+
+def split(ct: Any) -> tuple[Any, Any]:
+    """`(base, scale)` of a cotangent (`scale` None for a formed one)."""
+    if type(ct) is Scaled:
+        return ct.base, ct.scale
+    return ct, None
+
+
+def materialize(ct: Any) -> Any:
+    """The cotangent as a value."""
+    return ct.value() if type(ct) is Scaled else ct
+
+
+def combine(prev: Any, ct: Any) -> Any | None:
+    """`prev + ct` kept deferred when both scale the same base, else None."""
+    if type(prev) is Scaled and type(ct) is Scaled and prev.base is ct.base:
+        return Scaled(prev.base, prev.scale + ct.scale)
+    return None
