@@ -712,9 +712,7 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
         cts[node] = both
         return
     prev, ct = _scaled.materialize(prev), _scaled.materialize(ct)
-    if owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and (
-        prev.flags.writeable
-    ):
+    if owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and prev.flags.writeable:
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
         cts[node] = prev
     else:
