@@ -21,10 +21,14 @@ class Config:
       overrides it for one call.
     - `checks`: validate batch-axis invariants on every batched operation (slow; for
       debugging). Set by the environment variable `VMAPX_CHECKS=1`.
+    - `elide`: let a binary operator on a batched temporary (`(a - b) ** 2`) compute
+      into the temporary's memory, as NumPy does for plain arrays (see
+      `vmapx._elision`). On by default; `VMAPX_ELIDE=0` turns it off.
     """
 
     fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
     checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
+    elide: bool = os.environ.get("VMAPX_ELIDE", "1") not in ("", "0")
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "fallback" and value not in FALLBACK_MODES:

@@ -7,10 +7,13 @@ implementation: each entry turns a NumPy-style call into `bind(primitive, ...)`.
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any
 
 import numpy as np
 
+from .. import _elision
+from .._batching import BatchTracer
 from .._core import Tracer, bind
 from . import _dispatch
 from ._compat import astype
@@ -143,11 +146,33 @@ def _contains(self: Tracer, value: Any) -> bool:
 
 def _binary(ufunc: np.ufunc) -> tuple:
     prim = ufunc_primitive(ufunc, "__call__")
+    elidable = ufunc in _elision.ELIDABLE
 
+    # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
+        if (
+            elidable
+            and type(self) is BatchTracer
+            and sys.getrefcount(self) == _elision.TEMP_REFS
+            and _elision.enabled()
+            and _elision.from_binary_op(sys._getframe(1))
+        ):
+            out = _elision.into_temporary(ufunc, self, other, left=True)
+            if out is not None:
+                return out
         return bind(prim, (self, other), {})
 
     def rop(self: Tracer, other: Any) -> Any:
+        if (
+            elidable
+            and type(self) is BatchTracer
+            and sys.getrefcount(self) == _elision.TEMP_REFS
+            and _elision.enabled()
+            and _elision.from_binary_op(sys._getframe(1))
+        ):
+            out = _elision.into_temporary(ufunc, self, other, left=False)
+            if out is not None:
+                return out
         return bind(prim, (other, self), {})
 
     def iop(self: Tracer, other: Any) -> Tracer:
