@@ -57,6 +57,12 @@ def refs_of_val(holder: Any) -> int:
     return sys.getrefcount(val)
 
 
+def refs_of_base(holder: Any) -> int:
+    """The reference count of `holder.val.base`, as seen from here."""
+    base = holder.val.base
+    return sys.getrefcount(base)
+
+
 class _Consumed:
     """What a tracer holds after an operator reused its array: any use raises."""
 
@@ -90,15 +96,15 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, left: bool) -
     if _core._top_in((temp, other), None) is not trace:  # also: trace alive, fresh
         return None
     val = temp.val
-    if (
-        type(val) is not np.ndarray
-        or val.dtype.kind not in "fc"
-        or val.base is not None
-        or not val.flags.writeable
-    ):
+    if type(val) is not np.ndarray or val.dtype.kind not in "fc" or not val.flags.writeable:
         return None
-    del val  # the count below must see only the tracer's reference
+    base = val.base  # a view (a transposed layout) of an array that only it holds is fine
+    if base is not None and (type(base) is not np.ndarray or base.base is not None):
+        return None
+    del val, base  # the counts below must see only the tracer's (and the view's) reference
     if refs_of_val(temp) != _VAL_REFS:
+        return None
+    if temp.val.base is not None and refs_of_base(temp) != _BASE_REFS:
         return None
     if left:
         val, o = aligned_operands(trace, (temp, other))
@@ -114,7 +120,9 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, left: bool) -
     if np.shape(o) and np.broadcast_shapes(val.shape, np.shape(o)) != val.shape:
         return None
     temp.val = CONSUMED
-    if left:
+    if ufunc is np.power and type(o) in (int, float) and o == 2:
+        np.square(val, out=val)  # what NumPy's `x ** 2` does: faster, the same bits
+    elif left:
         ufunc(val, o, out=val)
     else:
         ufunc(o, val, out=val)
@@ -160,9 +168,9 @@ def _named_counts() -> list[tuple[int, bool]]:
     ]  # fmt: skip
 
 
-def _calibrate() -> tuple[bool, int, int]:
+def _calibrate() -> tuple[bool, int, int, int]:
     if _BINARY_OP is None or not NUMPY2:
-        return False, 0, 0
+        return False, 0, 0, 0
     temps = [_Probe() * 1, 1 * _Probe()]
     named = _named_counts()
     temp_refs = temps[0][0]
@@ -173,7 +181,12 @@ def _calibrate() -> tuple[bool, int, int]:
     shared = _Probe()
     other = shared.val  # noqa: F841 (a second reference)
     ok = ok and refs_of_val(shared) > val_refs
-    return ok, temp_refs, val_refs
+    view = _Probe()
+    view.val = np.empty((2, 2)).T
+    base_refs = refs_of_base(view)
+    seen = view.val.base  # noqa: F841 (a second reference)
+    ok = ok and refs_of_base(view) > base_refs
+    return ok, temp_refs, val_refs, base_refs
 
 
-_ENABLED, TEMP_REFS, _VAL_REFS = _calibrate()
+_ENABLED, TEMP_REFS, _VAL_REFS, _BASE_REFS = _calibrate()

@@ -7,6 +7,7 @@ shape, unbatched ones are left alone and broadcast by NumPy (never copied).
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from typing import Any
@@ -59,9 +60,48 @@ def call_rule(ufunc: np.ufunc) -> Any:
             vals = aligned_operands(trace, args)
         if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
             vals = _numpy1_promotion(trace, ufunc, args, vals)
+        if not kwargs and len(vals) == 2 and ufunc.nout == 1:
+            out = _with_short_last_axis_moved(ufunc, vals)
+            if out is not None:
+                return trace.wrap(out)
         return _wrap(trace, ufunc(*vals, **kwargs))
 
     return rule
+
+
+_SHORT_AXIS = 4  # a last axis this short makes NumPy's inner loop short...
+_LONG_AXIS = 64  # ...and the one before it this long makes the better inner loop
+_MOVE_MIN_SIZE = 1 << 16
+
+
+def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
+    """`ufunc(a, b)` computed with the last axis moved to the front, where broadcasting
+    would make NumPy loop over a short last axis (`ys - x` for `ys` (512, 3) and a
+    batched `x` (3,): 3 elements per inner loop). The result is the same values in a
+    transposed layout (a view), ~4x faster to make; later elementwise operations follow
+    its memory order and a sum over the short axis reads contiguous slices. None where
+    the trick does not apply (NumPy's own loop is fine, or an operand is large enough
+    that copying it would cost what it saves)."""
+    arrays = [v for v in vals if type(v) is np.ndarray and v.ndim]
+    if not arrays or any(not isinstance(v, _PLAIN) for v in vals):
+        return None
+    shape = np.broadcast_shapes(*(v.shape for v in arrays))
+    if len(shape) < 3 or shape[-1] > _SHORT_AXIS or shape[-2] < _LONG_AXIS:
+        return None
+    size = math.prod(shape)
+    if size < _MOVE_MIN_SIZE or any(v.size * 8 > size for v in arrays):
+        return None
+    rank = len(shape)
+    moved = []
+    for v in vals:
+        if type(v) is np.ndarray and v.ndim:
+            v = v.reshape((1,) * (rank - v.ndim) + v.shape)
+            v = np.ascontiguousarray(np.moveaxis(v, -1, 1))
+        moved.append(v)
+    return np.moveaxis(ufunc(*moved), 1, -1)
+
+
+_PLAIN = (np.ndarray, np.generic, int, float, complex, bool)
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion

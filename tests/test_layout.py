@@ -1,0 +1,38 @@
+"""Broadcasts that would loop over a short last axis are computed in a moved layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import check_vmap
+from vmapx import vmap
+
+RNG = np.random.default_rng(5)
+YS = RNG.standard_normal((300, 3))
+
+CASES = {
+    "difference": (lambda x, ys: ys - x, np.float64),
+    "reflected": (lambda x, ys: x * ys, np.float64),
+    "then squared and summed": (lambda x, ys: np.sqrt(((ys - x) ** 2).sum(-1)), np.float64),
+    "integers": (lambda x, ys: (ys * 10).astype(np.int64) // (x + 5), np.int64),
+    "complex": (lambda x, ys: (ys + 1j) / (x - 2j), np.complex128),
+    "last axis 2": (lambda x, ys: ys[:, :2] - x[:2], np.float64),
+    "comparison": (lambda x, ys: ys < x, np.float64),
+    "two batched": (lambda x, ys: x[None, :] + np.sin(x)[:, None, None] * ys, np.float64),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_short_last_axis_broadcasts_equal_the_loop(case):
+    f, dtype = CASES[case]
+    x = RNG.integers(1, 9, (250, 3)) if dtype == np.int64 else RNG.standard_normal((250, 3))
+    check_vmap(f, (x, YS), in_axes=(0, None))
+
+
+def test_the_moved_layout_is_bit_identical_and_reads_as_usual():
+    x = RNG.standard_normal((256, 3))
+    d = vmap(lambda x, ys: ys - x, in_axes=(0, None))(x, YS)
+    np.testing.assert_array_equal(d, YS[None] - x[:, None])  # same bits as plain NumPy
+    assert d.shape == (256, 300, 3)
+    assert d.reshape(256, -1).shape == (256, 900)  # any layout reads the same
