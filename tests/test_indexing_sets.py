@@ -222,3 +222,15 @@ def test_set_op_forms_that_loop() -> None:
     check = loop_reference(f, [a, a], 0)
     for g, e in zip(got, check, strict=True):
         np.testing.assert_array_equal(g, e)
+
+
+def test_zero_and_minus_zero_across_the_two_sets_follow_numpy() -> None:
+    """0.0 in one set and -0.0 in the other: which NumPy keeps depends on its sort."""
+    a = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    b = np.array([[-0.0], [1.0]])
+    for op in (np.union1d,):  # (the others give results of different sizes here)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+            got = vmapx.vmap(op)(a, b)
+        expected = loop_reference(op, [a, b], 0)
+        assert _bits(got) == _bits(expected) and got.shape == expected.shape

@@ -227,7 +227,8 @@ def _setop_rule(keep: Callable) -> Callable:
             if trace.axis_size == 0:
                 return zero_batch(trace, func, args, kwargs)
             av, bv = _flat(trace, a), _flat(trace, b)
-            if _signed_twins(av) or _signed_twins(bv):  # NumPy's pick: loop
+            both = np.concatenate([av, bv], axis=1)
+            if _signed_twins(both):  # NumPy's pick (also 0.0 in `a`, -0.0 in `b`): loop
                 return _loop(trace, func, args, kwargs)
             sets = (_members(trace, a), _members(trace, b))
             vals, mask = keep(av, bv, *sets, assume_unique)
