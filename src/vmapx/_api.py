@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config
+from . import _autochunk, _config
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
@@ -35,7 +36,7 @@ def vmap(
     axis_size: int | None = None,
     axis_name: Any = None,
     randomness: str = "error",
-    chunk_size: int | None = None,
+    chunk_size: int | str | None = "auto",
     fallback: str | None = None,
     in_dims: Any = _SENTINEL,
     out_dims: Any = _SENTINEL,
@@ -59,7 +60,11 @@ def vmap(
     - `randomness`: `"error"`, `"different"` or `"same"`: how a
       `numpy.random.Generator` argument draws under the map.
     - `chunk_size`: run at most this many examples at once (bounds peak memory;
-      the results are identical).
+      the results are identical). `"auto"` (the default): a batch whose intermediates
+      were tens of megabytes and much larger than its results in an earlier call runs in
+      cache-sized chunks (faster, less memory; see `vmapx._autochunk`), never with
+      `axis_name` or a random generator argument. `None`: always the whole batch. `f`
+      is called once per chunk.
     - `fallback`: `"warn"`, `"silent"` or `"error"` (default: `vmapx.config.fallback`).
 
     Keyword arguments of the returned function are passed to `f` unbatched.
@@ -84,11 +89,13 @@ def vmap(
         raise TypeError(f"vmap: `f` must be callable, got {type(f).__name__}")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
-    if chunk_size is not None and (
+    if chunk_size is not None and chunk_size != "auto" and (
         not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool)
         or chunk_size < 1
     ):  # fmt: skip
-        raise ValueError(f"vmap: `chunk_size` must be a positive int or None, got {chunk_size!r}")
+        raise ValueError(
+            f"vmap: `chunk_size` must be a positive int, 'auto' or None, got {chunk_size!r}"
+        )
     if axis_size is not None and (not isinstance(axis_size, numbers.Integral) or axis_size < 0):
         raise ValueError(f"vmap: `axis_size` must be a non-negative int, got {axis_size!r}")
     if randomness not in _config.RANDOMNESS_MODES:
@@ -99,12 +106,18 @@ def vmap(
         raise ValueError(
             f"vmap: `fallback` must be one of {_config.FALLBACK_MODES}, got {fallback!r}"
         )
+    auto = chunk_size == "auto"
+    if auto:
+        chunk_size = None
     if chunk_size is not None and axis_name is not None:
         raise ValueError(
             "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
             "need the whole batch at once"
         )
-    options = _Options(in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback)
+    autochunk = _autochunk.AutoChunk() if auto and axis_name is None else None
+    options = _Options(
+        in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk
+    )
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -115,7 +128,7 @@ def vmap(
 
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
-                 "fallback")  # fmt: skip
+                 "fallback", "autochunk")  # fmt: skip
 
     def __init__(self, *values: Any) -> None:
         for name, value in zip(self.__slots__, values, strict=True):
@@ -136,12 +149,41 @@ def _check_axes_spec(spec: Any, what: str) -> None:
 
 def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
     leaves, treedef, axes = _flatten_args(f, opts.in_axes, args)
+    special = False
     if CALL_ADAPTERS:
-        leaves, axes, kwargs = _prepare_special(leaves, axes, kwargs, opts.randomness)
+        leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
     size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
     if opts.chunk_size is not None and size > opts.chunk_size:
-        return _chunked(f, opts, leaves, treedef, axes, kwargs, size)
+        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size)
+    if opts.autochunk is not None and not special:  # (chunks would change random draws)
+        return _auto_chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
+
+
+def _auto_chunked(
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+) -> Any:
+    """The call in chunks where earlier calls showed it pays (`_autochunk`), else whole;
+    whole-batch calls with large intermediates are recorded."""
+    auto = opts.autochunk
+    key = _autochunk.signature(size, leaves, axes) if auto.seen else None
+    chunk = None if key is None else auto.chunk_for(key)
+    start = time.perf_counter()
+    if chunk is not None:
+        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk)
+        auto.observe_chunked(key, time.perf_counter() - start)
+        return out
+    largest: list = []
+    out = _run(f, opts, leaves, treedef, axes, kwargs, size, largest)
+    if largest and largest[0] >= _autochunk.MIN_BYTES:
+        auto.observe_whole(
+            _autochunk.signature(size, leaves, axes),
+            size,
+            largest[0],
+            _autochunk.largest_result(optree.tree_leaves(out, is_leaf=_is_leaf)),
+            time.perf_counter() - start,
+        )
+    return out
 
 
 def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list]:
@@ -261,8 +303,11 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 
 def _run(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
-) -> Any:
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
+    largest: list | None = None,
+) -> Any:  # fmt: skip
+    """One batched run of `f` (or the whole-function loop); `largest` (if given) gets
+    the size in bytes of the largest batched value the run made."""
     fallback = opts.fallback or _config.config.fallback
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
@@ -280,6 +325,8 @@ def _run(
             pop_trace(trace)
             trace = None
             return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, signal)
+        if largest is not None:
+            largest.append(trace.largest)
         return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
     finally:
         if trace is not None:
@@ -392,14 +439,15 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 
 def _chunked(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
-) -> Any:
-    outs = []
-    for start in range(0, size, opts.chunk_size):
-        stop = min(start + opts.chunk_size, size)
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
+    chunk: int,
+) -> Any:  # fmt: skip
+    joined = _Joined(opts.out_axes, size)
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
-        outs.append(_run(f, opts, part, treedef, axes, kwargs, stop - start))
-    return _concat_outputs(outs, opts.out_axes)
+        joined.add(_run(f, opts, part, treedef, axes, kwargs, stop - start), start, stop)
+    return joined.result()
 
 
 def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
@@ -410,16 +458,63 @@ def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
     return x[tuple(index)]
 
 
-def _concat_outputs(outs: list, out_axes: Any) -> Any:
-    first = outs[0]
-    leaves0, treedef = optree.tree_flatten(first, is_leaf=_is_leaf)
-    axes = _output_axes(out_axes, first, treedef)
-    columns = [treedef.flatten_up_to(o) for o in outs]
-    joined = [
-        leaf if ax is None else np.concatenate([c[j] for c in columns], axis=ax)
-        for j, (leaf, ax) in enumerate(zip(leaves0, axes, strict=True))
-    ]
-    return optree.tree_unflatten(treedef, joined)
+class _Joined:
+    """The outputs of chunks joined along their batch axes: written into arrays of the
+    whole batch's size as they come (no second copy of the results), or concatenated
+    where chunks disagree in dtype (as the loop's `np.stack` would promote)."""
+
+    def __init__(self, out_axes: Any, size: int) -> None:
+        self.out_axes, self.size = out_axes, size
+        self.treedef: Any = None
+        self.columns: list = []  # per leaf: a whole-batch array, a list of parts, or None
+        self.axes: list = []
+        self.first: list = []
+
+    def add(self, out: Any, start: int, stop: int) -> None:
+        if self.treedef is None:
+            self.first, self.treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
+            self.axes = _output_axes(self.out_axes, out, self.treedef)
+            self.columns = [
+                None if ax is None else _whole_like(leaf, ax, self.size)
+                for leaf, ax in zip(self.first, self.axes, strict=True)
+            ]
+        leaves = self.treedef.flatten_up_to(out)
+        for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
+            column = self.columns[j]
+            if ax is None:
+                continue
+            if type(column) is list:
+                column.append(leaf)
+            elif _fits(column, leaf, ax, stop - start):
+                _slice_view(column, ax, start, stop)[...] = leaf
+            else:  # parts so far, then this one: concatenated at the end
+                self.columns[j] = [_slice_view(column, ax, 0, start), leaf]
+
+    def result(self) -> Any:
+        leaves = [
+            leaf if ax is None else np.concatenate(c, axis=ax) if type(c) is list else c
+            for leaf, ax, c in zip(self.first, self.axes, self.columns, strict=True)
+        ]
+        return optree.tree_unflatten(self.treedef, leaves)
+
+
+def _whole_like(leaf: Any, ax: int, size: int) -> np.ndarray:
+    leaf = np.asarray(leaf)
+    shape = list(leaf.shape)
+    shape[ax] = size
+    return np.empty(shape, dtype=leaf.dtype)
+
+
+def _fits(column: np.ndarray, leaf: Any, ax: int, n: int) -> bool:
+    shape = list(column.shape)
+    shape[ax] = n
+    return type(leaf) is np.ndarray and leaf.dtype == column.dtype and list(leaf.shape) == shape
+
+
+def _slice_view(x: np.ndarray, ax: int, start: int, stop: int) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    index[ax] = slice(start, stop)
+    return x[tuple(index)]
 
 
 def _whole_function_loop(
@@ -496,16 +591,23 @@ def _place_axes(stacked: Any, out_axes: Any) -> Any:
 
 
 def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) -> tuple:
+    """Arguments with special meaning (random generators) replaced by their batch-aware
+    stand-ins; the last item says whether any was."""
+    replaced = []
+
     def prepare(x: Any) -> Any:
         for hook in CALL_ADAPTERS:
             replacement = hook(x, randomness)
             if replacement is not None:
+                replaced.append(x)
                 return replacement
         return x
 
     prepared = [prepare(x) for x in leaves]
     axes = [ax if p is x else None for x, p, ax in zip(leaves, prepared, axes, strict=True)]
-    return prepared, axes, optree.tree_map(prepare, kwargs) if kwargs else kwargs
+    if kwargs:
+        kwargs = optree.tree_map(prepare, kwargs)
+    return prepared, axes, kwargs, bool(replaced)
 
 
 def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:

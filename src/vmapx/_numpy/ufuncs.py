@@ -82,26 +82,31 @@ def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
     its memory order and a sum over the short axis reads contiguous slices. None where
     the trick does not apply (NumPy's own loop is fine, or an operand is large enough
     that copying it would cost what it saves)."""
-    arrays = [v for v in vals if type(v) is np.ndarray and v.ndim]
-    if not arrays or any(not isinstance(v, _PLAIN) for v in vals):
+    a, b = vals
+    # cheap tests first: this runs for every binary ufunc call
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.size * b.size < _MOVE_MIN_SIZE:
+        return None  # (a number operand: NumPy's loop is contiguous where the array is)
+    if max(a.ndim, b.ndim) < 3 or max(a.shape[-1:] + b.shape[-1:]) > _SHORT_AXIS:
         return None
-    shape = np.broadcast_shapes(*(v.shape for v in arrays))
-    if len(shape) < 3 or shape[-1] > _SHORT_AXIS or shape[-2] < _LONG_AXIS:
-        return None
+    shape = np.broadcast_shapes(a.shape, b.shape)
     size = math.prod(shape)
-    if size < _MOVE_MIN_SIZE or any(v.size * 8 > size for v in arrays):
+    if shape[-2] < _LONG_AXIS or size < _MOVE_MIN_SIZE or 8 * max(a.size, b.size) > size:
         return None
+    if not (_spread_along_last_only(a, shape) or _spread_along_last_only(b, shape)):
+        return None  # both span the last two axes alike: NumPy joins them into one loop
     rank = len(shape)
-    moved = []
-    for v in vals:
-        if type(v) is np.ndarray and v.ndim:
-            v = v.reshape((1,) * (rank - v.ndim) + v.shape)
-            v = np.ascontiguousarray(np.moveaxis(v, -1, 1))
-        moved.append(v)
-    return np.moveaxis(ufunc(*moved), 1, -1)
+    front = (0, rank - 1, *range(1, rank - 1))  # the last axis moved to position 1
+    moved = [
+        np.ascontiguousarray(v.reshape((1,) * (rank - v.ndim) + v.shape).transpose(front))
+        for v in vals
+    ]
+    return ufunc(*moved).transpose(0, *range(2, rank), 1)
 
 
-_PLAIN = (np.ndarray, np.generic, int, float, complex, bool)
+def _spread_along_last_only(v: np.ndarray, shape: tuple) -> bool:
+    """Whether `v` varies along the (short) last axis but is broadcast along the one
+    before: NumPy's innermost loop is then the short axis."""
+    return v.ndim >= 1 and v.shape[-1] == shape[-1] > 1 and (v.ndim < 2 or v.shape[-2] == 1)
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion
