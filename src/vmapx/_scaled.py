@@ -41,15 +41,24 @@ class Scaled:
     def fits(self, shape: tuple, dtype: np.dtype) -> bool:
         """Whether `base * scale` has exactly `shape` and `dtype` (no broadcast axes to
         sum, no cast), so the product can stay deferred for an operand of that kind."""
-        base = self.base
+        base, scale = self.base, self.scale
         if base.shape != shape:
             return False
+        if base.dtype == dtype:  # the common cases without NumPy's slower helpers
+            if type(scale) in (int, float):
+                return dtype.kind in "fc"
+            if type(scale) is np.ndarray and scale.dtype == dtype:
+                s = scale.shape
+                return s == shape or (
+                    len(s) <= len(shape)
+                    and all(d in (1, e) for d, e in zip(s[::-1], shape[::-1], strict=False))
+                )
         try:
-            if np.broadcast_shapes(base.shape, np.shape(self.scale)) != shape:
+            if np.broadcast_shapes(shape, np.shape(scale)) != shape:
                 return False
         except ValueError:
             return False
-        return np.result_type(base.dtype, self.scale) == dtype
+        return np.result_type(base.dtype, scale) == dtype
 
 
 def defers(ct: Any, partial: Any) -> bool:
