@@ -693,3 +693,33 @@ def test_pullback_rows_of_an_elementwise_chain_form_one_batch_sized_product():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 1.5 * eye.nbytes, peak / eye.nbytes  # one (n, n) array, not one per node
+
+
+def test_per_example_gradients_peak_memory_is_near_hand_written_backprop():
+    """`grad` runs its tape once and frees each node's saved values as it goes."""
+    import tracemalloc
+
+    w, b = RNG.standard_normal((32, 1)), RNG.standard_normal(1)
+    x, y = RNG.standard_normal((1024, 32)), RNG.standard_normal((1024, 1))
+
+    def by_hand():
+        r = x @ w + b - y
+        return x[:, :, None] * r[:, None, :], r
+
+    loss = lambda w, b, x, y: 0.5 * np.sum((x @ w + b - y) ** 2)  # noqa: E731
+    per_example = vmap(grad(loss, (0, 1)), in_axes=(None, None, 0, 0))
+
+    def peak(fn):
+        fn()
+        tracemalloc.start()
+        fn()
+        p = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return p
+
+    run = lambda: per_example(w, b, x, y)  # noqa: E731
+    gw, gb = run()
+    hw, hb = by_hand()
+    _close(gw, hw)
+    _close(gb, hb)
+    assert peak(run) < 1.15 * peak(by_hand)

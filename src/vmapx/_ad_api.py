@@ -146,10 +146,13 @@ def _finish(x: Any) -> Any:
 
 
 def _vjp_call(
-    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, has_aux: bool
-) -> tuple[Any, Callable, Any]:
+    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, has_aux: bool,
+    once: bool = False,
+) -> tuple[Any, Callable, Any]:  # fmt: skip
     """Run `f` recording a tape for the arguments `nums`; returns `(out, pull, aux)`
-    where `pull(ct)` gives one cotangent pytree per differentiated argument."""
+    where `pull(ct)` gives one cotangent pytree per differentiated argument. With
+    `once`, `pull` is called only once and frees the tape as it goes (lower peak
+    memory: each node's saved values go as soon as its cotangents are out)."""
     leaves, treedef = _diff_leaves(name, f, args, nums)
     trace, tracers, out = vjp_flat(
         name, lambda *ts: f(*_with_diff(args, nums, treedef, list(ts)), **kwargs), leaves
@@ -186,7 +189,7 @@ def _vjp_call(
                     f"but that output has shape {shape}; give one of the output's shape"
                 )
             flow.append((node, out_index, fit(c, shape, dtype)))
-        cts = backward(trace.tape, flow)
+        cts = backward(trace.tape, flow, consume=once)
         grads = [
             np.zeros_like(leaf) if cts[node] is None else _finish(cts[node])
             for node, leaf in inputs
@@ -293,7 +296,7 @@ def _value_and_grad(
     kwargs: dict,
 ) -> Any:  # fmt: skip
     nums = _normalize_argnums(name, argnums, len(args))
-    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux)
+    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, once=True)
     out = _scalar_out(name, out, holomorphic)
     g = pull(np.ones_like(out))
     g = g[0] if _is_int(argnums) else g

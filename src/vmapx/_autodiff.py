@@ -661,10 +661,13 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
     return vjp
 
 
-def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
+def backward(
+    tape: list[_Node], seeds: Iterable[tuple[int, int, Any]], consume: bool = False
+) -> list:
     """Run the tape backwards from `(node, out, cotangent)` seeds; the cotangents of
     every node still holding one (the inputs) are returned, indexed by node.
-    Elementwise nodes may pass a cotangent on as `_scaled.Scaled` (see there)."""
+    Elementwise nodes may pass a cotangent on as `_scaled.Scaled` (see there).
+    `consume`: drop each node once done (a tape run only once), freeing what it saved."""
     cts: list = [None] * len(tape)
     owned = [False] * len(tape)
     for node, out, ct in seeds:
@@ -687,6 +690,8 @@ def backward(tape: list[_Node], seeds: Iterable[tuple[int, int, Any]]) -> list:
             parent_cts = entry.vjp.scaled(ct)
         else:
             parent_cts = entry.vjp(_scaled.materialize(ct))
+        if consume:
+            tape[i] = entry = _Node(None, entry.parents, entry.outs)  # (no saved values)
         for (node, out, shape, dtype), c in zip(entry.parents, parent_cts, strict=True):
             if c is None:
                 continue
