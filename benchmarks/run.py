@@ -96,22 +96,36 @@ def to_jax(jnp: Any, args: tuple) -> tuple:
 # -- timing ---------------------------------------------------------------------------
 
 
-def median_times(thunks: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
-    """Median seconds of each thunk (already warmed up), timed in alternation.
+BLOCK_RUNS = 8  # timed calls per block; each block starts with one untimed call
 
-    Round-robin, so that a busy moment of the machine falls on every method alike;
-    each method runs until it has had `budget` seconds (at least 3, at most 200 runs).
+
+def median_times(thunks: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
+    """Median seconds of each thunk (already warmed up), timed in alternating blocks.
+
+    Blocks alternate between methods, so that a busy moment of the machine falls on
+    every method alike. A block is one untimed call, which refills the caches the other
+    methods emptied, then up to `BLOCK_RUNS` timed calls (fewer for slow methods: a
+    block stops after a fifth of the budget). Each method runs until it has had
+    `budget` seconds (at least 3, at most 200 timed calls). Timing every call right
+    after other libraries ran would measure cold caches instead, which costs code that
+    runs more Python (vmapx) several times more on the smallest workloads.
     """
     times: dict[str, list[float]] = {k: [] for k in thunks}
     spent = dict.fromkeys(thunks, 0.0)
     active = list(thunks)
     while active:
         for k in active:
-            t0 = time.perf_counter()
-            thunks[k]()
-            dt = time.perf_counter() - t0
-            times[k].append(dt)
-            spent[k] += dt
+            thunks[k]()  # refill the caches
+            block = 0.0
+            for _ in range(BLOCK_RUNS):
+                t0 = time.perf_counter()
+                thunks[k]()
+                dt = time.perf_counter() - t0
+                times[k].append(dt)
+                block += dt
+                if block > budget / 5:
+                    break
+            spent[k] += block
         active = [
             k for k in active
             if len(times[k]) < 3 or (spent[k] < budget and len(times[k]) < 200)
@@ -350,7 +364,9 @@ def write_markdown(path: Path, info: dict, results: list[dict], op_rows: list[di
         "# Benchmark results",
         "",
         "Produced by `make bench` (`python benchmarks/run.py`). Medians in milliseconds",
-        "(float64, after warm-up; every result checked against the loop first).",
+        "(float64, after warm-up; every result checked against the loop first). Methods",
+        "are timed in alternating blocks of consecutive calls, each block after one untimed",
+        "call that refills the caches the other methods emptied.",
         "",
         *[f"- {k}: {v}" for k, v in info.items()],
         "",
