@@ -57,7 +57,7 @@ def test_chunks_bound_peak_memory_below_the_intermediates():
     batched(XS, YS)
     chunked = _peak(lambda: batched(XS, YS))
     result = XS.shape[0] * YS.shape[0] * 8
-    assert chunked < 1.5 * result < whole, (chunked, result, whole)
+    assert chunked < 2 * result < whole, (chunked, result, whole)  # whole: 3-6x the result
 
 
 @pytest.mark.parametrize(
