@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -10,6 +11,18 @@ import numpy as np
 import optree
 
 import vmapx
+
+
+def peak_bytes(fn: Callable[[], Any], warm: bool = True) -> int:
+    """Peak bytes allocated while `fn()` runs (after one untimed warm-up call)."""
+    if warm:
+        fn()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def _is_leaf(x: Any) -> bool:

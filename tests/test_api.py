@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vmapx
-from harness import assert_same, check_vmap, loop_reference
+from harness import assert_same, check_vmap, loop_reference, peak_bytes
 from vmapx import errors, vmap
 
 rng = np.random.default_rng(0)
@@ -545,23 +545,13 @@ def test_stale_view_after_write_into_base_gives_the_loop_answer() -> None:
 
 
 def test_chunk_size_bounds_peak_memory() -> None:
-    import tracemalloc
-
     x = rng.normal(size=(400, 50))
 
     def f(v):  # a (50, 50) intermediate per example: 8 MB for the whole batch at once
         return np.tanh(np.outer(v, v)).sum(0)
 
-    def peak(fn) -> int:
-        tracemalloc.start()
-        try:
-            fn()
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-
-    whole = peak(lambda: vmap(f)(x))
-    chunked = peak(lambda: vmap(f, chunk_size=20)(x))
+    whole = peak_bytes(lambda: vmap(f)(x), warm=False)
+    chunked = peak_bytes(lambda: vmap(f, chunk_size=20)(x), warm=False)
     assert chunked < whole / 5, (chunked, whole)
     assert_same(vmap(f, chunk_size=20)(x), vmap(f)(x), rtol=0, atol=0)
 

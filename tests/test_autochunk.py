@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
 
 import vmapx
-from harness import assert_same, loop_reference
+from harness import assert_same, loop_reference, peak_bytes
 from vmapx import _autochunk, vmap
 
 RNG = np.random.default_rng(11)
@@ -30,15 +29,6 @@ def _distances(x, ys):
     return np.sqrt(((ys - x) ** 2).sum(-1))
 
 
-def _peak(fn) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_large_intermediates_run_in_chunks_from_the_second_call():
     f, calls = _counting(_distances)
     batched = vmap(f, in_axes=(0, None))
@@ -53,9 +43,8 @@ def test_large_intermediates_run_in_chunks_from_the_second_call():
 
 def test_chunks_bound_peak_memory_below_the_intermediates():
     batched = vmap(_distances, in_axes=(0, None))
-    whole = _peak(lambda: vmap(_distances, in_axes=(0, None), chunk_size=None)(XS, YS))
-    batched(XS, YS)
-    chunked = _peak(lambda: batched(XS, YS))
+    whole = peak_bytes(lambda: vmap(_distances, in_axes=(0, None), chunk_size=None)(XS, YS))
+    chunked = peak_bytes(lambda: batched(XS, YS))  # (the warm-up call measures)
     result = XS.shape[0] * YS.shape[0] * 8
     assert chunked < 2 * result < whole, (chunked, result, whole)  # whole: 3-6x the result
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import vmapx
+from harness import peak_bytes
 from vmapx import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp, vmap
 from vmapx.errors import ConcretizationError, DifferentiationError
 
@@ -681,24 +682,17 @@ def test_vmap_over_a_pullback_equals_the_loop_of_the_pullback(case):
 
 
 def test_pullback_rows_of_an_elementwise_chain_form_one_batch_sized_product():
-    import tracemalloc
-
     n = 400
     x, eye = RNG.standard_normal(n), np.eye(n)
     _, pull = vjp(lambda x: x**2 + np.sin(x) + np.exp(x) * x, x)
     rows = vmap(lambda r: pull(r)[0])
     _close(rows(eye), np.diag(2 * x + np.cos(x) + np.exp(x) * (x + 1)))
-    tracemalloc.start()
-    rows(eye)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    peak = peak_bytes(lambda: rows(eye), warm=False)
     assert peak < 1.5 * eye.nbytes, peak / eye.nbytes  # one (n, n) array, not one per node
 
 
 def test_per_example_gradients_peak_memory_is_near_hand_written_backprop():
     """`grad` runs its tape once and frees each node's saved values as it goes."""
-    import tracemalloc
-
     w, b = RNG.standard_normal((32, 1)), RNG.standard_normal(1)
     x, y = RNG.standard_normal((1024, 32)), RNG.standard_normal((1024, 1))
 
@@ -709,17 +703,9 @@ def test_per_example_gradients_peak_memory_is_near_hand_written_backprop():
     loss = lambda w, b, x, y: 0.5 * np.sum((x @ w + b - y) ** 2)  # noqa: E731
     per_example = vmap(grad(loss, (0, 1)), in_axes=(None, None, 0, 0))
 
-    def peak(fn):
-        fn()
-        tracemalloc.start()
-        fn()
-        p = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        return p
-
     run = lambda: per_example(w, b, x, y)  # noqa: E731
     gw, gb = run()
     hw, hb = by_hand()
     _close(gw, hw)
     _close(gb, hb)
-    assert peak(run) < 1.15 * peak(by_hand)
+    assert peak_bytes(run) < 1.15 * peak_bytes(by_hand)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import vmapx
-from harness import check_vmap
+from harness import check_vmap, peak_bytes
 from vmapx import _elision, vmap
 
 RNG = np.random.default_rng(3)
@@ -19,12 +17,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _peak(f, *args):
-    f(*args)
-    tracemalloc.start()
-    f(*args)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak
+    return peak_bytes(lambda: f(*args))
 
 
 @pytest.fixture

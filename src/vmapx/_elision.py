@@ -86,10 +86,12 @@ class _Consumed:
 CONSUMED = _Consumed()
 
 
-def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, left: bool) -> Any:
+def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, left: bool) -> Any:
     """`ufunc(temp, other)` (or `ufunc(other, temp)`) computed into `temp`'s array, or
-    None where that is not safe (the caller then takes the ordinary path). The caller
-    has checked that `temp` is a temporary of a binary-operator instruction."""
+    None where that is not safe (the caller then takes the ordinary path). The operator
+    has checked `temp`'s reference count; `caller` is the frame that ran the operator."""
+    if not (_ENABLED and _config.config.elide and from_binary_op(caller)):
+        return None
     trace = temp._trace
     if temp._view is not None or type(trace) is not BatchTrace:
         return None
@@ -130,6 +132,7 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, left: bool) -
 
 
 def enabled() -> bool:
+    """Whether operators may compute into temporaries (this Python and NumPy, config)."""
     return _ENABLED and _config.config.elide
 
 

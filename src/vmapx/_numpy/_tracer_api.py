@@ -150,27 +150,15 @@ def _binary(ufunc: np.ufunc) -> tuple:
 
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
-        if (
-            elidable
-            and type(self) is BatchTracer
-            and sys.getrefcount(self) == _elision.TEMP_REFS
-            and _elision.enabled()
-            and _elision.from_binary_op(sys._getframe(1))
-        ):
-            out = _elision.into_temporary(ufunc, self, other, left=True)
+        if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
+            out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=True)
             if out is not None:
                 return out
         return bind(prim, (self, other), {})
 
     def rop(self: Tracer, other: Any) -> Any:
-        if (
-            elidable
-            and type(self) is BatchTracer
-            and sys.getrefcount(self) == _elision.TEMP_REFS
-            and _elision.enabled()
-            and _elision.from_binary_op(sys._getframe(1))
-        ):
-            out = _elision.into_temporary(ufunc, self, other, left=False)
+        if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
+            out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=False)
             if out is not None:
                 return out
         return bind(prim, (other, self), {})
