@@ -110,3 +110,62 @@ def test_a_tracer_consumed_through_an_object_array_raises_instead_of_lying():
 
     with pytest.raises(RuntimeError, match="temporary elision"):
         vmap(f)(RNG.standard_normal((3, 2)))
+
+
+# -- random expressions: elision must change nothing but memory -------------------------
+
+_OPS = ("+", "-", "*", "/", "**2")
+
+
+def _program(draw_ops: list[tuple[str, int, int, bool]]):
+    """A function of one example `x` (and `y`) that builds values step by step: each
+    step combines two earlier values with an operator, as a named value or inline."""
+
+    def f(x, y):
+        named = [x, y, x * 1.5 + 0.25]  # (the third one is a fresh temporary, named)
+        for op, i, j, inline in draw_ops:
+            a, b = named[i % len(named)], named[j % len(named)]
+            # inline: the operands are temporaries returned by a call (elision's case)
+            fresh = (lambda v: v * 1.0) if inline else (lambda v: v)
+            if op == "**2":
+                value = (fresh(a) - 0.5) ** 2
+            elif op == "+":
+                value = fresh(a) + fresh(b)
+            elif op == "-":
+                value = fresh(a) - fresh(b)
+            elif op == "*":
+                value = fresh(a) * fresh(b)
+            else:
+                value = fresh(a) / (fresh(b) * fresh(b) + 1.0)
+            named.append(value)
+        return tuple(named)  # every value made: none may have been overwritten
+
+    return f
+
+
+def test_random_expressions_give_the_same_bits_with_and_without_elision():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    step = st.tuples(st.sampled_from(_OPS), st.integers(0, 20), st.integers(0, 20), st.booleans())
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(step, min_size=1, max_size=8), st.sampled_from([(3,), (4, 5), ()]))
+    def run(steps, shape):
+        f = _program(steps)
+        x = RNG.standard_normal((4, *shape))
+        y = RNG.standard_normal((4, *shape))
+        x0, y0 = x.copy(), y.copy()
+        with_elision = vmap(f)(x, y)
+        vmapx.config.elide = False
+        try:
+            without = vmap(f)(x, y)
+        finally:
+            vmapx.config.elide = True
+        for a, b in zip(with_elision, without, strict=True):
+            np.testing.assert_array_equal(a, b)
+        check_vmap(f, (x, y))
+        np.testing.assert_array_equal(x, x0)
+        np.testing.assert_array_equal(y, y0)
+
+    run()
