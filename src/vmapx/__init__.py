@@ -21,6 +21,7 @@ from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from ._config import config
 from ._coverage import coverage
 from ._custom import custom_vmap
+from ._jit import jit
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
 from .testing import check_grads
@@ -51,6 +52,7 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "jit",
     "jvp",
     "linearize",
     "stop_gradient",

@@ -63,8 +63,11 @@ class Scaled:
 
 def defers(ct: Any, partial: Any) -> bool:
     """Whether `ct * partial` is worth deferring: a traced cotangent (of an outer
-    transform, e.g. batched) and a partial that is a plain array or number."""
-    return isinstance(ct, Tracer) and not isinstance(partial, Tracer)
+    transform, e.g. batched) and a partial that is a plain array or number, or a
+    tracer of a lower level (a transform further out: `vmapx.jit`'s recording)."""
+    return isinstance(ct, Tracer) and (
+        not isinstance(partial, Tracer) or partial._trace.level < ct._trace.level
+    )
 
 
 def split(ct: Any) -> tuple[Any, Any]:

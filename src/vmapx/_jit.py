@@ -1,0 +1,384 @@
+"""`vmapx.jit`: record the NumPy calls of a transformed function once, replay them.
+
+vmapx interprets every NumPy call in Python: a few microseconds each, which is most of
+the time when the arrays are tiny (per-example gradients of a small model, Jacobians
+of a short function). `jit(f)` removes that cost for repeated calls. The first call
+for a given signature (the shapes and dtypes of the array arguments, the values of the
+other arguments, which arguments are the same object) runs `f` with every array
+argument wrapped in a `RecordTracer`, at the bottom of the interpreter stack: whatever
+`vmap`, `grad`, ... do on top, the NumPy calls that finally compute on arrays come
+here and are recorded as a straight list of steps. Later calls with that signature run
+only those steps: the same NumPy calls on the new arrays, with none of the tracing.
+
+A recording is used only if replaying it is the same as running `f`. Python code that
+looks at a value (`bool(x)`, `float(x)`, `x.item()`, `np.asarray(x)`, a NumPy
+function returning a Python number such as `np.array_equal`) could take another path
+for other values: the recording is then not replayable and every call runs `f` (the
+call that recorded already ran `f` itself, so its result is right). The same for a
+NumPy call that raised (code may have caught it) or that returned None (it wrote into
+an argument), and for random generator arguments (a replay would repeat the numbers).
+
+What `jit` cannot see is Python state outside the arguments: a global, a closure, an
+attribute read by `f` is frozen at its value during the recording, as in `jax.jit`.
+Non-array arguments (numbers, strings, ...) are part of the signature, so each value
+records once (at most `MAX_RECORDINGS` signatures per function; beyond that `f` runs).
+Results are new arrays on every call (copies where a result would be an argument's
+memory or a value kept in the recording). Replayed results can differ from `f`'s in
+the last bits: under recording some rules take their general path, not a fast path
+that needs a plain array (the same NumPy calls, in another order).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from . import _core
+from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
+from ._numpy._compat import NUMPY2
+
+MAX_RECORDINGS = 64
+
+# NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
+# decides `result_type`/`can_cast` of 0-d arrays by their values)
+_STATIC_RESULTS = frozenset(
+    (np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj)
+    + ((np.result_type, np.can_cast) if NUMPY2 else ())
+)
+
+
+class NotRecordable(BaseException):  # noqa: N818 (a signal, not an error)
+    """Raised inside a recording that cannot continue (e.g. a write into a view)."""
+
+
+class RecordTracer(Tracer):
+    """A concrete array, and where the recording keeps it (`slot`)."""
+
+    __slots__ = ("value", "slot")
+
+    def __init__(self, trace: RecordTrace, value: Any, slot: int) -> None:
+        self._trace = trace
+        self._view = None
+        self._version = 0
+        self.value = value
+        self.slot = slot
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.value)
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self.value)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
+
+    @property
+    def size(self) -> int:
+        return np.size(self.value)
+
+    def _become(self, other: Tracer) -> None:
+        self.value = other.value
+        self.slot = other.slot
+        self._version += 1
+
+    # Python looks at the value: right now, but another value could go another way
+    def _read(self, convert: Callable) -> Any:
+        self._trace.replayable = False
+        return convert(self.value)
+
+    def __bool__(self) -> bool:
+        return self._read(bool)
+
+    def __float__(self) -> float:
+        return self._read(float)
+
+    def __int__(self) -> int:
+        return self._read(int)
+
+    def __complex__(self) -> complex:
+        return self._read(complex)
+
+    def __index__(self) -> int:
+        return self._read(lambda v: v.__index__())
+
+    def __format__(self, spec: str) -> str:
+        return self._read(lambda v: format(v, spec))
+
+    def item(self, *args: Any) -> Any:
+        return self._read(lambda v: v.item(*args))
+
+    def tolist(self) -> Any:
+        return self._read(lambda v: v.tolist())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._read(lambda v: np.asarray(v, dtype=dtype))
+
+    def __repr__(self) -> str:
+        return f"RecordTracer(shape={self.shape}, dtype={self.dtype})"
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class RecordTrace(Trace):
+    """Runs each NumPy call on the concrete arrays and records it as a step."""
+
+    __slots__ = ("steps", "slots", "replayable")
+
+    def __init__(self, n_inputs: int) -> None:
+        super().__init__("jit")
+        self.steps: list[_Step] = []
+        self.slots = n_inputs
+        self.replayable = True
+
+    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+        values = _unwrap(self, args)
+        kw_values = {k: _unwrap(self, v) for k, v in kwargs.items()} if kwargs else {}
+        try:
+            out = prim.impl(*values, **kw_values)
+        except BaseException:
+            self.replayable = False  # code may catch it and take another path
+            raise
+        leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
+        outs: list = []
+        wrapped: list = []
+        for leaf in leaves:
+            if isinstance(leaf, np.ndarray | np.generic):
+                outs.append(self.slots)
+                wrapped.append(RecordTracer(self, leaf, self.slots))
+                self.slots += 1
+            else:
+                if leaf is None or prim.impl not in _STATIC_RESULTS:
+                    self.replayable = False  # a Python value computed from the arrays
+                outs.append(None)
+                wrapped.append(leaf)
+        self.steps.append(_Step(prim.impl, _template(self, args), kwargs and {
+            k: _template(self, v) for k, v in kwargs.items()
+        }, outs, treedef))  # fmt: skip
+        return optree.tree_unflatten(treedef, wrapped)
+
+    def concretization(self, what: str, fix: str) -> BaseException:
+        return NotRecordable(what)
+
+
+def _unwrap(trace: RecordTrace, x: Any) -> Any:
+    if type(x) is RecordTracer and x._trace is trace:
+        return x.value
+    if type(x) in (list, tuple):
+        return type(x)(_unwrap(trace, v) for v in x)
+    return x
+
+
+def _template(trace: RecordTrace, x: Any) -> Any:
+    """`x` with this trace's tracers replaced by their slots."""
+    if type(x) is RecordTracer and x._trace is trace:
+        return _Slot(x.slot)
+    if type(x) in (list, tuple):
+        return type(x)(_template(trace, v) for v in x)
+    return x
+
+
+def _getter(template: Any) -> Callable[[list], Any]:
+    """A function of the slots that rebuilds an argument from its template."""
+    if type(template) is _Slot:
+        index = template.index
+        return lambda env: env[index]
+    if type(template) in (list, tuple) and _has_slot(template):
+        parts = [_getter(t) for t in template]
+        kind = type(template)
+        return lambda env: kind([p(env) for p in parts])
+    return lambda env: template
+
+
+def _has_slot(x: Any) -> bool:
+    if type(x) is _Slot:
+        return True
+    return type(x) in (list, tuple) and any(_has_slot(v) for v in x)
+
+
+class _Step:
+    """One recorded NumPy call: `impl(*args)` with the slots filled in, whose array
+    results go to the slots `outs` (None for a static result)."""
+
+    __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single")
+
+    def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
+        self.impl = impl
+        self.args = [_getter(a) for a in args]
+        self.kwargs = {k: _getter(v) for k, v in kwargs.items()} if kwargs else None
+        self.outs = outs
+        self.treedef = treedef
+        self.single = outs[0] if treedef.num_leaves == 1 and treedef.num_nodes == 1 else None
+
+    def run(self, env: list) -> None:
+        args = [g(env) for g in self.args]
+        if self.kwargs is None:
+            out = self.impl(*args)
+        else:
+            out = self.impl(*args, **{k: g(env) for k, g in self.kwargs.items()})
+        if self.single is not None:
+            env[self.single] = out
+            return
+        for slot, leaf in zip(self.outs, self.treedef.flatten_up_to(out), strict=True):
+            if slot is not None:
+                env[slot] = leaf
+
+
+class _Program:
+    """The steps of one recording and where the results are."""
+
+    __slots__ = ("steps", "n_slots", "outputs", "out_tree")
+
+    def __init__(self, steps: list, n_slots: int, outputs: list, out_tree: Any) -> None:
+        self.steps, self.n_slots, self.outputs, self.out_tree = steps, n_slots, outputs, out_tree
+
+    def run(self, arrays: list) -> Any:
+        env = arrays + [None] * (self.n_slots - len(arrays))
+        for step in self.steps:
+            step.run(env)
+        results = [env[o.index] if type(o) is _Slot else o for o in self.outputs]
+        constant = [type(o) is not _Slot for o in self.outputs]
+        return optree.tree_unflatten(self.out_tree, _fresh(results, arrays, constant))
+
+
+_NOT_REPLAYABLE = object()
+
+
+def _fresh(results: list, inputs: list, constant: list) -> list:
+    """Results as new arrays: a copy where a result is an argument's memory, a value
+    the recording keeps (a `constant` of `f`), read-only or broadcast, or repeated."""
+    from ._api import _root
+
+    roots = {id(_root(x)) for x in inputs if type(x) is np.ndarray}
+    seen: set = set()
+    out = []
+    for r, const in zip(results, constant, strict=True):
+        if type(r) is np.ndarray:
+            root = id(_root(r))
+            if const or root in roots or root in seen or 0 in r.strides or not (r.flags.writeable):
+                r = r.copy()
+                root = id(r)
+            seen.add(root)
+        out.append(r)
+    return out
+
+
+def jit(f: Callable) -> Callable:
+    """`f` with its NumPy calls recorded once per signature and replayed afterwards.
+
+    For repeated calls of a function of small arrays (per-example gradients, Jacobian
+    rows), whose time is mostly vmapx's per-call interpretation: the replay runs only
+    the NumPy calls. The result is always what `f` returns; where replaying could
+    differ (Python code that reads a value, random generator arguments, ...), `f`
+    runs. Python state other than the arguments (globals, closures) is read once, when
+    a signature is recorded. See `vmapx._jit` for the rules.
+
+    **Arguments:**
+
+    - `f`: any function of arrays and pytrees of arrays, usually a vmapx transform
+      (`vmapx.jit(vmapx.vmap(vmapx.grad(loss)))`).
+
+    **Returns:** a function with the same arguments and results as `f`.
+
+    **Example:**
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> per_example = vmapx.jit(vmapx.vmap(vmapx.grad(lambda w, x: np.sum((x @ w) ** 2)),
+    ...                                    in_axes=(None, 0)))
+    >>> per_example(np.ones(3), np.ones((2, 3))).shape
+    (2, 3)
+
+    ```
+    """
+    if not callable(f):
+        raise TypeError(f"jit: `f` must be callable, got {type(f).__name__}")
+    programs: dict[Any, Any] = {}
+
+    @functools.wraps(f)
+    def jitted(*args: Any, **kwargs: Any) -> Any:
+        if _core._state.stack:  # inside a transform: the arguments may be tracers
+            return f(*args, **kwargs)
+        leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
+        key = _signature(leaves, treedef)
+        if key is None:
+            return f(*args, **kwargs)
+        program = programs.get(key)
+        if program is _NOT_REPLAYABLE:
+            return f(*args, **kwargs)
+        arrays = [x for x in leaves if type(x) is np.ndarray]
+        if program is not None:
+            return program.run(arrays)
+        if len(programs) >= MAX_RECORDINGS:
+            return f(*args, **kwargs)
+        program, out = _record(f, leaves, treedef)
+        programs[key] = program
+        return out
+
+    return jitted
+
+
+def _signature(leaves: list, treedef: Any) -> tuple | None:
+    """What a recording depends on, or None where nothing can be recorded."""
+    parts: list = [treedef]
+    first: dict[int, int] = {}
+    for i, x in enumerate(leaves):
+        t = type(x)
+        if t is np.ndarray:
+            parts.append((x.shape, x.dtype.str, first.setdefault(id(x), i)))
+        elif isinstance(x, Tracer | np.random.Generator | np.random.BitGenerator):
+            return None
+        else:
+            try:
+                hash(x)
+            except TypeError:
+                return None
+            parts.append((t, x))
+    return tuple(parts)
+
+
+def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
+    """Run `f` recording its NumPy calls: `(program or _NOT_REPLAYABLE, f's result)`."""
+    positions = [i for i, x in enumerate(leaves) if type(x) is np.ndarray]
+    inputs = [leaves[i] for i in positions]
+    trace = push_trace(RecordTrace(len(positions)))
+    try:
+        wrapped = list(leaves)
+        for slot, i in enumerate(positions):
+            wrapped[i] = RecordTracer(trace, leaves[i], slot)
+        args, kwargs = optree.tree_unflatten(treedef, wrapped)
+        try:
+            out = f(*args, **kwargs)
+        except NotRecordable:
+            trace.replayable = False
+            out = _NOT_REPLAYABLE
+    finally:
+        pop_trace(trace)
+    if out is _NOT_REPLAYABLE:  # run it again, plainly
+        args, kwargs = optree.tree_unflatten(treedef, leaves)
+        return _NOT_REPLAYABLE, f(*args, **kwargs)
+    out_leaves, out_tree = optree.tree_flatten(out, none_is_leaf=True)
+    ours = [type(x) is RecordTracer and x._trace is trace for x in out_leaves]
+    results = [x.value if mine else x for x, mine in zip(out_leaves, ours, strict=True)]
+    if any(isinstance(x, Tracer) for x in results):
+        trace.replayable = False  # a tracer of another transform came out (an error below)
+    constant = [not mine for mine in ours]
+    result = optree.tree_unflatten(out_tree, _fresh(results, inputs, constant))
+    if not trace.replayable:
+        return _NOT_REPLAYABLE, result
+    outputs = [
+        _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
+    ]  # fmt: skip
+    steps = [s for s in trace.steps if any(o is not None for o in s.outs)]  # (no statics)
+    return _Program(steps, trace.slots, outputs, out_tree), result

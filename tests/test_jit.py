@@ -1,0 +1,207 @@
+"""`vmapx.jit`: record once per signature, replay; `f` runs wherever a replay could differ."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vmapx
+from harness import assert_same, loop_reference
+from vmapx import grad, jit, vmap
+
+RNG = np.random.default_rng(21)
+
+
+def _counting(f):
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return f(*args, **kwargs)
+
+    return counted, calls
+
+
+def _loss(w, b, x, y):
+    return 0.5 * np.sum((x @ w + b - y) ** 2)
+
+
+def _lsq_args(n=16):
+    return (
+        RNG.standard_normal((5, 1)), RNG.standard_normal(1),
+        RNG.standard_normal((n, 5)), RNG.standard_normal((n, 1)),
+    )  # fmt: skip
+
+
+def test_per_example_gradients_replay_with_new_values():
+    loss, calls = _counting(_loss)
+    per_example = vmap(grad(loss, (0, 1)), in_axes=(None, None, 0, 0))
+    fast = jit(per_example)
+    for _ in range(3):
+        args = _lsq_args()
+        expected = per_example(*args)
+        assert_same(fast(*args), expected, rtol=1e-12, atol=1e-14)
+    assert len(calls) == 3 + 1  # three plain calls, one recording: the replays run no Python
+
+
+def test_jacobian_rows_replay():
+    def jac(eye, x):
+        _, pull = vmapx.vjp(lambda x: x**2 + np.sin(x), x)
+        return vmap(lambda r: pull(r)[0])(eye)
+
+    fast = jit(jac)
+    for _ in range(3):
+        x = RNG.standard_normal(8)
+        assert_same(fast(np.eye(8), x), np.diag(2 * x + np.cos(x)), rtol=1e-12, atol=1e-14)
+
+
+def test_a_new_shape_or_argument_value_records_again():
+    f, calls = _counting(lambda x, scale: np.tanh(x) * scale)
+    fast = jit(f)
+    x3, x4 = RNG.standard_normal(3), RNG.standard_normal(4)
+    assert_same(fast(x3, 2.0), np.tanh(x3) * 2.0)
+    assert_same(fast(x4, 2.0), np.tanh(x4) * 2.0)
+    assert_same(fast(x4, 3.0), np.tanh(x4) * 3.0)
+    assert_same(fast(x4, 3.0), np.tanh(x4) * 3.0)
+    assert len(calls) == 3
+
+
+def test_python_control_flow_on_values_runs_f_every_time():
+    f, calls = _counting(lambda x: x * 2.0 if x.sum() > 0 else x - 1.0)
+    fast = jit(f)
+    pos, neg = np.ones(3), -np.ones(3)
+    assert_same(fast(pos), pos * 2.0)
+    assert_same(fast(neg), neg - 1.0)  # a replay of the first call would be wrong
+    assert_same(fast(pos), pos * 2.0)
+    assert len(calls) == 3
+
+
+def test_per_example_branches_under_vmap_are_not_replayed():
+    def f(x):
+        return x * 2.0 if x[0] > 0 else -x  # vmap runs it per example
+
+    fast = jit(vmap(f))
+    for x in (np.array([[1.0, 2.0], [-1.0, 3.0]]), np.array([[-1.0, 2.0], [1.0, 3.0]])):
+        with pytest.warns(vmapx.PerformanceWarning):
+            got = fast(x)
+        assert_same(got, loop_reference(f, [x], 0))
+
+
+@pytest.mark.parametrize(
+    "case", ["array_equal", "copyto into a plain array", "exception caught", "asarray"]
+)
+def test_numpy_calls_a_replay_could_not_repeat_make_f_run(case):
+    scratch = np.zeros(3)
+
+    def f(x):
+        if case == "array_equal":
+            return x + (1.0 if np.array_equal(x, np.ones(3)) else 0.0)
+        if case == "copyto into a plain array":
+            np.copyto(scratch, x)
+            return scratch * 2.0
+        if case == "exception caught":
+            try:
+                return np.linalg.inv(x.reshape(1, 3))  # not square: raises
+            except np.linalg.LinAlgError:
+                return x
+        return np.asarray(x) * 3.0
+
+    g, calls = _counting(f)
+    fast = jit(g)
+    counts = []
+    for x in (np.ones(3), np.arange(3.0), np.ones(3)):
+        assert_same(fast(x), f(x.copy()))
+        counts.append(len(calls))
+    # every call runs f (the first maybe twice: a recording that had to stop, then f)
+    assert counts[1] - counts[0] == counts[2] - counts[1] == 1
+
+
+def test_random_generator_arguments_are_not_replayed():
+    f, calls = _counting(lambda x, rng: x + rng.normal(size=x.shape))
+    fast = jit(f)
+    a = fast(np.zeros(3), np.random.default_rng(0))
+    b = fast(np.zeros(3), np.random.default_rng(1))
+    assert_same(a, np.random.default_rng(0).normal(size=3))
+    assert_same(b, np.random.default_rng(1).normal(size=3))
+    assert len(calls) == 2
+
+
+def test_results_are_new_arrays():
+    table = np.arange(3.0)
+    fast = jit(lambda x: (x, x.reshape(3, 1), table, x + table))
+    for _ in range(3):  # the recording call and two replays
+        x = RNG.standard_normal(3)
+        same, view, constant, fresh = fast(x)
+        assert_same(same, x)
+        assert not np.shares_memory(same, x) and not np.shares_memory(view, x)
+        assert not np.shares_memory(constant, table)
+        constant[0] = 100.0  # the caller owns it: the next call is not affected
+        assert_same(fresh, x + np.arange(3.0))
+
+
+def test_one_array_twice_and_two_arrays_are_different_signatures():
+    f, calls = _counting(lambda a, b: a - b)
+    fast = jit(f)
+    x, y = RNG.standard_normal(3), RNG.standard_normal(3)
+    assert_same(fast(x, x), np.zeros(3))
+    assert_same(fast(x, y), x - y)
+    assert len(calls) == 2
+
+
+def test_closure_state_is_read_when_recording():
+    """As with `jax.jit`: state outside the arguments is part of the recording."""
+    state = {"scale": 2.0}
+    fast = jit(lambda x: x * state["scale"])
+    x = np.ones(2)
+    assert_same(fast(x), x * 2.0)
+    state["scale"] = 5.0
+    assert_same(fast(x), x * 2.0)  # the recorded value
+    assert_same(jit(lambda x: x * state["scale"])(x), x * 5.0)
+
+
+def test_keyword_arguments_pytrees_and_a_plain_function():
+    def f(params, x, *, shift):
+        return {"y": np.tanh(x @ params["w"]) + shift, "n": np.linalg.norm(params["w"])}
+
+    fast = jit(f)
+    for _ in range(3):
+        params, x = {"w": RNG.standard_normal((3, 2))}, RNG.standard_normal((4, 3))
+        got, expected = fast(params, x, shift=1.5), f(params, x, shift=1.5)
+        assert type(got["n"]) is type(expected["n"]) is np.float64  # f's own result types
+        np.testing.assert_allclose(got["n"], expected["n"], rtol=1e-12)
+        assert_same(got["y"], expected["y"], rtol=1e-12)
+
+
+def test_errors_propagate_and_are_not_cached():
+    f, calls = _counting(lambda x: x @ np.ones((2, 2)))
+    fast = jit(f)
+    with pytest.raises(ValueError):
+        fast(np.ones(3))
+    assert_same(fast(np.ones(2)), np.full(2, 2.0))
+    assert_same(fast(np.ones(2)), np.full(2, 2.0))
+    assert len(calls) == 2
+
+
+def test_a_write_into_a_view_runs_f_plainly():
+    def f(x):
+        y = x.copy()
+        v = y[1:]
+        v[0] = 9.0  # a write through a view: NumPy shows it in `y`
+        return y
+
+    fast = jit(f)
+    for _ in range(2):
+        x = RNG.standard_normal(3)
+        assert_same(fast(x), f(x))
+
+
+def test_inside_a_transform_it_is_the_function_itself():
+    fast = jit(lambda x: np.sin(x) * 2.0)
+    xs = RNG.standard_normal((4, 3))
+    assert_same(vmap(fast)(xs), np.sin(xs) * 2.0)
+    assert_same(grad(lambda x: np.sum(fast(x)))(xs[0]), 2.0 * np.cos(xs[0]))
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="callable"):
+        jit(3)
