@@ -34,3 +34,15 @@ def test_vmapx_equals_loop(w: Workload) -> None:
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         got = w.vmapx(vmapx)(*args)
     compare(w, got, loop(w, args), "vmapx")
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+def test_vmapx_jit_replays_equal_the_loop(w: Workload) -> None:
+    """The recording call and replays with new values (what `make bench` times)."""
+    rng = np.random.default_rng(0)
+    jitted = vmapx.jit(w.vmapx(vmapx))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        for _ in range(3):
+            args = w.inputs(rng, TINY)
+            compare(w, jitted(*args), loop(w, args), "vmapx.jit")

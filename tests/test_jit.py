@@ -205,3 +205,12 @@ def test_inside_a_transform_it_is_the_function_itself():
 def test_bad_input():
     with pytest.raises(TypeError, match="callable"):
         jit(3)
+
+
+def test_docstring_example():
+    import doctest
+
+    from vmapx import _jit
+
+    failures, tried = doctest.testmod(_jit, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert tried and not failures
