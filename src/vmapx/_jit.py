@@ -23,9 +23,14 @@ attribute read by `f` is frozen at its value during the recording, as in `jax.ji
 Non-array arguments (numbers, strings, ...) are part of the signature, so each value
 records once (at most `MAX_RECORDINGS` signatures per function; beyond that `f` runs).
 Results are new arrays on every call (copies where a result would be an argument's
-memory or a value kept in the recording). Replayed results can differ from `f`'s in
-the last bits: under recording some rules take their general path, not a fast path
-that needs a plain array (the same NumPy calls, in another order).
+memory or a value kept in the recording). A replay writes an elementwise result into
+an operand that no later step reads (`vmapx._replay_memory`), so it allocates about as
+little as NumPy's own temporary elision would. A recording that makes arrays of
+`LARGE_BYTES` or more is not replayed (`f` runs): there the NumPy work dwarfs the
+interpretation, and `vmap`'s own chunking does better than a fixed replay. Replayed
+results can differ from `f`'s in the last bits: under recording some rules take their
+general path, not a fast path that needs a plain array (the same NumPy calls, in
+another order).
 """
 
 from __future__ import annotations
@@ -37,11 +42,16 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _core
+from . import _autochunk, _core, _replay_memory
 from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
 from ._numpy._compat import NUMPY2
+from ._numpy._plain import PLAIN_ARRAYS
 
 MAX_RECORDINGS = 64
+# A recording that makes arrays this large is not replayed: interpreting the calls costs
+# little next to NumPy's work there, and `vmap` itself does better on large arrays
+# (chunks that stay in the cache, temporaries reused in place) than a fixed replay.
+LARGE_BYTES = _autochunk.MIN_BYTES
 
 # NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
 # decides `result_type`/`can_cast` of 0-d arrays by their values)
@@ -124,6 +134,9 @@ class RecordTracer(Tracer):
         return f"RecordTracer(shape={self.shape}, dtype={self.dtype})"
 
 
+PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
+
+
 class _Slot:
     __slots__ = ("index",)
 
@@ -134,13 +147,16 @@ class _Slot:
 class RecordTrace(Trace):
     """Runs each NumPy call on the concrete arrays and records it as a step."""
 
-    __slots__ = ("steps", "slots", "replayable")
+    __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest")
 
     def __init__(self, n_inputs: int) -> None:
         super().__init__("jit")
         self.steps: list[_Step] = []
         self.slots = n_inputs
         self.replayable = True
+        self.owners = _replay_memory.Owners()
+        self.layouts: list = [None] * n_inputs  # (inputs: never written)
+        self.largest = 0  # bytes of the largest array a step made
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
         values = _unwrap(self, args)
@@ -157,7 +173,9 @@ class RecordTrace(Trace):
             if isinstance(leaf, np.ndarray | np.generic):
                 outs.append(self.slots)
                 wrapped.append(RecordTracer(self, leaf, self.slots))
+                self.layouts.append(self.owners.layout(leaf, self.slots))
                 self.slots += 1
+                self.largest = max(self.largest, leaf.nbytes)
             else:
                 if leaf is None or prim.impl not in _STATIC_RESULTS:
                     self.replayable = False  # a Python value computed from the arrays
@@ -207,14 +225,26 @@ def _has_slot(x: Any) -> bool:
     return type(x) in (list, tuple) and any(_has_slot(v) for v in x)
 
 
+def _slots_in(x: Any) -> list[int]:
+    if type(x) is _Slot:
+        return [x.index]
+    if type(x) in (list, tuple):
+        return [i for v in x for i in _slots_in(v)]
+    return []
+
+
 class _Step:
     """One recorded NumPy call: `impl(*args)` with the slots filled in, whose array
     results go to the slots `outs` (None for a static result)."""
 
-    __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single")
+    __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single", "reads", "positional",
+                 "into")  # fmt: skip
 
     def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
         self.impl = impl
+        self.reads = _slots_in(args) + _slots_in(list(kwargs.values()) if kwargs else [])
+        self.positional = [a.index for a in args if type(a) is _Slot]
+        self.into: int | None = None  # an operand's slot whose array takes the result
         self.args = [_getter(a) for a in args]
         self.kwargs = {k: _getter(v) for k, v in kwargs.items()} if kwargs else None
         self.outs = outs
@@ -223,6 +253,9 @@ class _Step:
 
     def run(self, env: list) -> None:
         args = [g(env) for g in self.args]
+        if self.into is not None:  # (see `_replay_memory`)
+            env[self.single] = self.impl(*args, out=env[self.into])
+            return
         if self.kwargs is None:
             out = self.impl(*args)
         else:
@@ -375,10 +408,11 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
         trace.replayable = False  # a tracer of another transform came out (an error below)
     constant = [not mine for mine in ours]
     result = optree.tree_unflatten(out_tree, _fresh(results, inputs, constant))
-    if not trace.replayable:
+    if not trace.replayable or trace.largest >= LARGE_BYTES:
         return _NOT_REPLAYABLE, result
     outputs = [
         _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
     ]  # fmt: skip
     steps = [s for s in trace.steps if any(o is not None for o in s.outs)]  # (no statics)
+    _replay_memory.plan(steps, trace.layouts, {o.index for o in outputs if type(o) is _Slot})
     return _Program(steps, trace.slots, outputs, out_tree), result

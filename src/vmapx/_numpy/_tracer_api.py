@@ -82,7 +82,14 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
 def assign(target: Any, value: Any) -> Any:
     """Write `value` into all of `target` (`out=`), functionally where it is traced."""
     if isinstance(target, Tracer):
-        setitem(target, Ellipsis, value)
+        if (
+            type(value) is type(target) and value._trace is target._trace
+            and not target._aliased and value.shape == target.shape
+            and value.dtype == target.dtype
+        ):  # fmt: skip
+            target._become(value)  # the whole value, as it is: no copy to write into
+        else:
+            setitem(target, Ellipsis, value)
         return target
     if isinstance(value, Tracer):
         raise _leave_error(value)

@@ -16,6 +16,7 @@ from .._autodiff import NoRule, defcomposite, defjvp_argnum, deflinear, defvjp, 
 from .._batching import BatchTrace, aligned_operands, bcast_batch, example_ndim, is_batched, unwrap
 from ._compat import astype, present
 from ._dispatch import defbatch, get_arg, set_arg
+from ._plain import PLAIN_ARRAYS
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one
 
@@ -67,7 +68,7 @@ _SHORT_AXIS = 7
 
 def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
     return (
-        type(v) is np.ndarray
+        type(v) in PLAIN_ARRAYS
         and axis in (v.ndim - 1, (v.ndim - 1,))
         and 1 < v.shape[-1] <= _SHORT_AXIS
         and v.dtype.kind in "fc"
@@ -79,7 +80,10 @@ def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
 def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
     total = v[..., 0] + v[..., 1]
     for i in range(2, v.shape[-1]):
-        total += v[..., i]
+        if type(total) is np.ndarray:
+            total += v[..., i]
+        else:  # under `vmapx.jit`'s recording (`+=` would be a copy and a write)
+            total = total + v[..., i]
     return total[..., None] if keepdims else total
 
 

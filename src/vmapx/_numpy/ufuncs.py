@@ -41,6 +41,7 @@ from .._batching import (
 from .._core import Tracer
 from ._compat import NUMPY2, astype, present
 from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
+from ._plain import PLAIN_ARRAYS
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -84,7 +85,11 @@ def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
     that copying it would cost what it saves)."""
     a, b = vals
     # cheap tests first: this runs for every binary ufunc call
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.size * b.size < _MOVE_MIN_SIZE:
+    if (
+        type(a) not in PLAIN_ARRAYS
+        or type(b) not in PLAIN_ARRAYS
+        or (a.size * b.size < _MOVE_MIN_SIZE)
+    ):
         return None  # (a number operand: NumPy's loop is contiguous where the array is)
     if max(a.ndim, b.ndim) < 3 or max(a.shape[-1:] + b.shape[-1:]) > _SHORT_AXIS:
         return None
@@ -97,7 +102,7 @@ def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
     rank = len(shape)
     front = (0, rank - 1, *range(1, rank - 1))  # the last axis moved to position 1
     moved = [
-        np.ascontiguousarray(v.reshape((1,) * (rank - v.ndim) + v.shape).transpose(front))
+        v.reshape((1,) * (rank - v.ndim) + v.shape).transpose(front).copy()  # (C order)
         for v in vals
     ]
     return ufunc(*moved).transpose(0, *range(2, rank), 1)
