@@ -36,6 +36,7 @@ another order).
 from __future__ import annotations
 
 import functools
+import keyword
 from collections.abc import Callable
 from typing import Any
 
@@ -181,9 +182,12 @@ class RecordTrace(Trace):
                     self.replayable = False  # a Python value computed from the arrays
                 outs.append(None)
                 wrapped.append(leaf)
-        self.steps.append(_Step(prim.impl, _template(self, args), kwargs and {
+        step = _Step(prim.impl, _template(self, args), kwargs and {
             k: _template(self, v) for k, v in kwargs.items()
-        }, outs, treedef))  # fmt: skip
+        }, outs, treedef)  # fmt: skip
+        if values and type(values[0]) is np.ndarray:
+            step.method = _as_method(prim.impl, len(values), kwargs)
+        self.steps.append(step)
         return optree.tree_unflatten(treedef, wrapped)
 
     def concretization(self, what: str, fix: str) -> BaseException:
@@ -207,24 +211,6 @@ def _template(trace: RecordTrace, x: Any) -> Any:
     return x
 
 
-def _getter(template: Any) -> Callable[[list], Any]:
-    """A function of the slots that rebuilds an argument from its template."""
-    if type(template) is _Slot:
-        index = template.index
-        return lambda env: env[index]
-    if type(template) in (list, tuple) and _has_slot(template):
-        parts = [_getter(t) for t in template]
-        kind = type(template)
-        return lambda env: kind([p(env) for p in parts])
-    return lambda env: template
-
-
-def _has_slot(x: Any) -> bool:
-    if type(x) is _Slot:
-        return True
-    return type(x) in (list, tuple) and any(_has_slot(v) for v in x)
-
-
 def _slots_in(x: Any) -> list[int]:
     if type(x) is _Slot:
         return [x.index]
@@ -234,55 +220,101 @@ def _slots_in(x: Any) -> list[int]:
 
 
 class _Step:
-    """One recorded NumPy call: `impl(*args)` with the slots filled in, whose array
-    results go to the slots `outs` (None for a static result)."""
+    """One recorded NumPy call: `impl(*args, **kwargs)`, where the templates `args`
+    and `kwargs` hold `_Slot`s for recorded arrays; its array results go to the slots
+    `outs` (None for a static result), `single` when it is one array."""
 
     __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single", "reads", "positional",
-                 "into")  # fmt: skip
+                 "into", "method")  # fmt: skip
 
     def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
         self.impl = impl
+        self.args = args
+        self.kwargs = kwargs or None
         self.reads = _slots_in(args) + _slots_in(list(kwargs.values()) if kwargs else [])
         self.positional = [a.index for a in args if type(a) is _Slot]
         self.into: int | None = None  # an operand's slot whose array takes the result
-        self.args = [_getter(a) for a in args]
-        self.kwargs = {k: _getter(v) for k, v in kwargs.items()} if kwargs else None
+        self.method: str | None = None  # the same call as a method of the first argument
         self.outs = outs
         self.treedef = treedef
         self.single = outs[0] if treedef.num_leaves == 1 and treedef.num_nodes == 1 else None
 
-    def run(self, env: list) -> None:
-        args = [g(env) for g in self.args]
-        if self.into is not None:  # (see `_replay_memory`)
-            env[self.single] = self.impl(*args, out=env[self.into])
-            return
-        if self.kwargs is None:
-            out = self.impl(*args)
-        else:
-            out = self.impl(*args, **{k: g(env) for k, g in self.kwargs.items()})
-        if self.single is not None:
-            env[self.single] = out
-            return
-        for slot, leaf in zip(self.outs, self.treedef.flatten_up_to(out), strict=True):
-            if slot is not None:
-                env[slot] = leaf
-
 
 class _Program:
-    """The steps of one recording and where the results are."""
+    """The steps of one recording, as one generated Python function (straight-line
+    code: a local variable per slot, one line per NumPy call), and where the results
+    are."""
 
-    __slots__ = ("steps", "n_slots", "outputs", "out_tree")
+    __slots__ = ("replay", "outputs", "out_tree", "constant")
 
-    def __init__(self, steps: list, n_slots: int, outputs: list, out_tree: Any) -> None:
-        self.steps, self.n_slots, self.outputs, self.out_tree = steps, n_slots, outputs, out_tree
+    def __init__(self, steps: list, n_inputs: int, outputs: list, out_tree: Any) -> None:
+        self.replay = _compile(steps, n_inputs, outputs)
+        self.outputs, self.out_tree = outputs, out_tree
+        self.constant = [type(o) is not _Slot for o in outputs]
 
     def run(self, arrays: list) -> Any:
-        env = arrays + [None] * (self.n_slots - len(arrays))
-        for step in self.steps:
-            step.run(env)
-        results = [env[o.index] if type(o) is _Slot else o for o in self.outputs]
-        constant = [type(o) is not _Slot for o in self.outputs]
-        return optree.tree_unflatten(self.out_tree, _fresh(results, arrays, constant))
+        results = self.replay(*arrays)
+        return optree.tree_unflatten(self.out_tree, _fresh(results, arrays, self.constant))
+
+
+# NumPy functions that, on an ndarray, are its method with the same positional
+# arguments and these keywords (the function's Python wrapper costs a few microseconds)
+_METHODS = {
+    np.sum: ("sum", {"axis", "dtype", "keepdims"}),
+    np.reshape: ("reshape", {"order"}),
+    np.transpose: ("transpose", set()),
+}
+
+
+def _as_method(impl: Callable, n_args: int, kwargs: dict) -> str | None:
+    entry = _METHODS.get(impl)
+    if entry is None or (impl is not np.sum and n_args > 2):
+        return None
+    name, keywords = entry
+    return name if kwargs.keys() <= keywords else None
+
+
+def _is_name(key: Any) -> bool:
+    return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
+
+
+def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
+    """`replay(*inputs) -> results`: the steps as Python source, compiled once."""
+    names: dict[str, Any] = {}
+
+    def const(value: Any) -> str:
+        name = f"c{len(names)}"
+        names[name] = value
+        return name
+
+    def expr(template: Any) -> str:
+        if type(template) is _Slot:
+            return f"v{template.index}"
+        if type(template) in (list, tuple) and _slots_in(template):
+            items = ", ".join(expr(t) for t in template)
+            return f"[{items}]" if type(template) is list else f"({items},)"
+        return const(template)
+
+    lines = [f"def replay({', '.join(f'v{i}' for i in range(n_inputs))}):"]
+    # (keyword names come from NumPy calls: identifiers, checked by `_record`)
+    for step in steps:
+        call_args = [expr(a) for a in step.args]
+        call_args += [f"{k}={expr(v)}" for k, v in (step.kwargs or {}).items()]
+        if step.into is not None:  # (see `_replay_memory`)
+            call_args.append(f"out=v{step.into}")
+        if step.method is not None:  # `a.sum(...)`: the same, without NumPy's wrapper
+            call = f"{call_args[0]}.{step.method}({', '.join(call_args[1:])})"
+        else:
+            call = f"{const(step.impl)}({', '.join(call_args)})"
+        if step.single is not None:
+            lines.append(f"    v{step.single} = {call}")
+        else:
+            targets = "".join(f"v{o}, " if o is not None else "_, " for o in step.outs)
+            lines.append(f"    {targets}= {const(step.treedef)}.flatten_up_to({call})")
+    results = ", ".join(f"v{o.index}" if type(o) is _Slot else const(o) for o in outputs)
+    lines.append(f"    return [{results}]")
+    exec("\n".join(lines), names)  # noqa: S102 (our own generated source)
+    return names["replay"]
 
 
 _NOT_REPLAYABLE = object()
@@ -414,5 +446,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
         _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
     ]  # fmt: skip
     steps = [s for s in trace.steps if any(o is not None for o in s.outs)]  # (no statics)
+    if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
+        return _NOT_REPLAYABLE, result  # (a keyword the generated code cannot spell)
     _replay_memory.plan(steps, trace.layouts, {o.index for o in outputs if type(o) is _Slot})
-    return _Program(steps, trace.slots, outputs, out_tree), result
+    return _Program(steps, len(inputs), outputs, out_tree), result

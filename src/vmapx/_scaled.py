@@ -36,7 +36,10 @@ class Scaled:
         self.scale = scale
 
     def value(self) -> Any:
-        return self.base * self.scale
+        scale = self.scale
+        if type(scale) in (int, float) and scale in (1, -1):  # (no product to form)
+            return self.base if scale == 1 else -self.base
+        return self.base * scale
 
     def fits(self, shape: tuple, dtype: np.dtype) -> bool:
         """Whether `base * scale` has exactly `shape` and `dtype` (no broadcast axes to
