@@ -252,3 +252,66 @@ def test_large_arrays_are_not_replayed():
     fast(x)
     fast(x)
     assert len(calls) == 2  # f runs: vmap's own chunks and reuse do better there
+
+
+# -- random programs: a replay gives what running f gives ---------------------------------
+
+_STEPS = ("add", "mul", "sin", "view", "reshape", "sum", "iadd", "square", "where")
+
+
+def _random_program(steps: list[tuple[str, int, int]]):
+    def f(x, y):
+        vals = [x, y]
+        for op, i, j in steps:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            if a.shape != b.shape:
+                b = a
+            if op == "add":
+                v = a + b
+            elif op == "mul":
+                v = a * b * 0.5
+            elif op == "sin":
+                v = np.sin(a)
+            elif op == "view":
+                v = a[::-1]
+            elif op == "reshape":
+                v = a.reshape(-1)
+            elif op == "sum":
+                v = a.sum(axis=-1, keepdims=True) + a
+            elif op == "iadd":
+                v = a.copy()
+                v += b
+            elif op == "square":
+                v = (a - 0.25) ** 2
+            else:
+                v = np.where(a > b, a, b)
+            vals.append(v)
+        return vals[2:] or [x]
+
+    return f
+
+
+def test_random_programs_replay_like_f():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    step = st.tuples(st.sampled_from(_STEPS), st.integers(0, 30), st.integers(0, 30))
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.lists(step, min_size=1, max_size=10), st.booleans())
+    def run(steps, batched):
+        f = _random_program(steps)
+        g = vmap(f) if batched else f
+        fast = jit(g)
+        for _ in range(3):  # the recording and two replays, each on new values
+            x, y = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+            x0, y0 = x.copy(), y.copy()
+            got, expected = fast(x, y), g(x0.copy(), y0.copy())
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+            np.testing.assert_array_equal(x, x0)
+            np.testing.assert_array_equal(y, y0)
+            assert not any(np.shares_memory(a, b) for i, a in enumerate(got) for b in got[i + 1 :])
+
+    run()
