@@ -167,6 +167,8 @@ class RecordTrace(Trace):
         except BaseException:
             self.replayable = False  # code may catch it and take another path
             raise
+        if prim.impl in _SHAPE_ONLY and not _has_tracer(self, (args[1:], kwargs)):
+            return out  # depends on the shape and dtype only: a constant of the recording
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         outs: list = []
         wrapped: list = []
@@ -187,11 +189,27 @@ class RecordTrace(Trace):
         }, outs, treedef)  # fmt: skip
         if values and type(values[0]) is np.ndarray:
             step.method = _as_method(prim.impl, len(values), kwargs)
+            if prim.impl is np.broadcast_to and values[0].shape == np.shape(out):
+                step.method = ""  # to its own shape: the array itself (only ever read)
         self.steps.append(step)
         return optree.tree_unflatten(treedef, wrapped)
 
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
+
+
+# NumPy functions whose result depends on the shape and dtype of their first argument
+_SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+
+
+def _has_tracer(trace: RecordTrace, x: Any) -> bool:
+    if type(x) is RecordTracer and x._trace is trace:
+        return True
+    if type(x) in (list, tuple):
+        return any(_has_tracer(trace, v) for v in x)
+    if type(x) is dict:
+        return any(_has_tracer(trace, v) for v in x.values())
+    return False
 
 
 def _unwrap(trace: RecordTrace, x: Any) -> Any:
@@ -234,7 +252,8 @@ class _Step:
         self.reads = _slots_in(args) + _slots_in(list(kwargs.values()) if kwargs else [])
         self.positional = [a.index for a in args if type(a) is _Slot]
         self.into: int | None = None  # an operand's slot whose array takes the result
-        self.method: str | None = None  # the same call as a method of the first argument
+        # the same call as a method of the first argument ("": the first argument itself)
+        self.method: str | None = None
         self.outs = outs
         self.treedef = treedef
         self.single = outs[0] if treedef.num_leaves == 1 and treedef.num_nodes == 1 else None
@@ -245,16 +264,22 @@ class _Program:
     code: a local variable per slot, one line per NumPy call), and where the results
     are."""
 
-    __slots__ = ("replay", "outputs", "out_tree", "constant")
+    __slots__ = ("replay", "outputs", "out_tree", "constant", "checked")
 
-    def __init__(self, steps: list, n_inputs: int, outputs: list, out_tree: Any) -> None:
+    def __init__(
+        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
+    ) -> None:
         self.replay = _compile(steps, n_inputs, outputs)
         self.outputs, self.out_tree = outputs, out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
+        # outputs the replay always makes as new arrays of their own need no check
+        self.checked = not all(fresh)
 
     def run(self, arrays: list) -> Any:
         results = self.replay(*arrays)
-        return optree.tree_unflatten(self.out_tree, _fresh(results, arrays, self.constant))
+        if self.checked:
+            results = _fresh(results, arrays, self.constant)
+        return optree.tree_unflatten(self.out_tree, results)
 
 
 # NumPy functions that, on an ndarray, are its method with the same positional
@@ -302,7 +327,9 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
         call_args += [f"{k}={expr(v)}" for k, v in (step.kwargs or {}).items()]
         if step.into is not None:  # (see `_replay_memory`)
             call_args.append(f"out=v{step.into}")
-        if step.method is not None:  # `a.sum(...)`: the same, without NumPy's wrapper
+        if step.method == "":  # the first argument itself
+            call = call_args[0]
+        elif step.method is not None:  # `a.sum(...)`: the same, without NumPy's wrapper
             call = f"{call_args[0]}.{step.method}({', '.join(call_args[1:])})"
         else:
             call = f"{const(step.impl)}({', '.join(call_args)})"
@@ -375,7 +402,10 @@ def jit(f: Callable) -> Callable:
     def jitted(*args: Any, **kwargs: Any) -> Any:
         if _core._state.stack:  # inside a transform: the arguments may be tracers
             return f(*args, **kwargs)
-        leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
+        if not kwargs and all(type(a) is np.ndarray for a in args):  # the common case
+            leaves, treedef = list(args), _flat_treedef(len(args))
+        else:
+            leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
         key = _signature(leaves, treedef)
         if key is None:
             return f(*args, **kwargs)
@@ -392,6 +422,12 @@ def jit(f: Callable) -> Callable:
         return out
 
     return jitted
+
+
+@functools.lru_cache(maxsize=32)
+def _flat_treedef(n: int) -> Any:
+    """The structure of `(args, kwargs)` for `n` arrays and no keywords."""
+    return optree.tree_structure(((np.empty(0),) * n, {}), none_is_leaf=True)
 
 
 def _signature(leaves: list, treedef: Any) -> tuple | None:
@@ -448,5 +484,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
     steps = [s for s in trace.steps if any(o is not None for o in s.outs)]  # (no statics)
     if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
         return _NOT_REPLAYABLE, result  # (a keyword the generated code cannot spell)
-    _replay_memory.plan(steps, trace.layouts, {o.index for o in outputs if type(o) is _Slot})
-    return _Program(steps, len(inputs), outputs, out_tree), result
+    slots = [o.index for o in outputs if type(o) is _Slot]
+    fresh = _replay_memory.plan(steps, trace.layouts, slots)
+    fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
+    return _Program(steps, len(inputs), outputs, out_tree, fresh_outputs), result

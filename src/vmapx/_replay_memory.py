@@ -29,7 +29,7 @@ import numpy as np
 class Layout:
     """What `plan` needs to know of one slot's array at recording time."""
 
-    __slots__ = ("owned", "owner", "shape", "dtype", "writeable")
+    __slots__ = ("owned", "owner", "shape", "dtype", "writeable", "contiguous")
 
     def __init__(self, owned: bool, owner: int | None, value: Any) -> None:
         self.owned = owned  # the array owns its memory (made by a step)
@@ -37,6 +37,7 @@ class Layout:
         self.shape = np.shape(value)
         self.dtype = value.dtype
         self.writeable = type(value) is np.ndarray and value.flags.writeable
+        self.contiguous = type(value) is np.ndarray and value.flags.c_contiguous
 
 
 class Owners:
@@ -60,9 +61,12 @@ class Owners:
         return Layout(False, owner, value)
 
 
-def plan(steps: list, layouts: list[Layout | None], results: set[int]) -> None:
+def plan(steps: list, layouts: list[Layout | None], results: list[int]) -> dict[int, bool]:
     """Set `step.into` (the slot whose array takes the result, or None) for each step.
-    `layouts[s]` is None for an input slot; `results` are the slots returned."""
+    `layouts[s]` is None for an input slot; `results` are the slots returned. Returns,
+    for each returned slot, whether its array at replay is always new memory of its
+    own (the program's, shared with no other result, writable, without zero strides),
+    which then needs no copy to be handed out."""
     last_read: dict[int, int] = {}
     for i, step in enumerate(steps):
         for s in step.reads:
@@ -85,6 +89,15 @@ def plan(steps: list, layouts: list[Layout | None], results: set[int]) -> None:
             group[o] = g
             if g is not None:
                 members.setdefault(g, []).append(o)
+    groups = [group.get(s) for s in results]
+    return {
+        s: g is not None and groups.count(g) == 1 and _plain_memory(layouts[s])
+        for s, g in zip(results, groups, strict=True)
+    }
+
+
+def _plain_memory(layout: Layout) -> bool:
+    return layout.writeable and layout.contiguous
 
 
 def _operand_to_reuse(
