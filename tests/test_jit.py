@@ -315,3 +315,19 @@ def test_random_programs_replay_like_f():
             assert not any(np.shares_memory(a, b) for i, a in enumerate(got) for b in got[i + 1 :])
 
     run()
+
+
+def test_shape_only_values_and_broadcasts_to_the_same_shape():
+    def f(x):
+        ones = np.ones_like(x)  # a constant of the recording
+        same = np.broadcast_to(x * 2.0, x.shape)  # the array itself
+        return ones, same + np.zeros_like(x), np.empty_like(x).shape
+
+    fast = jit(f)
+    for _ in range(3):
+        x = RNG.standard_normal(4)
+        ones, doubled, shape = fast(x)
+        assert_same(ones, np.ones(4))
+        assert_same(doubled, x * 2.0)
+        assert shape == (4,)
+        ones[0] = 5.0  # the caller's own array: the next replay still gives ones
