@@ -96,13 +96,13 @@ def _diff_leaves(name: str, f: Callable, args: tuple, nums: tuple) -> tuple[list
     """The leaves of the differentiated arguments (checked: float or complex)."""
     diff = tuple(args[i] for i in nums)
     leaves, treedef = optree.tree_flatten(diff, is_leaf=_is_leaf)
-    paths = optree.tree_paths(diff, is_leaf=_is_leaf)
     out = []
-    for leaf, path in zip(leaves, paths, strict=True):
+    for i, leaf in enumerate(leaves):
         x = leaf
         if isinstance(x, float | complex):
             x = np.asarray(x)
         if not is_float(x):
+            path = optree.tree_paths(diff, is_leaf=_is_leaf)[i]  # (for the message only)
             where = _arg_name(f, nums[path[0]]) + "".join(f"[{k!r}]" for k in path[1:])
             raise DifferentiationError(
                 f"{name}: {where} is {_describe(leaf)}, which is not float or complex, so it "
