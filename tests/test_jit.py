@@ -331,3 +331,41 @@ def test_shape_only_values_and_broadcasts_to_the_same_shape():
         assert_same(doubled, x * 2.0)
         assert shape == (4,)
         ones[0] = 5.0  # the caller's own array: the next replay still gives ones
+
+
+def _custom_double():
+    @vmapx.custom_vmap
+    def double(x):
+        return x * 2
+
+    @double.def_vmap
+    def _(axis_size, in_batched, x):
+        return x * 2, in_batched[0]
+
+    return double
+
+
+_TRANSFORMS = {
+    "cond": lambda: vmap(lambda x: vmapx.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x)),
+    "while_loop": lambda: vmap(
+        lambda x: vmapx.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.1), (0, x))[1]
+    ),
+    "scan": lambda: vmap(lambda x: vmapx.scan(lambda c, v: (c + v, c * v), 0.0, x)),
+    "psum": lambda: vmap(lambda x: x / vmapx.psum(x, "i"), axis_name="i"),
+    "hessian": lambda: vmap(vmapx.hessian(lambda x: np.sum(np.sin(x) ** 2))),
+    "jacfwd": lambda: vmap(vmapx.jacfwd(lambda x: np.tanh(x) * x[::-1])),
+    "linalg": lambda: vmap(lambda x: np.linalg.solve(np.outer(x, x) + np.eye(3), x)),
+    "sort": lambda: vmap(lambda x: np.sort(x)[::-1].cumsum()),
+    "gather": lambda: vmap(lambda x: x[np.argmax(x)] * x),
+    "custom_vmap": lambda: vmap(_custom_double()),
+    "loop fallback": lambda: vmap(lambda x: x * 2 if float(x[0]) > 0 else x, fallback="silent"),
+}
+
+
+@pytest.mark.parametrize("name", list(_TRANSFORMS))
+def test_jit_of_every_transform_gives_fs_results(name):
+    g = _TRANSFORMS[name]()
+    fast = jit(g)
+    for _ in range(3):
+        x = RNG.standard_normal((5, 3))
+        assert_same(fast(x), g(x.copy()), rtol=1e-12, atol=1e-14)
