@@ -7,8 +7,10 @@ for a given signature (the shapes and dtypes of the array arguments, the values 
 other arguments, which arguments are the same object) runs `f` with every array
 argument wrapped in a `RecordTracer`, at the bottom of the interpreter stack: whatever
 `vmap`, `grad`, ... do on top, the NumPy calls that finally compute on arrays come
-here and are recorded as a straight list of steps. Later calls with that signature run
-only those steps: the same NumPy calls on the new arrays, with none of the tracing.
+here and are recorded as a straight list of steps (values that depend on shapes only,
+such as `np.ones_like(x)`, become constants). The steps are compiled into one Python
+function, a local variable per array and a line per NumPy call; later calls with that
+signature run it: the same NumPy calls on the new arrays, with none of the tracing.
 
 A recording is used only if replaying it is the same as running `f`. Python code that
 looks at a value (`bool(x)`, `float(x)`, `x.item()`, `np.asarray(x)`, a NumPy
