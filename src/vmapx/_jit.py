@@ -266,13 +266,13 @@ class _Program:
     code: a local variable per slot, one line per NumPy call), and where the results
     are."""
 
-    __slots__ = ("replay", "outputs", "out_tree", "constant", "checked")
+    __slots__ = ("replay", "out_tree", "constant", "checked")
 
     def __init__(
         self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
     ) -> None:
         self.replay = _compile(steps, n_inputs, outputs)
-        self.outputs, self.out_tree = outputs, out_tree
+        self.out_tree = out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
         self.checked = not all(fresh)
