@@ -107,3 +107,15 @@ def test_chunks_whose_results_differ_in_dtype_are_promoted_like_the_loop():
 def test_bad_chunk_size_names_the_choices():
     with pytest.raises(ValueError, match="'auto' or None"):
         vmap(lambda x: x, chunk_size="always")
+
+
+def test_chunks_under_an_outer_transform():
+    """Chunk results that are tracers of an outer transform are joined by NumPy."""
+    x = RNG.standard_normal((5, 3))
+    f = lambda v: np.sin(v) * 2.0  # noqa: E731
+    g = vmapx.grad(lambda x: vmap(f, chunk_size=2)(x).sum())(x)
+    assert_same(g, 2.0 * np.cos(x))
+    _, t = vmapx.jvp(lambda x: vmap(f, chunk_size=2)(x), (x,), (np.ones_like(x),))
+    assert_same(t, 2.0 * np.cos(x))
+    outer = vmap(lambda xs: vmap(f, chunk_size=2)(xs))(np.stack([x, -x]))
+    assert_same(outer, np.stack([f(x), f(-x)]))

@@ -476,8 +476,9 @@ class _Joined:
             self.axes = _output_axes(self.out_axes, out, self.treedef)
             self.columns = [
                 None if ax is None else _whole_like(leaf, ax, self.size)
+                if type(leaf) is np.ndarray else []  # (a tracer of an outer transform)
                 for leaf, ax in zip(self.first, self.axes, strict=True)
-            ]
+            ]  # fmt: skip
         leaves = self.treedef.flatten_up_to(out)
         for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
             column = self.columns[j]
@@ -486,9 +487,9 @@ class _Joined:
             if type(column) is list:
                 column.append(leaf)
             elif _fits(column, leaf, ax, stop - start):
-                _slice_view(column, ax, start, stop)[...] = leaf
+                _slice_axis(column, ax, start, stop)[...] = leaf
             else:  # parts so far, then this one: concatenated at the end
-                self.columns[j] = [_slice_view(column, ax, 0, start), leaf]
+                self.columns[j] = [_slice_axis(column, ax, 0, start), leaf]
 
     def result(self) -> Any:
         leaves = [
@@ -498,8 +499,7 @@ class _Joined:
         return optree.tree_unflatten(self.treedef, leaves)
 
 
-def _whole_like(leaf: Any, ax: int, size: int) -> np.ndarray:
-    leaf = np.asarray(leaf)
+def _whole_like(leaf: np.ndarray, ax: int, size: int) -> np.ndarray:
     shape = list(leaf.shape)
     shape[ax] = size
     return np.empty(shape, dtype=leaf.dtype)
@@ -509,12 +509,6 @@ def _fits(column: np.ndarray, leaf: Any, ax: int, n: int) -> bool:
     shape = list(column.shape)
     shape[ax] = n
     return type(leaf) is np.ndarray and leaf.dtype == column.dtype and list(leaf.shape) == shape
-
-
-def _slice_view(x: np.ndarray, ax: int, start: int, stop: int) -> np.ndarray:
-    index = [slice(None)] * x.ndim
-    index[ax] = slice(start, stop)
-    return x[tuple(index)]
 
 
 def _whole_function_loop(
