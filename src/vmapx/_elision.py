@@ -90,7 +90,7 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, 
     """`ufunc(temp, other)` (or `ufunc(other, temp)`) computed into `temp`'s array, or
     None where that is not safe (the caller then takes the ordinary path). The operator
     has checked `temp`'s reference count; `caller` is the frame that ran the operator."""
-    if not (_ENABLED and _config.config.elide and from_binary_op(caller)):
+    if not (enabled() and from_binary_op(caller)):
         return None
     trace = temp._trace
     if temp._view is not None or type(trace) is not BatchTrace:

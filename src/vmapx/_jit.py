@@ -46,6 +46,7 @@ import numpy as np
 import optree
 
 from . import _autochunk, _core, _replay_memory
+from ._api import _root
 from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
 from ._numpy._compat import NUMPY2
 from ._numpy._plain import PLAIN_ARRAYS
@@ -162,8 +163,8 @@ class RecordTrace(Trace):
         self.largest = 0  # bytes of the largest array a step made
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
-        values = _unwrap(self, args)
-        kw_values = {k: _unwrap(self, v) for k, v in kwargs.items()} if kwargs else {}
+        values = _replace(self, args, _value)
+        kw_values = {k: _replace(self, v, _value) for k, v in kwargs.items()} if kwargs else {}
         try:
             out = prim.impl(*values, **kw_values)
         except BaseException:
@@ -186,8 +187,8 @@ class RecordTrace(Trace):
                     self.replayable = False  # a Python value computed from the arrays
                 outs.append(None)
                 wrapped.append(leaf)
-        step = _Step(prim.impl, _template(self, args), kwargs and {
-            k: _template(self, v) for k, v in kwargs.items()
+        step = _Step(prim.impl, _replace(self, args, _slot), kwargs and {
+            k: _replace(self, v, _slot) for k, v in kwargs.items()
         }, outs, treedef)  # fmt: skip
         if values and type(values[0]) is np.ndarray:
             step.method = _as_method(prim.impl, len(values), kwargs)
@@ -214,21 +215,22 @@ def _has_tracer(trace: RecordTrace, x: Any) -> bool:
     return False
 
 
-def _unwrap(trace: RecordTrace, x: Any) -> Any:
+def _replace(trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any]) -> Any:
+    """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
+    by `by(t)`: their values to compute, their slots to record."""
     if type(x) is RecordTracer and x._trace is trace:
-        return x.value
+        return by(x)
     if type(x) in (list, tuple):
-        return type(x)(_unwrap(trace, v) for v in x)
+        return type(x)(_replace(trace, v, by) for v in x)
     return x
 
 
-def _template(trace: RecordTrace, x: Any) -> Any:
-    """`x` with this trace's tracers replaced by their slots."""
-    if type(x) is RecordTracer and x._trace is trace:
-        return _Slot(x.slot)
-    if type(x) in (list, tuple):
-        return type(x)(_template(trace, v) for v in x)
-    return x
+def _value(t: RecordTracer) -> Any:
+    return t.value
+
+
+def _slot(t: RecordTracer) -> _Slot:
+    return _Slot(t.slot)
 
 
 def _slots_in(x: Any) -> list[int]:
@@ -352,8 +354,6 @@ _NOT_REPLAYABLE = object()
 def _fresh(results: list, inputs: list, constant: list) -> list:
     """Results as new arrays: a copy where a result is an argument's memory, a value
     the recording keeps (a `constant` of `f`), read-only or broadcast, or repeated."""
-    from ._api import _root
-
     roots = {id(_root(x)) for x in inputs if type(x) is np.ndarray}
     seen: set = set()
     out = []
