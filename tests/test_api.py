@@ -6,6 +6,7 @@ import threading
 from collections import namedtuple
 
 import numpy as np
+import optree
 import pytest
 
 import vmapx
@@ -463,6 +464,36 @@ def test_mapping_a_scalar_or_non_array() -> None:
         vmap(lambda x: x)(np.float64(1.0))
     with pytest.raises(errors.InAxesError, match="no axis to map over"):
         vmap(lambda s: s, in_axes=0)("abc")
+
+
+def test_mapping_a_0d_array_names_it() -> None:
+    with pytest.raises(errors.InAxesError, match="0-d value cannot be mapped"):
+        vmap(lambda x, y: x + y)(np.ones(3), np.array(2.0))
+
+
+@pytest.mark.parametrize(
+    ("f", "in_axes", "out_axes"),
+    [
+        (lambda x, y: x * y, 0, 0),
+        (lambda x, y: x, 0, 0),  # an argument returned as it is: a copy, like the loop
+        (lambda x, y: (x.sum(), y[::-1]), 0, 0),
+        (lambda x, y: x @ y.T, (0, None), 1),
+        (lambda x, y: np.sin(x) + y, (None, 0), 0),
+        (lambda x, y: x - y.sum(), (0, 0), -1),
+    ],
+)
+def test_plain_array_calls_match_pytree_calls_and_the_loop(f, in_axes, out_axes) -> None:
+    """Positional NumPy arrays take a shorter path through `vmap` than pytrees; both
+    give the loop's answer."""
+    x, y = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    expected = loop_reference(f, (x, y), in_axes, out_axes)
+    got = vmap(f, in_axes, out_axes)(x, y)
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes, in_axes)
+    via_tree = vmap(lambda xy: f(*xy), in_axes=(axes,), out_axes=out_axes)((x, y))
+    assert_same(got, expected)
+    assert_same(via_tree, expected)
+    for out in optree.tree_leaves(got):
+        assert not np.shares_memory(out, x) and not np.shares_memory(out, y)
 
 
 def test_no_mapped_argument_needs_axis_size() -> None:
