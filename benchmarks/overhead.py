@@ -2,10 +2,11 @@
 
 A chain of N identical operations is timed under `vmap` and as the equivalent NumPy
 calls on the batched arrays; the slope over N (time at N minus time at 0, divided by
-N) removes the fixed cost of entering `vmap`, which is reported apart. Each time is the fastest
-of many runs (the usual statistic for micro-benchmarks: the intrinsic cost, without
-the noise of other processes). Under
-`vmap(grad)` the reference is the hand-written batched forward and backward pass.
+N) removes the fixed cost of entering `vmap`, which is reported apart. Each time is the
+fastest of many runs (the usual statistic for micro-benchmarks: the intrinsic cost,
+without the noise of other processes), the four functions of a row timed in interleaved
+rounds. Under `vmap(grad)` the reference is the hand-written batched forward and
+backward pass.
 """
 
 from __future__ import annotations
@@ -57,22 +58,32 @@ def _chain(op: Callable, n: int) -> Callable:
     return f
 
 
-def _best_time(fn: Callable, *args: Any, repeat: int = 60) -> float:
-    """The fastest of `repeat` runs: the intrinsic cost, robust to a busy machine."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def _best_times(fns: list[Callable], *args: Any, rounds: int = 20, repeat: int = 10) -> list:
+    """The fastest run of each function (the intrinsic cost), timed in interleaved
+    rounds: a burst of load on a shared machine then slows all of them alike instead
+    of the one being timed during the burst."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            fn(*args)
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn(*args)
+                best[i] = min(best[i], time.perf_counter() - t0)
+    return best
 
 
-def _slope(make: Callable[[int], Callable], *args: Any) -> tuple[float, float]:
-    """(seconds per op, seconds at zero ops) of `make(n)(*args)`."""
-    t0 = _best_time(make(0), *args)
-    tn = _best_time(make(N_OPS), *args)
-    return (tn - t0) / N_OPS, t0
+def _row(
+    name: str, make_vmapx: Callable[[int], Callable], make_numpy: Callable, *args: Any
+) -> dict:
+    """vmapx's time per op (slope over the chain length), NumPy's, and vmapx's time
+    at zero ops (the fixed cost of a call)."""
+    v0, vn, n0, nn = _best_times(
+        [make_vmapx(0), make_vmapx(N_OPS), make_numpy(0), make_numpy(N_OPS)], *args
+    )
+    per_op, numpy_op = (vn - v0) / N_OPS, (nn - n0) / N_OPS
+    return {"op": name, "vmapx_us": per_op * 1e6, "numpy_us": numpy_op * 1e6,
+            "added_us": (per_op - numpy_op) * 1e6, "fixed_us": v0 * 1e6}  # fmt: skip
 
 
 def vmap_overhead(rng: np.random.Generator) -> list[dict]:
@@ -82,12 +93,8 @@ def vmap_overhead(rng: np.random.Generator) -> list[dict]:
     for op in OPS:
         got = vmapx.vmap(_chain(op.example, 3))(x, y)
         np.testing.assert_allclose(got, _chain(op.batched, 3)(x, y), rtol=1e-12)
-        per_op, fixed = _slope(lambda n, op=op: vmapx.vmap(_chain(op.example, n)), x, y)
-        numpy_op, _ = _slope(lambda n, op=op: _chain(op.batched, n), x, y)
-        rows.append(
-            {"op": op.name, "vmapx_us": per_op * 1e6, "numpy_us": numpy_op * 1e6,
-             "added_us": (per_op - numpy_op) * 1e6, "fixed_us": fixed * 1e6}
-        )  # fmt: skip
+        make_vmapx = lambda n, op=op: vmapx.vmap(_chain(op.example, n))  # noqa: E731
+        rows.append(_row(op.name, make_vmapx, lambda n, op=op: _chain(op.batched, n), x, y))
     return rows
 
 
@@ -123,8 +130,9 @@ def grad_overhead(rng: np.random.Generator) -> dict | None:
     x = rng.standard_normal((BATCH, 4, 4))
     got = vmapx.vmap(vmapx.grad(_sin_sum_chain(3)))(x)
     np.testing.assert_allclose(got, _sin_sum_grad_by_hand(3)(x), rtol=1e-12)
-    per_op, fixed = _slope(lambda n: vmapx.vmap(vmapx.grad(_sin_sum_chain(n))), x)
-    numpy_op, _ = _slope(_sin_sum_grad_by_hand, x)
-    return {"op": "np.sin(x) under vmap(grad)", "vmapx_us": per_op * 1e6,
-            "numpy_us": numpy_op * 1e6, "added_us": (per_op - numpy_op) * 1e6,
-            "fixed_us": fixed * 1e6}  # fmt: skip
+    return _row(
+        "np.sin(x) under vmap(grad)",
+        lambda n: vmapx.vmap(vmapx.grad(_sin_sum_chain(n))),
+        _sin_sum_grad_by_hand,
+        x,
+    )
