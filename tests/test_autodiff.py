@@ -665,6 +665,9 @@ _DEFERRED_CASES = {
     "float32 operand": (lambda x: np.cos(x.astype(np.float32)) * np.float64(2.0), _X5),
     "reduction after": (lambda x: np.log(x).cumsum() * x, _X5),
     "complex": (lambda z: np.exp(z) * z, _X5 + 0.5j * _X5[::-1]),
+    # a partial after an addition (the scale 1 is no product), integer or float
+    "integer partial after +": (lambda x: np.sin(x + 1.0) * np.arange(1, 6), _X5),
+    "float32 partial after +": (lambda x: (x - 2.0) * np.linspace(1, 2, 5, dtype="f4"), _X5),
 }
 
 

@@ -245,6 +245,28 @@ def test_a_replay_allocates_like_numpy_elision():
     assert peak_bytes(lambda: fast(x)) < 1.5 * x.nbytes  # one array, not one per step
 
 
+def test_a_replay_leaves_out_values_f_dropped():
+    """Values `f` computes and drops (a loss's value under `grad`) are not recomputed by a
+    replay; values a result needs are. `np.frompyfunc` shows which calls run."""
+    seen = []
+    spy = np.frompyfunc(lambda v: seen.append(v) or v, 1, 1)
+
+    def dropped(x):
+        spy(x)
+        return x * 2.0
+
+    def used(x):
+        return x * 2.0 + spy(x).astype(float)
+
+    x = RNG.normal(size=3)
+    for f, runs in ((dropped, False), (used, True)):
+        jf = jit(f)
+        jf(x)  # (records: f runs)
+        seen.clear()
+        assert_same(jf(x + 1.0), f(x + 1.0))
+        assert len(seen) == (2 if runs else 1) * x.size  # (f above ran once more)
+
+
 def test_large_arrays_are_not_replayed():
     f, calls = _counting(lambda x: np.sin(x) * 2.0)
     fast = jit(f)

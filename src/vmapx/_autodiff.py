@@ -999,7 +999,7 @@ class _ElementwisePullback:
                 continue
             d = p.partial()
             if _scaled.defers(base, d):
-                out.append(_scaled.Scaled(base, d if scale is None else scale * d))
+                out.append(_scaled.Scaled(base, _scaled.rescale(scale, d)))
             else:
                 out.append(_times(_scaled.materialize(ct), d))
         return out

@@ -10,7 +10,8 @@ argument wrapped in a `RecordTracer`, at the bottom of the interpreter stack: wh
 here and are recorded as a straight list of steps (values that depend on shapes only,
 such as `np.ones_like(x)`, become constants). The steps are compiled into one Python
 function, a local variable per array and a line per NumPy call; later calls with that
-signature run it: the same NumPy calls on the new arrays, with none of the tracing.
+signature run it: the same NumPy calls on the new arrays, with none of the tracing,
+less the calls whose arrays no result needs (the value of a loss under `grad`).
 
 A recording is used only if replaying it is the same as running `f`. Python code that
 looks at a value (`bool(x)`, `float(x)`, `x.item()`, `np.asarray(x)`, a NumPy
@@ -307,6 +308,23 @@ def _is_name(key: Any) -> bool:
     return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
 
 
+def _live(steps: list, results: list[int]) -> list:
+    """The steps whose arrays the results need, in order. The others made values that
+    `f` computed and dropped (the value of a loss under `grad`, the primal output of a
+    `vjp` whose pullback alone is used): a recorded step only makes new arrays (writes
+    were recorded functionally, calls returning None are not replayable), so leaving it
+    out changes no result. (Floating-point warnings of a dropped step are not raised
+    again; `jax.jit` drops dead code alike.)"""
+    needed = set(results)
+    live = []
+    for step in reversed(steps):
+        if any(o in needed for o in step.outs if o is not None):
+            live.append(step)
+            needed.update(step.reads)
+    live.reverse()
+    return live
+
+
 def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
     """`replay(*inputs) -> results`: the steps as Python source, compiled once."""
     names: dict[str, Any] = {}
@@ -487,6 +505,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
     if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
         return _NOT_REPLAYABLE, result  # (a keyword the generated code cannot spell)
     slots = [o.index for o in outputs if type(o) is _Slot]
+    steps = _live(steps, slots)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
     return _Program(steps, len(inputs), outputs, out_tree, fresh_outputs), result

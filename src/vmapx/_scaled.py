@@ -64,6 +64,19 @@ class Scaled:
         return np.result_type(base.dtype, scale) == dtype
 
 
+def rescale(scale: Any, partial: Any) -> Any:
+    """The scale after one more elementwise node: `scale * partial`, where `scale` is
+    None for a cotangent not yet deferred. A scale of the number 1 (the partial of an
+    addition) is no product; kept where the product could change a dtype."""
+    if scale is None:
+        return partial
+    if type(scale) in (int, float) and scale == 1:
+        kind = getattr(partial, "dtype", np.dtype(float)).kind
+        if kind in "fc":
+            return partial
+    return scale * partial
+
+
 def defers(ct: Any, partial: Any) -> bool:
     """Whether `ct * partial` is worth deferring: a traced cotangent (of an outer
     transform, e.g. batched) and a partial that is a plain array or number, or a
