@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -80,15 +83,96 @@ def test_a_random_generator_argument_keeps_the_whole_batch():
     assert_same(one, two, rtol=0, atol=0)
 
 
+class _Made:
+    """What `AutoChunk` reads of a batch trace: bytes of the largest value, of all."""
+
+    def __init__(self, largest: int, made: int) -> None:
+        self.largest, self.made = largest, made
+
+
+_MIB = 1 << 20
+_KEY = ("signature",)
+
+
 def test_a_chunked_call_slower_than_the_whole_batch_switches_chunking_off():
     auto = _autochunk.AutoChunk()
-    key = _autochunk.signature(2048, [XS, YS], [0, None])
-    auto.observe_whole(key, 2048, 24 << 20, 8 << 20, seconds=0.010)
-    assert auto.chunk_for(key) == 2048 * _autochunk.CHUNK_BYTES // (24 << 20)
-    auto.observe_chunked(key, seconds=0.009)
-    assert auto.chunk_for(key) is not None
-    auto.observe_chunked(key, seconds=0.020)
-    assert auto.chunk_for(key) is None
+    auto.observe_whole(_KEY, 2048, _Made(24 * _MIB, 64 * _MIB), [np.empty(_MIB)], 0.010)
+    assert auto.chunk_for(_KEY) == 2048 * _autochunk.CHUNK_BYTES // (24 * _MIB)
+    auto.observe_chunked(_KEY, seconds=0.020)  # the first may pay for memory: not judged
+    auto.observe_chunked(_KEY, seconds=0.009)
+    assert auto.chunk_for(_KEY) is not None
+    auto.observe_chunked(_KEY, seconds=0.020)
+    assert auto.chunk_for(_KEY) is None
+
+
+def _faulting_calls(faulted: list) -> _autochunk.AutoChunk:
+    """An AutoChunk after a first call making 10 MiB temporaries of a 10 MiB result,
+    whole-batch calls after it faulting in `faulted` bytes each."""
+    auto = _autochunk.AutoChunk()
+    result = [np.empty(10 * _MIB // 8)]
+    auto.observe_whole(_KEY, 100, _Made(10 * _MIB, 20 * _MIB), result, 0.008)
+    for f in faulted:
+        assert auto.chunk_for(_KEY) is None
+        assert auto.counts_faults(_KEY) is (_autochunk.resource is not None)
+        auto.observe_whole(_KEY, 100, _Made(10 * _MIB, 20 * _MIB), result, 0.008, f)
+    return auto
+
+
+@pytest.mark.skipif(_autochunk.resource is None, reason="no page-fault counts here")
+def test_whole_batch_calls_that_page_fault_run_in_chunks_after_the_checks():
+    auto = _faulting_calls([5 * _MIB] * _autochunk.FAULT_CHECKS)
+    assert auto.chunk_for(_KEY) == 100 * _autochunk.CHUNK_BYTES // (10 * _MIB)
+    assert not auto.counts_faults(_KEY)  # decided: no more checks
+
+
+@pytest.mark.skipif(_autochunk.resource is None, reason="no page-fault counts here")
+def test_a_call_without_page_faults_keeps_the_whole_batch():
+    auto = _faulting_calls([5 * _MIB, 0])
+    assert auto.chunk_for(_KEY) is None
+    assert not auto.counts_faults(_KEY)
+
+
+def test_small_temporaries_or_results_as_large_are_not_checked():
+    auto = _autochunk.AutoChunk()
+    result = [np.empty(10 * _MIB // 8)]
+    auto.observe_whole(_KEY, 100, _Made(10 * _MIB, 15 * _MIB), result, 0.008)  # 5 MiB more
+    assert not auto.counts_faults(_KEY) and auto.chunk_for(_KEY) is None
+
+
+_A_FRESH_PROCESS = """
+import json, resource, numpy as np, vmapx
+calls = []
+def f(img):
+    calls.append(1)
+    return (img - img.mean()) / (img.std() + 1e-6)
+imgs = np.random.default_rng(0).uniform(size=(100, 64, 64, 3))
+g = vmapx.vmap(f)
+first, report = g(imgs), []
+for _ in range(6):
+    calls.clear()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    out = g(imgs)
+    report.append((len(calls), resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before))
+    assert np.array_equal(out, first)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(_autochunk.resource is None, reason="no page-fault counts here")
+def test_in_a_process_whose_allocator_gives_memory_back_calls_run_in_chunks():
+    """End to end in a fresh Python process. glibc usually gives the 9.4 MiB
+    temporaries of this function back to the system after each call, so each call
+    faults their pages in again; after the fault checks vmapx runs it in chunks."""
+    out = subprocess.run(
+        [sys.executable, "-c", _A_FRESH_PROCESS], capture_output=True, text=True, check=True
+    )
+    report = json.loads(out.stdout)  # (calls of f, pages faulted) per call
+    temporaries = 100 * 64 * 64 * 3 * 8
+    checks = report[: _autochunk.FAULT_CHECKS]
+    if any(pages * _autochunk.PAGE < _autochunk.FAULT_SHARE * temporaries for _, pages in checks):
+        pytest.skip(f"this process's allocator kept its freed memory: {report}")
+    assert report[0][0] == report[1][0] == 1, report  # the fault checks: whole batch
+    assert report[-1][0] > 1, report  # then chunks: f runs once per chunk
 
 
 def test_chunks_whose_results_differ_in_dtype_are_promoted_like_the_loop():

@@ -206,15 +206,19 @@ def _auto_chunked(
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk)
         auto.observe_chunked(key, time.perf_counter() - start)
         return out
-    largest: list = []
-    out = _run(f, opts, leaves, treedef, axes, kwargs, size, largest)
-    if largest and largest[0] >= _autochunk.MIN_BYTES:
+    check = key is not None and auto.counts_faults(key)
+    faulted = _autochunk.faults() if check else 0
+    made: list = []
+    out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
+    if made and made[0].made >= _autochunk.MIN_BYTES:
+        seconds = time.perf_counter() - start
         auto.observe_whole(
             _autochunk.signature(size, leaves, axes),
             size,
-            largest[0],
-            _autochunk.largest_result(optree.tree_leaves(out, is_leaf=_is_leaf)),
-            time.perf_counter() - start,
+            made[0],
+            optree.tree_leaves(out, is_leaf=_is_leaf),
+            seconds,
+            _autochunk.faults() - faulted if check else None,
         )
     return out
 
@@ -338,10 +342,10 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 def _run(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    largest: list | None = None,
+    made: list | None = None,
 ) -> Any:  # fmt: skip
-    """One batched run of `f` (or the whole-function loop); `largest` (if given) gets
-    the size in bytes of the largest batched value the run made."""
+    """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
+    run's trace, which counts the bytes of the batched arrays it made."""
     fallback = opts.fallback or _config.config.fallback
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
@@ -359,8 +363,8 @@ def _run(
             pop_trace(trace)
             trace = None
             return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, signal)
-        if largest is not None:
-            largest.append(trace.largest)
+        if made is not None:
+            made.append(trace)
         return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
     finally:
         if trace is not None:

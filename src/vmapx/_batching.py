@@ -134,7 +134,8 @@ class BatchTracer(Tracer):
 class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
-    __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest")
+    __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
+                 "made")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -148,13 +149,20 @@ class BatchTrace(Trace):
         # swallows or converts it (NumPy turns some into ValueError), `vmap` still
         # sees that the batched run is not valid and loops instead
         self.pending: ConcretizationSignal | None = None
-        self.largest = 0  # bytes of the largest batched array made (for auto-chunking)
+        # for auto-chunking: bytes of the largest batched array made, and of all of
+        # them (views and arrays computed in place too: they measure the work done on
+        # large arrays, whose temporaries, NumPy's own included, chunks keep small)
+        self.largest = 0
+        self.made = 0
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
             assert val.shape[0] == self.axis_size, (val.shape, self.axis_size)
-        if type(val) is np.ndarray and val.nbytes > self.largest:
-            self.largest = val.nbytes
+        if type(val) is np.ndarray:
+            n = val.nbytes
+            self.made += n
+            if n > self.largest:
+                self.largest = n
         return BatchTracer(self, val)
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:

@@ -128,7 +128,7 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, 
         ufunc(val, o, out=val)
     else:
         ufunc(o, val, out=val)
-    return BatchTracer(trace, val)
+    return trace.wrap(val)  # (counted as work for auto-chunking, like any result)
 
 
 def enabled() -> bool:

@@ -56,7 +56,7 @@ MAX_RECORDINGS = 64
 # A recording that makes arrays this large is not replayed: interpreting the calls costs
 # little next to NumPy's work there, and `vmap` itself does better on large arrays
 # (chunks that stay in the cache, temporaries reused in place) than a fixed replay.
-LARGE_BYTES = _autochunk.MIN_BYTES
+LARGE_BYTES = _autochunk.LARGE_BYTES
 
 # NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
 # decides `result_type`/`can_cast` of 0-d arrays by their values)
