@@ -61,7 +61,8 @@ def vmap(
       `numpy.random.Generator` argument draws under the map.
     - `chunk_size`: run at most this many examples at once (bounds peak memory;
       the results are identical). `"auto"` (the default): a batch whose intermediates
-      were tens of megabytes and much larger than its results in an earlier call runs in
+      were tens of megabytes and much larger than its results in an earlier call, or
+      whose megabytes of temporaries page-faulted in again at each call, runs in
       cache-sized chunks (faster, less memory; see `vmapx._autochunk`), never with
       `axis_name` or a random generator argument. `None`: always the whole batch. `f`
       is called once per chunk.
