@@ -73,6 +73,19 @@ def test_when_it_does_not_chunk(case):
     assert len(calls) == 2
 
 
+def test_each_dtype_is_decided_on_its_own(monkeypatch):
+    """A float32 batch of the same shapes (12 MiB inside: no chunks) does not decide for
+    the float64 one (24 MiB: chunks)."""
+    monkeypatch.setattr(_autochunk, "resource", None)  # (the cache rule only: no faults)
+    f, calls = _counting(_distances)
+    batched = vmap(f, in_axes=(0, None))
+    for x, chunked in ((XS.astype(np.float32), False), (XS, True)):
+        for _ in range(3):
+            calls.clear()
+            batched(x, YS.astype(x.dtype))
+        assert (len(calls) > 1) is chunked, (x.dtype, len(calls))
+
+
 def test_a_random_generator_argument_keeps_the_whole_batch():
     """Chunks would change which numbers an example draws when it draws twice."""
     f, calls = _counting(lambda x, ys, rng: _distances(x, ys) + rng.normal() + rng.normal())

@@ -17,9 +17,9 @@ costs follow that chunks of the batch avoid:
   happens to keep its memory, the same call has no faults and chunks are 8% slower
   (the results are copied out of them): so the faults are measured, not guessed.
 
-A `vmap` with `chunk_size="auto"` (the default) learns per signature (batch size and
-mapped shapes) from its calls. The batch trace records the largest batched value it
-made and the bytes of all of them. After a whole-batch call,
+A `vmap` with `chunk_size="auto"` (the default) learns per signature (batch size,
+mapped shapes and dtypes) from its calls. The batch trace records the largest batched
+value it made and the bytes of all of them. After a whole-batch call,
 
 - whose largest value was at least `LARGE_BYTES` and `RESULT_RATIO` times its largest
   result, the next calls run in chunks of about `CHUNK_BYTES` of intermediates each;
@@ -52,7 +52,7 @@ FAULT_CHECKS = 2
 FAULT_SHARE = 1 / 8
 CHUNK_BYTES = 2 << 20
 SLOWER = 1.1  # a chunked call this much slower than the whole batch: chunking off
-PAGE = 4096
+PAGE = resource.getpagesize() if resource is not None else 4096
 _MAX_SIGNATURES = 64
 
 
@@ -139,8 +139,15 @@ class AutoChunk:
 
 
 def signature(size: int, leaves: list, axes: list) -> tuple:
-    """What a call's chunking decision depends on: batch size and mapped shapes."""
-    return (size, *(np.shape(x) for x, ax in zip(leaves, axes, strict=True) if ax is not None))
+    """What a call's chunking decision depends on: batch size, mapped shapes and dtypes."""
+    return (
+        size,
+        *(
+            (np.shape(x), getattr(x, "dtype", None))
+            for x, ax in zip(leaves, axes, strict=True)
+            if ax is not None
+        ),
+    )
 
 
 def faults() -> int:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -174,13 +175,16 @@ class RecordTrace(Trace):
         if prim.impl in _SHAPE_ONLY and not _has_tracer(self, (args[1:], kwargs)):
             return out  # depends on the shape and dtype only: a constant of the recording
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
+        operands = {id(v) for v in _arrays_in((values, kw_values))}
         outs: list = []
         wrapped: list = []
         for leaf in leaves:
             if isinstance(leaf, np.ndarray | np.generic):
                 outs.append(self.slots)
                 wrapped.append(RecordTracer(self, leaf, self.slots))
-                self.layouts.append(self.owners.layout(leaf, self.slots))
+                # (an operand returned as it is, `np.real(x)` of a real `x`: not new memory)
+                fresh = id(leaf) not in operands
+                self.layouts.append(self.owners.layout(leaf, self.slots, fresh))
                 self.slots += 1
                 self.largest = max(self.largest, leaf.nbytes)
             else:
@@ -204,6 +208,17 @@ class RecordTrace(Trace):
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
 _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+
+
+def _arrays_in(x: Any) -> list:
+    """The NumPy arrays in `x` (an argument: lists, tuples and dicts walked)."""
+    if type(x) is np.ndarray:
+        return [x]
+    if type(x) in (list, tuple):
+        return [a for v in x for a in _arrays_in(v)]
+    if type(x) is dict:
+        return [a for v in x.values() for a in _arrays_in(v)]
+    return []
 
 
 def _has_tracer(trace: RecordTrace, x: Any) -> bool:
@@ -308,21 +323,39 @@ def _is_name(key: Any) -> bool:
     return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
 
 
-def _live(steps: list, results: list[int]) -> list:
-    """The steps whose arrays the results need, in order. The others made values that
-    `f` computed and dropped (the value of a loss under `grad`, the primal output of a
-    `vjp` whose pullback alone is used): a recorded step only makes new arrays (writes
-    were recorded functionally, calls returning None are not replayable), so leaving it
-    out changes no result. (Floating-point warnings of a dropped step are not raised
-    again; `jax.jit` drops dead code alike.)"""
+def _live(steps: list, results: list[int], layouts: list) -> list:
+    """The steps to replay, in order: those whose arrays the results need, and those
+    that could raise for other values. The others made values that `f` computed and
+    dropped (the value of a loss under `grad`, the primal output of a `vjp` whose
+    pullback alone is used): a recorded step only makes arrays (writes were recorded
+    functionally, calls returning None are not replayable), so leaving it out changes
+    no result. (Floating-point warnings of a dropped elementwise step are not repeated.)"""
     needed = set(results)
     live = []
     for step in reversed(steps):
-        if any(o in needed for o in step.outs if o is not None):
+        if any(o in needed for o in step.outs if o is not None) or not _droppable(step, layouts):
             live.append(step)
             needed.update(step.reads)
     live.reverse()
     return live
+
+
+# NumPy functions whose only errors depend on shapes and dtypes (fixed by the signature:
+# the recording would have raised); ufuncs on numbers only warn about values
+_DROPPABLE = frozenset((np.sum, np.mean, np.reshape, np.transpose, np.broadcast_to, np.real,
+                        np.imag, np.squeeze, np.expand_dims, np.moveaxis, np.swapaxes))  # fmt: skip
+
+
+def _droppable(step: _Step, layouts: list) -> bool:
+    """Whether leaving `step` out can change nothing but its result (NumPy calls that
+    can raise for some values, such as indexing by a computed array, `np.linalg.inv`
+    or a `np.frompyfunc` ufunc of Python objects, stay)."""
+    impl = step.impl
+    if type(impl) is np.ufunc:
+        return all(layouts[o].dtype != object for o in step.outs if o is not None)
+    if impl is operator.getitem:  # indices fixed by the recording: errors are too
+        return not _slots_in(step.args[1:])
+    return impl in _DROPPABLE
 
 
 def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
@@ -505,7 +538,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
     if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
         return _NOT_REPLAYABLE, result  # (a keyword the generated code cannot spell)
     slots = [o.index for o in outputs if type(o) is _Slot]
-    steps = _live(steps, slots)
+    steps = _live(steps, slots, trace.layouts)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
     return _Program(steps, len(inputs), outputs, out_tree, fresh_outputs), result

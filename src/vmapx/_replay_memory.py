@@ -46,11 +46,12 @@ class Owners:
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref, int]] = {}
 
-    def layout(self, value: Any, slot: int) -> Layout:
-        """The layout of a step's result `value`, stored in `slot`."""
+    def layout(self, value: Any, slot: int, fresh: bool = True) -> Layout:
+        """The layout of a step's result `value`, stored in `slot`; `fresh`: False where
+        the step returned one of its operands itself (memory it did not make)."""
         if type(value) is not np.ndarray:
             return Layout(False, None, value)
-        if value.base is None:
+        if value.base is None and fresh:
             self._by_id[id(value)] = (weakref.ref(value), slot)
             return Layout(True, slot, value)
         root = value
@@ -83,9 +84,9 @@ def plan(steps: list, layouts: list[Layout | None], results: list[int]) -> dict[
                 continue
             if step.into is not None:
                 g = group[step.into]
-            else:
+            else:  # (an owner not in `group`: its step was left out; not ours, then)
                 layout = layouts[o]
-                g = o if layout.owned else (None if layout.owner is None else group[layout.owner])
+                g = o if layout.owned else group.get(layout.owner)
             group[o] = g
             if g is not None:
                 members.setdefault(g, []).append(o)
