@@ -201,6 +201,20 @@ def test_chunks_whose_results_differ_in_dtype_are_promoted_like_the_loop():
     assert_same(got, expected, rtol=0, atol=0)
 
 
+def test_an_unmapped_output_must_agree_across_chunks():
+    def f(x):  # the loop runs (per-example branch); the 2nd output differs by example
+        return x, (np.float64(1.0) if x[0] > 0 else np.float64(2.0))
+
+    x = np.array([[1.0], [1.0], [-1.0], [-1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        for chunk in (None, 2):
+            with pytest.raises(vmapx.errors.InAxesError, match="differs between examples"):
+                vmap(f, out_axes=(0, None), chunk_size=chunk)(x)
+        same = vmap(lambda x: (x, np.full(2, np.nan)), out_axes=(0, None), chunk_size=2)(x)
+    assert np.isnan(same[1]).all()  # (NaN agrees with NaN)
+
+
 def test_bad_chunk_size_names_the_choices():
     with pytest.raises(ValueError, match="'auto' or None"):
         vmap(lambda x: x, chunk_size="always")

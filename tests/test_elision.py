@@ -38,6 +38,7 @@ EXPRESSIONS = {
     "integers": lambda x, y: (np.arange(3) + 1) * (x > 0) + 0.5,
     "complex": lambda x, y: (x + 1j) * (y - 1j),
     "power": lambda x, y: (x + 2.0) ** y,
+    "reflected power of 2": lambda x, y: 2 ** (x + 1.0) + 2.0 ** (y * 1.0),
 }
 
 
@@ -110,6 +111,15 @@ def test_a_tracer_consumed_through_an_object_array_raises_instead_of_lying():
 
     with pytest.raises(RuntimeError, match="temporary elision"):
         vmap(f)(RNG.standard_normal((3, 2)))
+
+    def returned(x):  # the consumed value as the result itself
+        held = np.empty(1, dtype=object)
+        held[0] = x * 1.0
+        held * 2.0
+        return held[0]
+
+    with pytest.raises(RuntimeError, match="temporary elision"):
+        vmap(returned)(RNG.standard_normal((3, 2)))
 
 
 # -- random expressions: elision must change nothing but memory -------------------------

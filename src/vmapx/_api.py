@@ -16,6 +16,7 @@ import optree
 from . import _autochunk, _config
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
+from ._elision import CONSUMED
 from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
 
 _SENTINEL = object()
@@ -423,6 +424,8 @@ def _own(val: Any, inputs: list) -> Any:
     """The loop returns a fresh writable array: copy a result that is a read-only
     broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
     if type(val) is not np.ndarray:
+        if val is CONSUMED:  # (an operator reused its array: see `_elision`)
+            CONSUMED._fail()
         return val
     if val.base is None and not any(val is x for x in inputs):
         return val  # owns its memory: a new array
@@ -524,7 +527,12 @@ class _Joined:
         leaves = self.treedef.flatten_up_to(out)
         for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
             column = self.columns[j]
-            if ax is None:
+            if ax is None:  # one value for the batch: every chunk must have found it
+                if not _same_output(self.first[j], leaf):
+                    raise InAxesError(
+                        f"vmap: out_axes is None for output {j}, but that output differs "
+                        "between examples; give it an integer out_axes"
+                    )
                 continue
             if type(column) is list:
                 column.append(leaf)
@@ -539,6 +547,17 @@ class _Joined:
             for leaf, ax, c in zip(self.first, self.axes, self.columns, strict=True)
         ]
         return optree.tree_unflatten(self.treedef, leaves)
+
+
+def _same_output(a: Any, b: Any) -> bool:
+    """Whether two chunks' values of an unmapped output agree (values of an outer
+    transform's tracers cannot be compared: each chunk computed them alike)."""
+    if a is b or isinstance(a, Tracer) or isinstance(b, Tracer):
+        return True
+    try:
+        return bool(np.array_equal(a, b, equal_nan=True))
+    except TypeError:  # (no NaN in this dtype)
+        return bool(np.array_equal(a, b))
 
 
 def _whole_like(leaf: np.ndarray, ax: int, size: int) -> np.ndarray:

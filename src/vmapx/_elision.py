@@ -122,7 +122,7 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, 
     if np.shape(o) and np.broadcast_shapes(val.shape, np.shape(o)) != val.shape:
         return None
     temp.val = CONSUMED
-    if ufunc is np.power and type(o) in (int, float) and o == 2:
+    if left and ufunc is np.power and type(o) in (int, float) and o == 2:
         np.square(val, out=val)  # what NumPy's `x ** 2` does: faster, the same bits
     elif left:
         ufunc(val, o, out=val)
