@@ -314,6 +314,75 @@ def test_an_operand_returned_as_it_is_is_never_written():
         assert_same(jg(x), g(x))
 
 
+def _local_buffer(x):
+    acc, outs = np.zeros(3), []
+    for _ in range(2):
+        outs.append(acc * x)
+        acc += 1.0  # written after the call that used it
+    return outs
+
+
+def _broadcast_pair(x):
+    a, b = np.broadcast_arrays(x * 2.0, x[:, None] * 3.0)
+    return np.sin(a) + b, np.sin(a)
+
+
+def _scatter_add(x):
+    out = np.zeros(3)
+    np.add.at(out, [0, 0, 1], x)
+    return out
+
+
+_SIGNATURE_CASES = {
+    # (f, arguments of the recording call, arguments of later calls)
+    "ravel: copy when recorded, view when replayed": (
+        lambda x: np.sin(np.ravel(x)),
+        (np.asfortranarray(np.ones((2, 2))),),
+        (np.ones((2, 2)),),
+    ),
+    "grad of vdot (its rule ravels)": (
+        vmapx.grad(lambda x: np.vdot(x, x) ** 2),
+        (np.asfortranarray(np.ones((2, 2))),),
+        (np.arange(4.0).reshape(2, 2),),
+    ),
+    "zero-stride views from broadcast_arrays": (
+        _broadcast_pair,
+        (np.arange(3.0),),
+        (np.arange(1.0, 4.0),),
+    ),
+    "an array of f's own, written after use": (_local_buffer, (np.ones(3),), (np.arange(3.0),)),
+    "ufunc.at": (_scatter_add, (np.ones(3),), (np.arange(3.0),)),
+    "the gradient of take (its rule scatters with add.at)": (
+        vmap(grad(lambda x: np.sum(np.take(x, [0, 2]) ** 2))),
+        (np.ones((2, 3)),),
+        (np.arange(6.0).reshape(2, 3),),
+    ),
+    "a 0-d argument whose value sets NumPy 1.26's dtype": (
+        lambda x, s: (x * 2) * s,
+        (np.arange(1, 4, dtype=np.int8), np.array(2)),
+        (np.arange(1, 4, dtype=np.int8), np.array(1000)),
+    ),
+    "not replayable: f's own result": (lambda x: np.asarray(x), (np.ones(2),), (np.ones(2),)),
+}
+
+
+@pytest.mark.parametrize("case", list(_SIGNATURE_CASES))
+def test_replays_match_f_and_leave_the_arguments_alone(case):
+    f, first, later = _SIGNATURE_CASES[case]
+    jf = jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no warning of vmapx's own either)
+        for args in (first, later, later):
+            kept = [a.copy() for a in args]
+            got, expected = jf(*args), f(*[a.copy() for a in args])
+            assert_same(got, expected, rtol=0, atol=0)
+            for a, k in zip(args, kept, strict=True):
+                np.testing.assert_array_equal(a, k)  # arguments untouched
+            for r in got if isinstance(got, tuple | list) else [got]:
+                assert r.flags.writeable and 0 not in r.strides
+                assert not any(np.shares_memory(r, a) for a in args)
+
+
 def test_large_arrays_are_not_replayed():
     f, calls = _counting(lambda x: np.sin(x) * 2.0)
     fast = jit(f)

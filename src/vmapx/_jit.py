@@ -3,9 +3,10 @@
 vmapx interprets every NumPy call in Python: a few microseconds each, which is most of
 the time when the arrays are tiny (per-example gradients of a small model, Jacobians
 of a short function). `jit(f)` removes that cost for repeated calls. The first call
-for a given signature (the shapes and dtypes of the array arguments, the values of the
-other arguments, which arguments are the same object) runs `f` with every array
-argument wrapped in a `RecordTracer`, at the bottom of the interpreter stack: whatever
+for a given signature (the shapes, dtypes and strides of the array arguments, the
+values of the other arguments, which arguments are the same object) runs `f` with
+every array argument wrapped in a `RecordTracer`, at the bottom of the interpreter
+stack: whatever
 `vmap`, `grad`, ... do on top, the NumPy calls that finally compute on arrays come
 here and are recorded as a straight list of steps (values that depend on shapes only,
 such as `np.ones_like(x)`, become constants). The steps are compiled into one Python
@@ -22,7 +23,8 @@ NumPy call that raised (code may have caught it) or that returned None (it wrote
 an argument), and for random generator arguments (a replay would repeat the numbers).
 
 What `jit` cannot see is Python state outside the arguments: a global, a closure, an
-attribute read by `f` is frozen at its value during the recording, as in `jax.jit`.
+attribute read by `f` is frozen at its value during the recording, as in `jax.jit` (a
+writable array a NumPy call used is kept as a copy of the values that call saw).
 Non-array arguments (numbers, strings, ...) are part of the signature, so each value
 records once (at most `MAX_RECORDINGS` signatures per function; beyond that `f` runs).
 Results are new arrays on every call (copies where a result would be an argument's
@@ -161,14 +163,18 @@ class RecordTrace(Trace):
         self.slots = n_inputs
         self.replayable = True
         self.owners = _replay_memory.Owners()
-        self.layouts: list = [None] * n_inputs  # (inputs: never written)
+        self.layouts: list = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
         values = _replace(self, args, _value)
         kw_values = {k: _replace(self, v, _value) for k, v in kwargs.items()} if kwargs else {}
+        impl = prim.impl
+        owner = getattr(impl, "__self__", None)
+        if type(owner) is np.ufunc and impl.__name__ == "at":
+            impl = _functional_at(owner)  # (the trace's callers expect the new value)
         try:
-            out = prim.impl(*values, **kw_values)
+            out = impl(*values, **kw_values)
         except BaseException:
             self.replayable = False  # code may catch it and take another path
             raise
@@ -192,8 +198,8 @@ class RecordTrace(Trace):
                     self.replayable = False  # a Python value computed from the arrays
                 outs.append(None)
                 wrapped.append(leaf)
-        step = _Step(prim.impl, _replace(self, args, _slot), kwargs and {
-            k: _replace(self, v, _slot) for k, v in kwargs.items()
+        step = _Step(impl, _replace(self, args, _slot, _snapshot), kwargs and {
+            k: _replace(self, v, _slot, _snapshot) for k, v in kwargs.items()
         }, outs, treedef)  # fmt: skip
         if values and type(values[0]) is np.ndarray:
             step.method = _as_method(prim.impl, len(values), kwargs)
@@ -208,6 +214,19 @@ class RecordTrace(Trace):
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
 _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+
+
+@functools.cache
+def _functional_at(ufunc: np.ufunc) -> Callable:
+    """`ufunc.at` on a copy of its target, returning it (NumPy's writes in place)."""
+
+    def at(target: Any, *args: Any, **kwargs: Any) -> Any:
+        out = np.array(target, copy=True)
+        ufunc.at(out, *args, **kwargs)
+        return out
+
+    at.__name__ = f"{ufunc.__name__}_at"
+    return at
 
 
 def _arrays_in(x: Any) -> list:
@@ -231,13 +250,18 @@ def _has_tracer(trace: RecordTrace, x: Any) -> bool:
     return False
 
 
-def _replace(trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any]) -> Any:
+def _replace(
+    trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any], array: Callable = None
+) -> Any:  # fmt: skip
     """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
-    by `by(t)`: their values to compute, their slots to record."""
+    by `by(t)` (their values to compute, their slots to record) and, if `array` is
+    given, its other arrays `a` by `array(a)`."""
     if type(x) is RecordTracer and x._trace is trace:
         return by(x)
     if type(x) in (list, tuple):
-        return type(x)(_replace(trace, v, by) for v in x)
+        return type(x)(_replace(trace, v, by, array) for v in x)
+    if array is not None and type(x) is np.ndarray:
+        return array(x)
     return x
 
 
@@ -247,6 +271,12 @@ def _value(t: RecordTracer) -> Any:
 
 def _slot(t: RecordTracer) -> _Slot:
     return _Slot(t.slot)
+
+
+def _snapshot(a: np.ndarray) -> np.ndarray:
+    """An array a step keeps: one `f` could still write into (its own `acc`, a
+    closure's buffer) is copied, with the values this call used."""
+    return a.copy(order="K") if _root(a).flags.writeable else a
 
 
 def _slots_in(x: Any) -> list[int]:
@@ -419,6 +449,12 @@ def _fresh(results: list, inputs: list, constant: list) -> list:
     return out
 
 
+def _run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
+    """`f`'s result where no replay runs, its arrays made new as a replay's are."""
+    leaves, tree = optree.tree_flatten(f(*args, **kwargs), none_is_leaf=True)
+    return optree.tree_unflatten(tree, _fresh(leaves, arrays, [False] * len(leaves)))
+
+
 def jit(f: Callable) -> Callable:
     """`f` with its NumPy calls recorded once per signature and replayed afterwards.
 
@@ -460,16 +496,12 @@ def jit(f: Callable) -> Callable:
         else:
             leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
         key = _signature(leaves, treedef)
-        if key is None:
-            return f(*args, **kwargs)
-        program = programs.get(key)
-        if program is _NOT_REPLAYABLE:
-            return f(*args, **kwargs)
         arrays = [x for x in leaves if type(x) is np.ndarray]
-        if program is not None:
+        program = None if key is None else programs.get(key)
+        if program is not None and program is not _NOT_REPLAYABLE:
             return program.run(arrays)
-        if len(programs) >= MAX_RECORDINGS:
-            return f(*args, **kwargs)
+        if key is None or program is _NOT_REPLAYABLE or len(programs) >= MAX_RECORDINGS:
+            return _run_plainly(f, args, kwargs, arrays)
         program, out = _record(f, leaves, treedef)
         programs[key] = program
         return out
@@ -490,7 +522,8 @@ def _signature(leaves: list, treedef: Any) -> tuple | None:
     for i, x in enumerate(leaves):
         t = type(x)
         if t is np.ndarray:
-            parts.append((x.shape, x.dtype.str, first.setdefault(id(x), i)))
+            # (strides too: whether a NumPy call returns a view or a copy depends on them)
+            parts.append((x.shape, x.dtype.str, x.strides, first.setdefault(id(x), i)))
         elif isinstance(x, Tracer | np.random.Generator | np.random.BitGenerator):
             return None
         else:
@@ -507,6 +540,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
     positions = [i for i, x in enumerate(leaves) if type(x) is np.ndarray]
     inputs = [leaves[i] for i in positions]
     trace = push_trace(RecordTrace(len(positions)))
+    trace.layouts = [_replay_memory.Layout(False, None, x) for x in inputs]
     try:
         wrapped = list(leaves)
         for slot, i in enumerate(positions):
@@ -521,7 +555,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
         pop_trace(trace)
     if out is _NOT_REPLAYABLE:  # run it again, plainly
         args, kwargs = optree.tree_unflatten(treedef, leaves)
-        return _NOT_REPLAYABLE, f(*args, **kwargs)
+        return _NOT_REPLAYABLE, _run_plainly(f, args, kwargs, inputs)
     out_leaves, out_tree = optree.tree_flatten(out, none_is_leaf=True)
     ours = [type(x) is RecordTracer and x._trace is trace for x in out_leaves]
     results = [x.value if mine else x for x, mine in zip(out_leaves, ours, strict=True)]

@@ -20,10 +20,13 @@ group is read for the last time by this step and none is a result of the program
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any
 
 import numpy as np
+
+from ._numpy._compat import NUMPY2
 
 
 class Layout:
@@ -36,8 +39,17 @@ class Layout:
         self.owner = owner  # else: the slot whose array it views (None: not the program's)
         self.shape = np.shape(value)
         self.dtype = value.dtype
-        self.writeable = type(value) is np.ndarray and value.flags.writeable
+        self.writeable = type(value) is np.ndarray and _writeable(value)
         self.contiguous = type(value) is np.ndarray and value.flags.c_contiguous
+
+
+def _writeable(value: np.ndarray) -> bool:
+    """Whether a replay may write into `value`: writable, and no element seen twice (a
+    zero stride: `np.broadcast_arrays` gives such views writable, with a warning)."""
+    with warnings.catch_warnings():  # (NumPy warns on reading that view's flag)
+        warnings.simplefilter("ignore", FutureWarning)
+        writeable = value.flags.writeable
+    return writeable and all(s or n <= 1 for s, n in zip(value.strides, value.shape, strict=True))
 
 
 class Owners:
@@ -64,7 +76,8 @@ class Owners:
 
 def plan(steps: list, layouts: list[Layout | None], results: list[int]) -> dict[int, bool]:
     """Set `step.into` (the slot whose array takes the result, or None) for each step.
-    `layouts[s]` is None for an input slot; `results` are the slots returned. Returns,
+    `layouts[s]` is an input slot's too (not the program's memory: owner None);
+    `results` are the slots returned. Returns,
     for each returned slot, whether its array at replay is always new memory of its
     own (the program's, shared with no other result, writable, without zero strides),
     which then needs no copy to be handed out."""
@@ -110,10 +123,12 @@ def _operand_to_reuse(
     if step.kwargs is not None or step.single is None:
         return None
     result = layouts[step.single]
+    if not NUMPY2 and any(layouts[s].shape == () for s in step.positional):
+        return None  # NumPy 1.26 picks the result's dtype by a 0-d operand's value
     for s in step.positional:
         g = group.get(s)
         layout = layouts[s]
-        if g is None or layout is None or not layout.writeable:
+        if g is None or not layout.writeable:
             continue
         if layout.shape != result.shape or layout.dtype != result.dtype:
             continue
