@@ -36,3 +36,16 @@ def test_the_moved_layout_is_bit_identical_and_reads_as_usual():
     np.testing.assert_array_equal(d, YS[None] - x[:, None])  # same bits as plain NumPy
     assert d.shape == (256, 300, 3)
     assert d.reshape(256, -1).shape == (256, 900)  # any layout reads the same
+
+
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16"])
+@pytest.mark.parametrize("n", [2, 3, 5, 7])
+def test_sums_over_a_short_last_axis_have_the_loops_bits(dtype, n):
+    """float32/float64 rows are added column by column (NumPy's order); float16 (NumPy
+    sums it in float32) and complex rows keep NumPy's own path."""
+    x = (RNG.standard_normal((400, n)) * 10.0 ** RNG.integers(-4, 5, (400, n))).astype(dtype)
+    if dtype.startswith("c"):
+        x = x + 1j * x[::-1]
+    got = vmap(lambda r: r.sum())(x)
+    np.testing.assert_array_equal(got, np.stack([r.sum() for r in x]))
+    assert got.dtype == x.dtype

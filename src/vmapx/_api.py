@@ -61,7 +61,8 @@ def vmap(
     - `randomness`: `"error"`, `"different"` or `"same"`: how a
       `numpy.random.Generator` argument draws under the map.
     - `chunk_size`: run at most this many examples at once (bounds peak memory;
-      the results are identical). `"auto"` (the default): a batch whose intermediates
+      the results are the same, up to rounding where NumPy orders a sum differently
+      for fewer examples). `"auto"` (the default): a batch whose intermediates
       were tens of megabytes and much larger than its results in an earlier call, or
       whose megabytes of temporaries page-faulted in again at each call, runs in
       cache-sized chunks (faster, less memory; see `vmapx._autochunk`), never with

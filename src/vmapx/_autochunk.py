@@ -30,8 +30,10 @@ value it made and the bytes of all of them. After a whole-batch call,
 
 A chunked call (after the first, which often pays for memory the whole-batch calls
 gave back) that is slower than the best whole-batch call by `SLOWER` switches
-chunking off for that signature. Results are identical either way: chunks are
-independent examples.
+chunking off for that signature. Results are the same either way (chunks are
+independent examples) up to rounding: NumPy may order a sum differently for another
+number of examples (the moved layout of `ufuncs._with_short_last_axis_moved` applies to
+large enough arrays only, and a sum over its long axis then runs pairwise).
 """
 
 from __future__ import annotations

@@ -61,9 +61,13 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
 
 
 # NumPy reduces a short contiguous last axis one row at a time (a C call per row: slow
-# for a big batch of short rows, w7/w8 of the benchmarks); for fewer than 8 entries its
-# pairwise sum is sequential, so adding the columns in order gives the same bits.
+# for a big batch of short rows, w7/w8 of the benchmarks); for fewer than 8 float32 or
+# float64 entries its pairwise sum is sequential from 0.0, so adding the columns in
+# order gives the same bits, but for the sign of a zero whose terms are all -0.0
+# (-0.0 here, 0.0 there; an extra pass over the result would cost w7 and w8 ~10%).
+# float16 (summed in float32) and complex rows take NumPy's own path.
 _SHORT_AXIS = 7
+_SHORT_AXIS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
@@ -71,7 +75,7 @@ def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
         type(v) in PLAIN_ARRAYS
         and axis in (v.ndim - 1, (v.ndim - 1,))
         and 1 < v.shape[-1] <= _SHORT_AXIS
-        and v.dtype.kind in "fc"
+        and v.dtype in _SHORT_AXIS_DTYPES
         and len(args) <= 2
         and kwargs.keys() <= {"axis", "keepdims"}
     )

@@ -80,7 +80,9 @@ def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
     would make NumPy loop over a short last axis (`ys - x` for `ys` (512, 3) and a
     batched `x` (3,): 3 elements per inner loop). The result is the same values in a
     transposed layout (a view), ~4x faster to make; later elementwise operations follow
-    its memory order and a sum over the short axis reads contiguous slices. None where
+    its memory order and a sum over the short axis reads contiguous slices (a sum over
+    the long axis runs pairwise there, in another order than the loop's: equal up to
+    rounding, as is usual for batched reductions). None where
     the trick does not apply (NumPy's own loop is fine, or an operand is large enough
     that copying it would cost what it saves)."""
     a, b = vals
