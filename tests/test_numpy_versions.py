@@ -100,3 +100,25 @@ def test_meshgrid_gives_numpys_sequence_type() -> None:
 def test_compat_docstrings() -> None:
     failures, attempted = doctest.testmod(_compat)
     assert failures == 0 and attempted > 0
+
+
+@pytest.mark.parametrize("exponent", [2, 2.0, 0.5, -1, 1, 3, np.float64(0.5), np.array(-1.0)])
+@pytest.mark.parametrize("dtype", ["f8", "f4", "c16"])
+def test_the_power_operator_has_the_bits_of_numpys(exponent, dtype):
+    """NumPy's `array ** 2` / `** 0.5` / `** -1` / `** 1` call square / sqrt /
+    reciprocal / positive (other bits than `np.power` for complex numbers, and on NumPy
+    1.26 for floats, where `(-inf) ** 0.5` is nan). A batched `**` gives the loop's."""
+    x = np.concatenate([rng.standard_normal(40), [-np.inf, -0.0, 0.0, np.inf]]).astype(dtype)
+    x = x.reshape(4, 11)
+
+    def f(v):
+        w = v * 1.0
+        w **= exponent  # (in place too)
+        return v**exponent, w
+
+    with np.errstate(all="ignore"):
+        got = vmapx.vmap(f)(x)
+        loop = [np.stack(r) for r in zip(*[f(v) for v in x], strict=True)]
+    for g, e in zip(got, loop, strict=True):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)

@@ -16,7 +16,7 @@ from .. import _elision
 from .._batching import BatchTracer
 from .._core import Tracer, bind
 from . import _dispatch
-from ._compat import astype
+from ._compat import NUMPY2, astype
 from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
@@ -151,16 +151,41 @@ def _contains(self: Tracer, value: Any) -> bool:
 # -- operators ---------------------------------------------------------------------
 
 
+# NumPy's `array ** exponent` calls these ufuncs for these exponents of a float or
+# complex array (other bits than `np.power` for complex numbers, and on NumPy 1.26 for
+# floats: `(-inf) ** 0.5` is nan, not inf): the exponent a Python number, or on NumPy
+# 1.26 any scalar or 0-d array too
+_POWERS = {2.0: np.square, 0.5: np.sqrt, -1.0: np.reciprocal, 1.0: np.positive}
+
+
+def _power_ufunc(base: Tracer, exponent: Any) -> Any:
+    """The ufunc NumPy's `**` would use for `base ** exponent`, or None (np.power)."""
+    if base.dtype.kind not in "fc":
+        return None
+    if type(exponent) in (int, float) or (not NUMPY2 and (
+        isinstance(exponent, np.floating | np.integer)
+        or (type(exponent) is np.ndarray and exponent.ndim == 0 and exponent.dtype.kind in "iuf")
+    )):  # fmt: skip
+        return _POWERS.get(float(exponent))
+    return None
+
+
 def _binary(ufunc: np.ufunc) -> tuple:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
+    power = ufunc is np.power
 
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
+        fast = _power_ufunc(self, other) if power else None
+        if fast is not None and fast is not np.square:  # (elision squares in place)
+            return fast(self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=True)
             if out is not None:
                 return out
+        if fast is not None:
+            return fast(self)
         return bind(prim, (self, other), {})
 
     def rop(self: Tracer, other: Any) -> Any:
@@ -171,6 +196,8 @@ def _binary(ufunc: np.ufunc) -> tuple:
         return bind(prim, (other, self), {})
 
     def iop(self: Tracer, other: Any) -> Tracer:
+        if power and (fast := _power_ufunc(self, other)) is not None:
+            return assign(self, fast(self))
         result = bind(prim, (self, other), {})
         return assign(self, result)
 
