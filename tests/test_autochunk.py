@@ -215,6 +215,23 @@ def test_an_unmapped_output_must_agree_across_chunks():
     assert np.isnan(same[1]).all()  # (NaN agrees with NaN)
 
 
+def test_chunks_take_the_dtype_the_loop_promotes_all_examples_to():
+    """NumPy's promotion is not associative: int8, uint8, float16, float16 examples stack
+    to float16, where chunks of two would give int16 and float16, then float32."""
+    kinds = [np.int8, np.uint8, np.float16, np.float16]
+
+    def f(x):  # the dtype depends on the example: the loop runs
+        return x.astype(kinds[int(x[0])])
+
+    x = np.arange(4.0)[:, None] * np.ones((4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmap(f, chunk_size=2)(x)
+    expected = loop_reference(f, [x], 0)
+    assert got.dtype == expected.dtype == np.float16
+    assert_same(got, expected, rtol=0, atol=0)
+
+
 def test_bad_chunk_size_names_the_choices():
     with pytest.raises(ValueError, match="'auto' or None"):
         vmap(lambda x: x, chunk_size="always")

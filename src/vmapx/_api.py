@@ -345,10 +345,11 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 def _run(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    made: list | None = None,
+    made: list | None = None, dtypes: list | None = None,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
-    run's trace, which counts the bytes of the batched arrays it made."""
+    run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
+    given) the dtypes of each output's examples where the loop ran."""
     fallback = opts.fallback or _config.config.fallback
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
@@ -365,7 +366,9 @@ def _run(
             signal = trace.pending
             pop_trace(trace)
             trace = None
-            return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, signal)
+            return _whole_function_loop(
+                f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
+            )
         if made is not None:
             made.append(trace)
         return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
@@ -492,7 +495,9 @@ def _chunked(
     for start in range(0, size, chunk):
         stop = min(start + chunk, size)
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
-        joined.add(_run(f, opts, part, treedef, axes, kwargs, stop - start), start, stop)
+        dtypes: list = []
+        out = _run(f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes)
+        joined.add(out, start, stop, dtypes or None)
     return joined.result()
 
 
@@ -507,7 +512,9 @@ def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
 class _Joined:
     """The outputs of chunks joined along their batch axes: written into arrays of the
     whole batch's size as they come (no second copy of the results), or concatenated
-    where chunks disagree in dtype (as the loop's `np.stack` would promote)."""
+    where chunks disagree in dtype, to the dtype the loop's `np.stack` of every example
+    would have (NumPy's promotion is not associative: int8, uint8, float16 examples give
+    float16, where a chunk of the first two, int16, and one of float16 give float32)."""
 
     def __init__(self, out_axes: Any, size: int) -> None:
         self.out_axes, self.size = out_axes, size
@@ -515,8 +522,11 @@ class _Joined:
         self.columns: list = []  # per leaf: a whole-batch array, a list of parts, or None
         self.axes: list = []
         self.first: list = []
+        self.dtypes: list = []  # per leaf: the dtypes of its examples
 
-    def add(self, out: Any, start: int, stop: int) -> None:
+    def add(self, out: Any, start: int, stop: int, dtypes: list | None = None) -> None:
+        """A chunk's outputs, for examples `start:stop`; `dtypes`: per output, those of
+        its examples, where they may differ (the loop ran)."""
         if self.treedef is None:
             self.first, self.treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
             self.axes = _output_axes(self.out_axes, out, self.treedef)
@@ -525,8 +535,10 @@ class _Joined:
                 if type(leaf) is np.ndarray else []  # (a tracer of an outer transform)
                 for leaf, ax in zip(self.first, self.axes, strict=True)
             ]  # fmt: skip
+            self.dtypes = [set() for _ in self.first]
         leaves = self.treedef.flatten_up_to(out)
         for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
+            self.dtypes[j] |= dtypes[j] if dtypes else {getattr(leaf, "dtype", None)}
             column = self.columns[j]
             if ax is None:  # one value for the batch: every chunk must have found it
                 if not _same_output(self.first[j], leaf):
@@ -544,10 +556,16 @@ class _Joined:
 
     def result(self) -> Any:
         leaves = [
-            leaf if ax is None else np.concatenate(c, axis=ax) if type(c) is list else c
-            for leaf, ax, c in zip(self.first, self.axes, self.columns, strict=True)
-        ]
+            leaf if ax is None else _concatenate(c, ax, d) if type(c) is list else c
+            for leaf, ax, c, d in zip(self.first, self.axes, self.columns, self.dtypes, strict=True)
+        ]  # fmt: skip
         return optree.tree_unflatten(self.treedef, leaves)
+
+
+def _concatenate(parts: list, axis: int, dtypes: set) -> Any:
+    if None in dtypes or any(isinstance(p, Tracer) for p in parts):
+        return np.concatenate(parts, axis=axis)  # (an outer transform's values)
+    return np.concatenate(parts, axis=axis, dtype=np.result_type(*dtypes))
 
 
 def _same_output(a: Any, b: Any) -> bool:
@@ -582,8 +600,10 @@ def _whole_function_loop(
     kwargs: dict,
     size: int,
     signal: ConcretizationSignal,
+    dtypes: list | None = None,
 ) -> Any:
-    """Re-run `f` once per example and stack: the answer of the loop, by the loop."""
+    """Re-run `f` once per example and stack: the answer of the loop, by the loop
+    (`dtypes`, if given, gets the dtypes of each output's examples)."""
     fallback = opts.fallback or _config.config.fallback
     if fallback == "warn":
         warnings.warn(
@@ -606,7 +626,7 @@ def _whole_function_loop(
         ]
         example_kwargs = optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
         results.append(f(*_arguments(treedef, example), **example_kwargs))
-    stacked = _stack_outputs(results)
+    stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
 
 
@@ -616,11 +636,13 @@ def _take(x: Any, axis: int, i: int) -> Any:
     return x[tuple(index)]
 
 
-def _stack_outputs(results: list) -> Any:
+def _stack_outputs(results: list, dtypes: list | None = None) -> Any:
     leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
     columns = [treedef.flatten_up_to(r) for r in results]
     for i, leaf in enumerate(leaves0):
         _check_output_leaf(leaf, i)
+    if dtypes is not None:
+        dtypes.extend({np.result_type(c[j]) for c in columns} for j in range(len(leaves0)))
     return optree.tree_unflatten(
         treedef, [np.stack([c[j] for c in columns]) for j in range(len(leaves0))]
     )
