@@ -658,6 +658,7 @@ def test_jvp_of_pytrees_and_chunked_vmap_of_grad():
 # -- deferred scaling of batched cotangents through elementwise nodes ---------------------
 
 _X5 = RNG.uniform(0.5, 1.5, 5)
+_H16 = np.array([1.1, 1.3, 300, 2, 3], np.float16)  # (300 ** 3 overflows float16)
 _DEFERRED_CASES = {
     "paths meet": (lambda x: x**2 + np.sin(x), _X5),
     "a chain": (lambda x: np.exp(np.tanh(x)) * 3.0 - x, _X5),
@@ -668,6 +669,15 @@ _DEFERRED_CASES = {
     # a partial after an addition (the scale 1 is no product), integer or float
     "integer partial after +": (lambda x: np.sin(x + 1.0) * np.arange(1, 6), _X5),
     "float32 partial after +": (lambda x: (x - 2.0) * np.linspace(1, 2, 5, dtype="f4"), _X5),
+    # partials of narrower dtypes than the cotangent: their products must not overflow
+    # or round in that dtype
+    "uint8 weights, paths meet": (
+        lambda x: x * np.array([200, 100, 50, 25, 5], np.uint8) * 2 + x * 3,
+        _X5,
+    ),
+    "int8 weights twice": (lambda x: x * np.full(5, 100, np.int8) * np.full(5, 100, np.int8), _X5),
+    "float16 weights": (lambda x: x * _H16 * _H16 * _H16, _X5),
+    "negated uint8": (lambda x: 1.0 - x * np.arange(5, dtype=np.uint8), _X5),
 }
 
 
@@ -682,6 +692,28 @@ def test_vmap_over_a_pullback_equals_the_loop_of_the_pullback(case):
     _close(batched, looped)
     if case != "float32 operand":  # finite differences need float64 throughout
         vmapx.testing.check_grads(f, (x,), order=1, modes=("rev",))
+
+
+def test_derivatives_are_new_arrays_of_their_own():
+    """No derivative is the caller's (co)tangent or another derivative: writing into one
+    changes nothing else (the pullback of the identity returns its cotangent; the
+    gradients of `x + y` are one array)."""
+    x, y, g = RNG.standard_normal(3), RNG.standard_normal(3), np.ones(3)
+    results = [
+        *vjp(lambda x: x, x)[1](g),
+        *vjp(lambda x, y: x + y, x, y)[1](g),
+        *vjp(lambda x: x.T * 1.0, x)[1](g),
+        jvp(lambda x: x * 1.0, (x,), (g,))[1],
+        vmapx.linearize(lambda x: x * 1.0, x)[1](g),
+        *grad(lambda x, y: np.sum(np.sin(x + y)), argnums=(0, 1))(x, y),
+        *vmap(grad(lambda x, y: np.sum(np.sin(x + y)), argnums=(0, 1)))(
+            np.stack([x, y]), np.stack([y, x])
+        ),
+    ]
+    for i, r in enumerate(results):
+        assert r.flags.writeable
+        assert not any(np.shares_memory(r, a) for a in (x, y, g))
+        assert not any(np.shares_memory(r, o) for o in results[:i])
 
 
 def test_pullback_rows_of_an_elementwise_chain_form_one_batch_sized_product():

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._api import vmap
+from ._api import fresh_arrays, vmap
 from ._autodiff import (
     VJPTracer,
     backward,
@@ -135,11 +135,11 @@ def _split_aux(name: str, out: Any) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _finish(x: Any) -> Any:
-    """A result leaf handed to the user: writable (never a broadcast view)."""
-    if type(x) is np.ndarray and not x.flags.writeable:
-        return x.copy()
-    return x
+def _finish(derivatives: list, given: list) -> list:
+    """Derivatives as the user may keep and write them: new writable arrays, none of
+    them the (co)tangents or primals `given`, nor another derivative (the gradients of
+    `x + y` are one array; the pullback of the identity returns its cotangent)."""
+    return fresh_arrays(derivatives, given)
 
 
 # -- reverse mode ---------------------------------------------------------------------
@@ -190,10 +190,10 @@ def _vjp_call(
                 )
             flow.append((node, out_index, fit(c, shape, dtype)))
         cts = backward(trace.tape, flow, consume=once)
-        grads = [
-            np.zeros_like(leaf) if cts[node] is None else _finish(cts[node])
-            for node, leaf in inputs
-        ]
+        grads = _finish(
+            [np.zeros_like(leaf) if cts[node] is None else cts[node] for node, leaf in inputs],
+            [*ct_leaves, *leaves],
+        )
         return tuple(optree.tree_unflatten(treedef, grads))
 
     return primal_out, pull, aux
@@ -390,7 +390,9 @@ def _jvp_call(
     out_leaves, out_tree = optree.tree_flatten(out, is_leaf=_is_leaf)
     pairs = [unpack(x) for x in out_leaves]
     primal = [p for p, _ in pairs]
-    tangent = [_zeros_like_out(p) if t is None else _finish(t) for p, t in pairs]
+    tangent = _finish(
+        [_zeros_like_out(p) if t is None else t for p, t in pairs], [*tangents, *leaves]
+    )
     return (
         optree.tree_unflatten(out_tree, primal),
         optree.tree_unflatten(out_tree, tangent),

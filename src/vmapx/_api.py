@@ -419,9 +419,8 @@ def _unbatch_outputs(
                 f"vmap: out_axes={ax} is out of range for output {i} of per-example shape "
                 f"{tuple(np.shape(val))[1:]}; valid axes are {-nd}..{nd - 1}"
             )
-        val = np.moveaxis(val, 0, ax) if ax % nd else val
-        results.append(_own(val, inputs) if batched else val)
-    return optree.tree_unflatten(treedef, results)
+        results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
+    return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
 
 
 def _own(val: Any, inputs: list) -> Any:
@@ -431,15 +430,41 @@ def _own(val: Any, inputs: list) -> Any:
         if val is CONSUMED:  # (an operator reused its array: see `_elision`)
             CONSUMED._fail()
         return val
-    if val.base is None and not any(val is x for x in inputs):
-        return val  # owns its memory: a new array
+    if (val.base is None and not any(val is x for x in inputs)) or not val.itemsize:
+        return val  # owns its memory: a new array (or has no memory: empty strings)
     root = _root(val)
-    if 0 in val.strides or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
+    if _repeats(val) or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
         return val.copy()
     with warnings.catch_warnings():  # NumPy warns on reading a broadcast_arrays flag
         warnings.simplefilter("ignore", FutureWarning)
         writeable = val.flags.writeable
     return val if writeable else val.copy()
+
+
+def _repeats(val: np.ndarray) -> bool:
+    """Whether `val` shows one element at several places (a zero stride: a broadcast)."""
+    return any(not s and n > 1 for s, n in zip(val.strides, val.shape, strict=True))
+
+
+def fresh_arrays(results: list, inputs: list, copy: list | None = None) -> list:
+    """`results` as a caller may keep and write them: each array that is (a view of) one
+    of `inputs`, read-only, broadcast (a zero stride), sharing memory with an earlier
+    result, or marked in `copy`, is copied (gradients of `x + y` are one array)."""
+    seen: set = set()
+    out = []
+    for k, r in enumerate(results):
+        if (
+            type(r) is np.ndarray
+            and r.itemsize
+            and ((copy is not None and copy[k]) or id(_root(r)) in seen)
+        ):
+            r = r.copy()
+        else:
+            r = _own(r, inputs)
+        if type(r) is np.ndarray:
+            seen.add(id(_root(r)))
+        out.append(r)
+    return out
 
 
 def _root(x: np.ndarray) -> Any:

@@ -999,6 +999,7 @@ class _ElementwisePullback:
                 continue
             d = p.partial()
             if _scaled.defers(base, d):
+                d = _scaled.widened(d, base.dtype)
                 out.append(_scaled.Scaled(base, _scaled.rescale(scale, d)))
             else:
                 out.append(_times(_scaled.materialize(ct), d))

@@ -50,7 +50,7 @@ import numpy as np
 import optree
 
 from . import _autochunk, _core, _replay_memory
-from ._api import _root
+from ._api import _root, fresh_arrays
 from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
 from ._numpy._compat import NUMPY2
 from ._numpy._plain import PLAIN_ARRAYS
@@ -328,7 +328,7 @@ class _Program:
     def run(self, arrays: list) -> Any:
         results = self.replay(*arrays)
         if self.checked:
-            results = _fresh(results, arrays, self.constant)
+            results = fresh_arrays(results, arrays, self.constant)
         return optree.tree_unflatten(self.out_tree, results)
 
 
@@ -432,27 +432,10 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
 _NOT_REPLAYABLE = object()
 
 
-def _fresh(results: list, inputs: list, constant: list) -> list:
-    """Results as new arrays: a copy where a result is an argument's memory, a value
-    the recording keeps (a `constant` of `f`), read-only or broadcast, or repeated."""
-    roots = {id(_root(x)) for x in inputs if type(x) is np.ndarray}
-    seen: set = set()
-    out = []
-    for r, const in zip(results, constant, strict=True):
-        if type(r) is np.ndarray:
-            root = id(_root(r))
-            if const or root in roots or root in seen or 0 in r.strides or not (r.flags.writeable):
-                r = r.copy()
-                root = id(r)
-            seen.add(root)
-        out.append(r)
-    return out
-
-
 def _run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
     """`f`'s result where no replay runs, its arrays made new as a replay's are."""
     leaves, tree = optree.tree_flatten(f(*args, **kwargs), none_is_leaf=True)
-    return optree.tree_unflatten(tree, _fresh(leaves, arrays, [False] * len(leaves)))
+    return optree.tree_unflatten(tree, fresh_arrays(leaves, arrays))
 
 
 def jit(f: Callable) -> Callable:
@@ -562,7 +545,7 @@ def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
     if any(isinstance(x, Tracer) for x in results):
         trace.replayable = False  # a tracer of another transform came out (an error below)
     constant = [not mine for mine in ours]
-    result = optree.tree_unflatten(out_tree, _fresh(results, inputs, constant))
+    result = optree.tree_unflatten(out_tree, fresh_arrays(results, inputs, constant))
     if not trace.replayable or trace.largest >= LARGE_BYTES:
         return _NOT_REPLAYABLE, result
     outputs = [

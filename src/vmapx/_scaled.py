@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._core import Tracer
+from ._numpy._compat import astype
 
 
 class Scaled:
@@ -62,6 +63,20 @@ class Scaled:
         except ValueError:
             return False
         return np.result_type(base.dtype, scale) == dtype
+
+
+def widened(partial: Any, dtype: np.dtype) -> Any:
+    """`partial` in the dtype its product with a cotangent of `dtype` has: the deferred
+    products of partials are taken among themselves, and in a narrower dtype (uint8
+    pixels, float16 weights) they would overflow or round where the plain path, which
+    multiplies each into the cotangent, does not."""
+    if type(partial) in (int, float, complex):
+        return partial  # (Python numbers: exact or float64, and weak in NumPy 2)
+    own = getattr(partial, "dtype", None)
+    if own is None or own == dtype:
+        return partial
+    wide = np.result_type(dtype, own)
+    return partial if wide == own else astype(partial, wide)
 
 
 def rescale(scale: Any, partial: Any) -> Any:
