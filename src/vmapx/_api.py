@@ -443,7 +443,8 @@ def _own(val: Any, inputs: list) -> Any:
 
 def _repeats(val: np.ndarray) -> bool:
     """Whether `val` shows one element at several places (a zero stride: a broadcast)."""
-    return any(not s and n > 1 for s, n in zip(val.strides, val.shape, strict=True))
+    strides = val.strides
+    return 0 in strides and any(not s and n > 1 for s, n in zip(strides, val.shape, strict=True))
 
 
 def fresh_arrays(results: list, inputs: list, copy: list | None = None) -> list:
