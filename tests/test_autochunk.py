@@ -188,19 +188,6 @@ def test_in_a_process_whose_allocator_gives_memory_back_calls_run_in_chunks():
     assert report[-1][0] > 1, report  # then chunks: f runs once per chunk
 
 
-def test_chunks_whose_results_differ_in_dtype_are_promoted_like_the_loop():
-    def f(x):
-        return x.astype(np.float32) if x[0] > 0 else x  # decided per example: loops
-
-    x = np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 2.0], [-3.0, 1.0]])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
-        got = vmap(f, chunk_size=2)(x)
-    expected = loop_reference(f, [x], 0)
-    assert got.dtype == expected.dtype == np.float64
-    assert_same(got, expected, rtol=0, atol=0)
-
-
 def test_an_unmapped_output_must_agree_across_chunks():
     def f(x):  # the loop runs (per-example branch); the 2nd output differs by example
         return x, (np.float64(1.0) if x[0] > 0 else np.float64(2.0))
@@ -215,20 +202,32 @@ def test_an_unmapped_output_must_agree_across_chunks():
     assert np.isnan(same[1]).all()  # (NaN agrees with NaN)
 
 
-def test_chunks_take_the_dtype_the_loop_promotes_all_examples_to():
-    """NumPy's promotion is not associative: int8, uint8, float16, float16 examples stack
-    to float16, where chunks of two would give int16 and float16, then float32."""
-    kinds = [np.int8, np.uint8, np.float16, np.float16]
+_KINDS = [np.int8, np.uint8, np.float16, np.float16]
+_DTYPE_CASES = {
+    # float32 examples then float64 ones
+    "promoted like the loop": (
+        lambda x: x.astype(np.float32) if x[0] > 0 else x,
+        np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 2.0], [-3.0, 1.0]]),
+        np.float64,
+    ),
+    # NumPy's promotion is not associative: int8, uint8, float16, float16 examples stack
+    # to float16, where chunks of two would give int16 and float16, then float32
+    "promoted over all examples at once": (
+        lambda x: x.astype(_KINDS[int(x[0])]),
+        np.arange(4.0)[:, None] * np.ones((4, 2)),
+        np.float16,
+    ),
+}
 
-    def f(x):  # the dtype depends on the example: the loop runs
-        return x.astype(kinds[int(x[0])])
 
-    x = np.arange(4.0)[:, None] * np.ones((4, 2))
+@pytest.mark.parametrize("case", list(_DTYPE_CASES))
+def test_chunks_whose_examples_differ_in_dtype_take_the_loops_dtype(case):
+    f, x, dtype = _DTYPE_CASES[case]  # (decided per example: the loop runs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         got = vmap(f, chunk_size=2)(x)
     expected = loop_reference(f, [x], 0)
-    assert got.dtype == expected.dtype == np.float16
+    assert got.dtype == expected.dtype == dtype
     assert_same(got, expected, rtol=0, atol=0)
 
 
