@@ -6,13 +6,13 @@ of a short function). `jit(f)` removes that cost for repeated calls. The first c
 for a given signature (the shapes, dtypes and strides of the array arguments, the
 values of the other arguments, which arguments are the same object) runs `f` with
 every array argument wrapped in a `RecordTracer`, at the bottom of the interpreter
-stack: whatever
-`vmap`, `grad`, ... do on top, the NumPy calls that finally compute on arrays come
-here and are recorded as a straight list of steps (values that depend on shapes only,
-such as `np.ones_like(x)`, become constants). The steps are compiled into one Python
-function, a local variable per array and a line per NumPy call; later calls with that
-signature run it: the same NumPy calls on the new arrays, with none of the tracing,
-less the calls whose arrays no result needs (the value of a loss under `grad`).
+stack: whatever `vmap`, `grad`, ... do on top, the NumPy calls that finally compute
+on arrays come here and are recorded as a straight list of steps (values that depend
+on shapes only, such as `np.ones_like(x)`, become constants). The steps are compiled
+into one Python function, a local variable per array and a line per NumPy call; later
+calls with that signature run it: the same NumPy calls on the new arrays, with none of
+the tracing, less the calls whose arrays no result needs (the value of a loss under
+`grad`).
 
 A recording is used only if replaying it is the same as running `f`. Python code that
 looks at a value (`bool(x)`, `float(x)`, `x.item()`, `np.asarray(x)`, a NumPy
@@ -251,7 +251,8 @@ def _has_tracer(trace: RecordTrace, x: Any) -> bool:
 
 
 def _replace(
-    trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any], array: Callable = None
+    trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any],
+    array: Callable | None = None,
 ) -> Any:  # fmt: skip
     """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
     by `by(t)` (their values to compute, their slots to record) and, if `array` is
