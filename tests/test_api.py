@@ -547,6 +547,53 @@ def test_results_never_alias_the_callers_arrays() -> None:
     assert not (x == 7.0).any()
 
 
+def test_the_loop_fallback_never_writes_the_callers_arrays() -> None:
+    x, w = rng.normal(size=(2, 3, 4)), rng.normal(size=4)
+    x0, w0 = x.copy(), w.copy()
+
+    def f(x, w):
+        v = x[1:]
+        v[0] = 5.0  # through a view: the batched run cannot, the loop runs
+        return x + w
+
+    with pytest.warns(vmapx.PerformanceWarning):
+        got = vmap(f, in_axes=(0, None))(x, w)
+    assert_same(got, loop_reference(f, (x.copy(), w.copy()), (0, None)))
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(w, w0)
+
+
+def test_an_unmapped_argument_is_read_only_inside_f() -> None:
+    w = np.zeros(3)
+
+    def f(w, x):
+        w[0] = 7.0
+        return w + x
+
+    with pytest.raises(ValueError, match="read-only") as info:
+        vmap(f, in_axes=(None, 0))(w, np.ones((2, 3)))
+    if hasattr(info.value, "__notes__"):
+        assert "w = w.copy()" in info.value.__notes__[0]
+    np.testing.assert_array_equal(w, np.zeros(3))
+    ok = vmap(lambda w, x: (w := w.copy()).__setitem__(0, 7.0) or w + x, in_axes=(None, 0))
+    assert_same(ok(w, np.ones((2, 3))), np.array([[8.0, 1.0, 1.0]] * 2))
+
+
+@pytest.mark.parametrize("returned", ["view", "view in a tuple"])
+def test_a_returned_view_of_a_written_array_has_the_written_values(returned) -> None:
+    x = rng.normal(size=(3, 4))
+
+    def f(x):
+        x = x.copy()
+        v = x[1:]
+        x[1] = 9.0  # after the view was taken: NumPy's view shows it
+        return v if returned == "view" else (x, v)
+
+    with pytest.warns(vmapx.PerformanceWarning):
+        got = vmap(f)(x)
+    assert_same(got, loop_reference(f, (x,), 0))
+
+
 def test_write_into_base_after_taking_a_view_stays_batched() -> None:
     x = rng.normal(size=(4, 3, 2))
 

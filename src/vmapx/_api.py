@@ -356,11 +356,13 @@ def _run(
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
+            _check_outputs_fresh(trace, out)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
-        except Exception:
+        except Exception as error:
             if trace.pending is None:
+                _explain_read_only(error, axes)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             signal = trace.pending
@@ -377,6 +379,18 @@ def _run(
             pop_trace(trace)
 
 
+def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
+    """Signal the loop where an output is a view whose base was written after it was
+    taken (NumPy's view would show the write; the batched one holds the old values)."""
+    if type(out) is BatchTracer:
+        if out._view is not None:
+            out._check_fresh()
+        return
+    for leaf in optree.tree_leaves(out, is_leaf=_is_leaf):
+        if type(leaf) is BatchTracer and leaf._trace is trace and leaf._view is not None:
+            leaf._check_fresh()
+
+
 def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
     if type(x) is not np.ndarray:  # (adapters replace special arguments, never arrays)
         for adapt in ARGUMENT_ADAPTERS:
@@ -385,11 +399,37 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
                 return adapted
         if axis is not None and not hasattr(x, "shape"):
             x = np.asarray(x)
+    elif axis is None:
+        return _read_only(x)
     if axis is None:
         return x
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
     return BatchTracer(trace, x)
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """An unmapped array argument as `f` sees it in a batched run: the caller's array
+    must not be written, and one write shared by all examples would not be what each
+    example's own run does (`w += 1` per example); NumPy then says "assignment
+    destination is read-only" (see `_explain_read_only`)."""
+    if not x.flags.writeable:
+        return x
+    view = x.view()
+    view.flags.writeable = False
+    return view
+
+
+def _explain_read_only(error: Exception, axes: list) -> None:
+    """Add to NumPy's "read-only" error what an unmapped argument is inside `f`."""
+    if isinstance(error, ValueError) and "read-only" in str(error) and None in axes:
+        message = (
+            "vmap: if the array written is an argument with in_axes=None, it is read-only "
+            "inside the mapped function (the caller's array must not change, and each "
+            "example sees it as passed); write into a copy instead: `w = w.copy()`"
+        )
+        if hasattr(error, "add_note"):  # (Python >= 3.11)
+            error.add_note(message)
 
 
 def _unbatch_outputs(
@@ -657,9 +697,12 @@ def _whole_function_loop(
 
 
 def _take(x: Any, axis: int, i: int) -> Any:
+    """Example `i` of `x`: a copy where it is an array (`f` may write into its example,
+    as a batched run may; the caller's array must not see it)."""
     index = [slice(None)] * np.ndim(x)
     index[axis] = i
-    return x[tuple(index)]
+    example = x[tuple(index)]
+    return example.copy() if type(example) is np.ndarray else example
 
 
 def _stack_outputs(results: list, dtypes: list | None = None) -> Any:
@@ -721,6 +764,11 @@ def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
 
 
 def _special_example(x: Any, i: int) -> Any:
+    """Example `i`'s value of an unmapped argument: a copy of an array (each example may
+    write into its own, as in a batched run; never the caller's), the generator stand-in
+    of a special argument."""
+    if type(x) is np.ndarray:
+        return x.copy()
     example = getattr(type(x), "_vmapx_example", None)
     return x if example is None else example(x, i)
 
