@@ -406,3 +406,14 @@ def test_list_index_of_batched_scalars() -> None:
     j = np.array([1, 1])
     check_vmap(lambda x, i, j: x[[i, j], 0], [x, i, j])
     check_vmap(lambda x: x[[], 0], [x])
+
+
+@pytest.mark.parametrize("target", ["copy", "plain zeros_like"])
+def test_a_ufunc_with_out_and_where_keeps_out_off_the_mask(target):
+    def f(x):
+        o = x.copy() if target == "copy" else np.zeros_like(x)
+        np.add(x, 100.0, out=o, where=x > 1)
+        np.sin(x, out=o, where=x < 0.5)
+        return o
+
+    check_vmap(f, (np.linspace(-2.0, 3.0, 12).reshape(4, 3),))

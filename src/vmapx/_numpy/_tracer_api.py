@@ -40,12 +40,26 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         assign(target, new)
         return None
     prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
-    result = bind(prim, inputs, kwargs)
     if out is None or all(o is None for o in out):
-        return result
+        return bind(prim, inputs, kwargs)
+    where = kwargs.get("where", True)
+    if method == "__call__" and where is not True:
+        # `out` keeps its values off the mask: computed everywhere (NumPy's masked-off
+        # places would be uninitialized memory), then merged; the off-mask values may be
+        # invalid, and warn for nothing
+        kwargs = {k: v for k, v in kwargs.items() if k != "where"}
+        with np.errstate(all="ignore"):
+            result = bind(prim, inputs, kwargs)
+        results = result if ufunc.nout > 1 else (result,)
+        results = [
+            r if o is None else np.where(where, r, o) for r, o in zip(results, out, strict=True)
+        ]
+    else:
+        result = bind(prim, inputs, kwargs)
+        results = result if ufunc.nout > 1 and method == "__call__" else (result,)
     if len(out) == 1:
-        return assign(out[0], result)
-    return tuple(assign(o, r) for o, r in zip(out, result, strict=True))
+        return assign(out[0], results[0])
+    return tuple(assign(o, r) for o, r in zip(out, results, strict=True))
 
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
