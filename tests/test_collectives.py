@@ -110,6 +110,20 @@ def test_reduce_over_a_level_that_does_not_batch_the_value():
     np.testing.assert_allclose(got, np.broadcast_to(3 * np.arange(4.0), (3, 4)))
 
 
+@pytest.mark.parametrize("name", ["outer", "inner"])
+def test_all_gather_over_one_of_two_nested_names(name):
+    """Each example (i, j) gathers its value over the named axis only: over `outer`, the
+    column Y[:, j]; over `inner`, the row Y[i]."""
+    y = np.arange(24.0).reshape(2, 3, 4)
+    f = vmapx.vmap(vmapx.vmap(lambda x: vmapx.all_gather(x, name), axis_name="inner"),
+                   axis_name="outer")  # fmt: skip
+    got = f(y)
+    expected = np.stack([np.stack([y[:, j] if name == "outer" else y[i] for j in range(3)])
+                         for i in range(2)])  # fmt: skip
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_shadowed_name_means_the_innermost():
     x = rng.normal(size=(2, 3))
 

@@ -60,8 +60,9 @@ def _traces(axis_name: Any, what: str) -> tuple[BatchTrace, ...]:
     return tuple(traces)
 
 
-def _collective(name: str, reduce: Callable[[Any], Any]) -> Primitive:
-    """A collective primitive; `reduce(v)` reduces a batch-front value over axis 0."""
+def _collective(name: str, reduce: Callable[[Any], Any], gathers: bool = False) -> Primitive:
+    """A collective primitive; `reduce(v)` reduces a batch-front value over axis 0
+    (`gathers`: keeps it, as a new leading axis of each example's value)."""
 
     def impl(x: Any, axes: tuple) -> Any:  # `x` is repeated over every remaining batch
         for t in axes:
@@ -76,6 +77,8 @@ def _collective(name: str, reduce: Callable[[Any], Any]) -> Primitive:
         rest = tuple(t for t in axes if t is not trace)
         if rest:
             v = bind(prim, (v,), {"axes": rest})
+            if gathers and batched:  # the outer gathers came in front of our batch axis
+                v = np.moveaxis(v, len(rest), 0)
         if len(rest) < len(axes):
             return reduce(v) if batched else impl(v, (trace,))
         return trace.wrap(v) if batched else v
@@ -88,7 +91,7 @@ PSUM = _collective("psum", lambda v: np.sum(v, axis=0))
 PMEAN = _collective("pmean", lambda v: np.mean(v, axis=0))
 PMAX = _collective("pmax", lambda v: np.max(v, axis=0))
 PMIN = _collective("pmin", lambda v: np.min(v, axis=0))
-ALL_GATHER = _collective("all_gather", lambda v: v)
+ALL_GATHER = _collective("all_gather", lambda v: v, gathers=True)
 
 
 def _psum_scatter_impl(x: Any, axes: tuple) -> Any:
