@@ -77,6 +77,24 @@ def test_cond_equals_loop(in_axes):
     check_vmap(branchy, args, in_axes=in_axes)
 
 
+@pytest.mark.parametrize(
+    ("branch", "other"),
+    [
+        (lambda x: x.astype(np.float32), lambda x: 1.0),
+        (lambda x: x.astype(np.float32), lambda x: np.float64(1.0)),
+        (lambda x: x.astype(np.int32), lambda x: np.int64(1)),
+    ],
+)
+def test_cond_results_of_different_dtypes_promote_like_np_stack(branch, other):
+    """NumPy 1.26 would promote a 0-d value of one branch by its value; `np.stack` of the
+    examples promotes by dtype."""
+
+    def f(x):
+        return vmapx.cond(x > 0, branch, other, x)
+
+    check_vmap(f, (np.array([1.0, -1.0, 2.0]),))
+
+
 def test_cond_every_example_agrees_stays_batched():
     calls = []
 

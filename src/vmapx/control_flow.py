@@ -296,7 +296,9 @@ class _Chain:
             )
         (shape,) = shapes
         if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
-            out = np.empty((self.size, *shape), np.result_type(*(v for v, _ in pieces)))
+            # (by dtypes, as `np.stack` promotes: NumPy 1.26 would promote a 0-d value
+            # of one branch by its value)
+            out = np.empty((self.size, *shape), np.result_type(*(v.dtype for v, _ in pieces)))
             for (v, _), idx in zip(pieces, idxs, strict=True):
                 out[idx] = v
             return out
