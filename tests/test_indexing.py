@@ -417,3 +417,30 @@ def test_a_ufunc_with_out_and_where_keeps_out_off_the_mask(target):
         return o
 
     check_vmap(f, (np.linspace(-2.0, 3.0, 12).reshape(4, 3),))
+
+
+def _flat_write(x):
+    x = x.copy()
+    x.flat[3] = -1.0
+    return x
+
+
+def _put_method(x):
+    x = x.copy()
+    x.put([0, 1], [5.0, 6.0])
+    return x
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_flat_write, _put_method, lambda x: np.frombuffer(x.tobytes()), lambda x: x.strides[0]],
+    ids=["flat", "put", "tobytes", "strides"],
+)
+def test_ndarray_memory_attributes_run_the_loop_and_methods_batch(f):
+    x = np.arange(12.0).reshape(2, 6)
+    if f is _put_method:
+        check_vmap(f, (x,))  # batched: np.put has a rule
+        return
+    with pytest.warns(vmapx.PerformanceWarning, match="memory of an array"):
+        got = vmapx.vmap(f)(x)
+    np.testing.assert_array_equal(got, loop_reference(f, (x,), 0))

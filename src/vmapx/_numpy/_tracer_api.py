@@ -350,6 +350,29 @@ def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
     )
 
 
+def _put(self: Tracer, indices: Any, values: Any, mode: str = "raise") -> None:
+    np.put(self, indices, values, mode=mode)
+
+
+# ndarray attributes about memory (or writing it in place in ways a tracer cannot
+# follow): a traced value has none; reading one takes the value out of the trace
+# (under `vmap`, the loop runs)
+_MEMORY_ATTRIBUTES = ("flat", "flags", "strides", "base", "ctypes", "data", "resize",
+                      "tobytes", "tofile", "dump", "dumps", "byteswap", "getfield",
+                      "setfield", "setflags")  # fmt: skip
+
+
+def _memory_attribute(name: str) -> property:
+    def getter(self: Tracer) -> Any:
+        raise self._trace.concretization(
+            f"`x.{name}` (the memory of an array) of a traced value",
+            "use NumPy functions on the value instead (`x.ravel()[i]` for `x.flat[i]`, "
+            "`np.resize` for `x.resize`, ...)",
+        )
+
+    return property(getter)
+
+
 def _copy_dunder(self: Tracer) -> Any:
     return np.copy(self)
 
@@ -393,6 +416,7 @@ _METHODS = {
     "sort": _sort,
     "partition": _partition,
     "view": _view,
+    "put": _put,
 }
 
 
@@ -413,6 +437,8 @@ def install(cls: type) -> None:
         setattr(cls, name, method)
     for name, getter in _PROPERTIES.items():
         setattr(cls, name, property(getter))
+    for name in _MEMORY_ATTRIBUTES:
+        setattr(cls, name, _memory_attribute(name))
 
 
 install(Tracer)
