@@ -52,7 +52,8 @@ def vmap(
 
     - `f`: a function of arrays (and pytrees of arrays) written for one example.
     - `in_axes`: which axis of each positional argument is the batch axis: an int,
-      `None` (not mapped), or a pytree prefix of the arguments (a tuple with one entry
+      `None` (not mapped: every example sees the same array, read-only: write into a
+      copy), or a pytree prefix of the arguments (a tuple with one entry
       per argument, dicts, ...). Negative axes count from the end. Alias: `in_dims`.
     - `out_axes`: where the batch axis goes in each output (int, `None` for an output
       that does not depend on the batch, or a pytree prefix). Alias: `out_dims`.
