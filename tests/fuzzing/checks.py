@@ -1,0 +1,482 @@
+"""The differential checks: each runs one transform of a program on random data and
+compares it with what the plain per-example loop (or finite differences) gives.
+
+A check raises `Mismatch` on a defect. When the loop raises, the transform must raise
+too (any exception); when the loop works, the transform must work (a
+`vmapx.PerformanceWarning` fallback is fine; a typed `vmapx.errors` refusal counts as a
+refusal, not a defect, and is reported apart).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optree
+
+import vmapx
+from fuzzing.programs import Program, random_value
+from vmapx.errors import VmapxError
+
+# KNOWN DEFECTS: a program with one of these tags is left out of the named checks until
+# the defect is fixed (then delete the line to re-enable it).
+KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
+    # `v[i] += c` / fancy-index `+=` under jit, grad and jacfwd
+    "index_iop": {"jit", "grad", "vmap_grad", "jac"},
+    # an in-place write into the differentiated argument under grad (`A[1] = 3.0`)
+    "write_arg": {"grad", "vmap_grad", "jac"},
+    # float()/int()/.item() under grad are silently constant
+    "py_scalar": {"grad", "vmap_grad", "jac"},
+    # NaN derivatives of eigvalsh/pinv at repeated values
+    "eig_pinv": {"grad", "vmap_grad", "jac"},
+    # NaN derivative of std of one element (also var, cov, corrcoef)
+    "std": {"grad", "vmap_grad", "jac"},
+    # derivatives of linspace/nan_to_num
+    "nan_to_num": {"grad", "vmap_grad", "jac"},
+    "op:arange": {"grad", "vmap_grad", "jac"},  # writes np.linspace
+    # nested vmaps with randomness="different" (choice/permutation/shuffle/dirichlet)
+    "draw_per_example": {"nested"},
+}
+# checks that never see a random draw: derivatives of draws are not defined here
+NO_DRAWS = {"grad", "vmap_grad", "jac", "zero"}
+
+
+class Mismatch(AssertionError):
+    """A defect: the transform disagrees with the loop. `kind` groups alike ones."""
+
+    def __init__(self, check: str, kind: str, detail: str) -> None:
+        super().__init__(f"[{check}] {kind}: {detail}")
+        self.check, self.kind, self.detail = check, kind, detail
+
+
+class Refusal(Exception):
+    """A transform raised a typed vmapx error where the loop works (allowed)."""
+
+
+@contextmanager
+def policy() -> Iterator[None]:
+    """The warnings policy of every check: NumPy's floating-point warnings and vmapx's
+    fallback warning are allowed, any other warning is an error (as in the test suite)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        yield
+
+
+@dataclass
+class Case:
+    """A program with data: `examples[i][j]` is argument `j` of example `i`."""
+
+    program: Program
+    seed: int
+    in_axes: tuple  # one per argument (the generator's last)
+    examples: list
+    out_u: tuple = (0.5, 0.5)
+    gen_seed: int = 0
+    notes: list = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.examples)
+
+
+def make_case(program: Program, seed: int) -> Case:
+    rng = np.random.default_rng([seed, 1])
+    size = int(rng.choice([0, 1, 2, 5], p=[0.1, 0.2, 0.35, 0.35]))
+    examples = [
+        [random_value(rng, a.shape, a.dtype) for a in program.args] for _ in range(max(size, 1))
+    ]
+    axes = [_random_axis(rng, len(a.shape)) for a in program.args]
+    if all(a is None for a in axes):
+        axes[int(rng.integers(len(axes)))] = 0
+    if program.has_gen:
+        axes.append(None if rng.random() < 0.5 else 0)
+    return Case(program, seed, tuple(axes), examples[:size] if size else examples[:0],
+                tuple(rng.random(2)), int(rng.integers(1000)))  # fmt: skip
+
+
+def _random_axis(rng: np.random.Generator, ndim: int) -> int | None:
+    if rng.random() < 0.25:
+        return None
+    ax = int(rng.integers(0, ndim + 1))
+    return ax - ndim - 1 if rng.random() < 0.3 else ax
+
+
+# ---------------------------------------------------------------- building blocks
+
+
+def _proto(case: Case) -> list:
+    """One example's arguments, also for an empty batch."""
+    if case.examples:
+        return case.examples[0]
+    rng = np.random.default_rng([case.seed, 2])
+    return [random_value(rng, a.shape, a.dtype) for a in case.program.args]
+
+
+def batch(case: Case, examples: list | None = None) -> list:
+    """The batched arguments (the generator not included)."""
+    examples = case.examples if examples is None else examples
+    proto = _proto(case)
+    out = []
+    for j, a in enumerate(case.program.args):
+        ax = case.in_axes[j]
+        if ax is None:
+            out.append(proto[j].copy())
+        elif examples:
+            out.append(np.stack([e[j] for e in examples], axis=ax))
+        else:
+            out.append(np.take(np.stack([proto[j]], axis=ax), np.arange(0), axis=ax))
+    return out
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    x = x.copy()
+    x.flags.writeable = False
+    return x
+
+
+def _example_args(case: Case, i: int, examples: list | None = None) -> list:
+    """Example `i`'s arguments as vmap shows them: unmapped ones are read-only."""
+    examples = case.examples if examples is None else examples
+    proto = _proto(case)
+    return [
+        _read_only(proto[j]) if case.in_axes[j] is None else examples[i][j].copy()
+        for j in range(len(case.program.args))
+    ]
+
+
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def _leaves(x: Any) -> tuple[list, Any]:
+    return optree.tree_flatten(x, is_leaf=_is_leaf)
+
+
+def stack_results(results: list, out_axes: Any) -> Any:
+    """`np.stack` of the per-example results, leaf by leaf, moved to `out_axes`."""
+    flat = [_leaves(r) for r in results]
+    treedef = flat[0][1]
+    for _, t in flat:
+        if t != treedef:
+            raise ValueError(f"examples return different structures: {t} and {treedef}")
+    n = len(flat[0][0])
+    axes = out_axes if isinstance(out_axes, tuple) else (out_axes,) * n
+    stacked = [np.moveaxis(np.stack([f[0][k] for f in flat]), 0, axes[k]) for k in range(n)]
+    return optree.tree_unflatten(treedef, stacked)
+
+
+def choose_out_axes(case: Case, example_out: Any) -> Any:
+    leaves, _ = _leaves(example_out)
+    axes = []
+    for leaf, u in zip(leaves, case.out_u, strict=False):
+        nd = np.ndim(leaf) + 1
+        axes.append(int(u * (2 * nd)) - nd)
+    if len(leaves) == 1:
+        return axes[0]
+    return tuple(axes) if len(axes) == len(leaves) else 0
+
+
+def _tol(dtype: np.dtype) -> float:
+    return {2: 5e-3, 4: 2e-4, 8: 1e-4, 16: 1e-9}.get(dtype.itemsize, 1e-9) if dtype.kind in (
+        "fc"
+    ) else 0.0
+
+
+def _rtol(dtype: np.dtype) -> float:
+    single = dtype in (np.float16, np.float32, np.complex64)
+    return 5e-3 if dtype == np.float16 else 2e-4 if single else 1e-7
+
+
+def assert_same(check: str, got: Any, want: Any) -> None:
+    """Same structure, every leaf an ndarray of the same shape, dtype and values."""
+    g_leaves, g_def = _leaves(got)
+    w_leaves, w_def = _leaves(want)
+    if g_def != w_def:
+        raise Mismatch(check, "structure", f"got {g_def}, the loop gives {w_def}")
+    for k, (g, w) in enumerate(zip(g_leaves, w_leaves, strict=True)):
+        w = np.asarray(w)
+        if type(g) is not np.ndarray:
+            raise Mismatch(check, "type", f"output {k} is a {type(g).__name__}, not an ndarray")
+        if g.shape != w.shape:
+            raise Mismatch(check, "shape", f"output {k}: shape {g.shape}, the loop gives {w.shape}")
+        if g.dtype != w.dtype:
+            raise Mismatch(check, "dtype", f"output {k}: dtype {g.dtype}, the loop gives {w.dtype}")
+        _assert_values(check, k, g, w)
+
+
+def _assert_values(check: str, k: int, g: np.ndarray, w: np.ndarray) -> None:
+    if w.dtype.kind not in "fc":
+        if not np.array_equal(g, w):
+            raise Mismatch(check, "values", f"output {k}: {_diff(g, w)}")
+        return
+    rtol = _rtol(w.dtype)
+    finite = np.isfinite(w)
+    scale = float(np.max(np.abs(w[finite]), initial=1.0))
+    close = np.isclose(g, w, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    close |= (g == w)  # infinities of the same sign
+    if not np.all(close):
+        raise Mismatch(check, "values", f"output {k}: {_diff(g, w)}")
+
+
+def _diff(g: np.ndarray, w: np.ndarray) -> str:
+    with np.printoptions(precision=6, threshold=20):
+        return f"got {g!r}, the loop gives {w!r}"
+
+
+def raises_like(check: str, run: Callable, reference: Callable) -> tuple[Any, Any] | None:
+    """Run the reference (the loop) and the transform; raise `Mismatch` when exactly one
+    of them fails. Returns (got, want), or None when both raised."""
+    try:
+        want = reference()
+    except _EmptyBatch:
+        return None
+    except Exception:
+        want_error = True
+    else:
+        want_error = False
+    try:
+        got = run()
+    except VmapxError as e:
+        if want_error:
+            return None
+        raise Refusal(f"[{check}] {type(e).__name__}: {e}") from e
+    except Exception as e:
+        if want_error:
+            return None
+        raise Mismatch(check, f"raised {type(e).__name__}", f"{e} (the loop works)") from e
+    if want_error:
+        raise Mismatch(check, "no error", "returned a result where the loop raises")
+    return got, want
+
+
+# ---------------------------------------------------------------- vmap against the loop
+
+
+def _gen(case: Case) -> list:
+    return [np.random.default_rng(case.gen_seed)] if case.program.has_gen else []
+
+
+def loop_ref(case: Case, f: Callable, examples: list | None = None, out_axes: Any = None,
+             gens: Callable | None = None) -> Any:  # fmt: skip
+    """The loop: `f` on each example (sharing one generator, drawn in order)."""
+    examples = case.examples if examples is None else examples
+    gen = _gen(case) if gens is None else None
+    results = [
+        f(*_example_args(case, i, examples), *(gen if gens is None else gens(i)))
+        for i in range(len(examples))
+    ]
+    if not results:
+        raise _EmptyBatch
+    axes = choose_out_axes(case, results[0]) if out_axes is None else out_axes
+    return stack_results(results, axes), axes
+
+
+class _EmptyBatch(Exception):
+    """An empty batch has no loop to compare with (the zero check looks at it)."""
+
+
+def _vmapped(case: Case, f: Callable, out_axes: Any, **options: Any) -> Callable:
+    if case.program.has_gen:
+        options.setdefault("randomness", "different")
+    return vmapx.vmap(f, in_axes=case.in_axes, out_axes=out_axes, **options)
+
+
+def check_vmap(case: Case, **options: Any) -> None:
+    """`vmap(f)` equals the loop, and the caller's arrays are left as they were."""
+    check = "chunked" if "chunk_size" in options else "vmap"
+    f = case.program.compile()
+    args = batch(case)
+    before = [a.copy() for a in args]
+    state: dict = {}
+
+    def reference() -> Any:
+        want, state["axes"] = loop_ref(case, f)
+        return want
+
+    def run() -> Any:
+        return _vmapped(case, f, state.get("axes", 0), **options)(*args, *_gen(case))
+
+    pair = raises_like(check, run, reference)
+    for a, b in zip(args, before, strict=True):
+        if not np.array_equal(a, b, equal_nan=True):
+            raise Mismatch(check, "mutated", "vmap wrote into the caller's array")
+    if pair is not None:
+        assert_same(check, *pair)
+
+
+def check_chunked(case: Case) -> None:
+    """`vmap(f, chunk_size=k)` for k smaller than the batch equals the loop."""
+    k = 1 + case.seed % max(case.size - 1, 1)
+    check_vmap(case, chunk_size=k)
+
+
+def check_zero(case: Case) -> None:
+    """A batch of size 0 gives outputs of shape (0, *per-example shape), the loop's dtype."""
+    f = case.program.compile()
+    try:
+        with policy():
+            one = f(*_example_args(case, 0, [_proto(case)]))
+    except Exception:
+        return
+    empty = batch(case, [])
+    try:
+        got = vmapx.vmap(f, in_axes=case.in_axes)(*empty)
+    except VmapxError as e:
+        raise Refusal(f"[zero] {type(e).__name__}: {e}") from e
+    except Exception as e:
+        raise Mismatch("zero", f"raised {type(e).__name__}", f"{e} (one example works)") from e
+    g_leaves, g_def = _leaves(got)
+    w_leaves, w_def = _leaves(one)
+    if g_def != w_def:
+        raise Mismatch("zero", "structure", f"got {g_def}, one example gives {w_def}")
+    for g, w in zip(g_leaves, w_leaves, strict=True):
+        w = np.asarray(w)
+        if type(g) is not np.ndarray or g.shape != (0, *w.shape) or g.dtype != w.dtype:
+            raise Mismatch("zero", "shape/dtype", f"got {type(g).__name__} "
+                           f"{np.shape(g)} {getattr(g, 'dtype', None)}, want {(0, *w.shape)} "
+                           f"{w.dtype}")  # fmt: skip
+
+
+def check_jit(case: Case) -> None:
+    """`vmapx.jit(vmap(f))` equals the loop on two batches of new data (a replay)."""
+    f = case.program.compile()
+    jitted: dict = {}
+    rng = np.random.default_rng([case.seed, 3])
+    second = [[random_value(rng, a.shape, a.dtype) for a in case.program.args]
+              for _ in case.examples]  # fmt: skip
+    for examples in (case.examples, second, case.examples):
+        args = batch(case, examples)
+        state: dict = {}
+
+        def reference(examples: list = examples, state: dict = state) -> Any:
+            want, state["axes"] = loop_ref(case, f, examples)
+            return want
+
+        def run(args: list = args, state: dict = state) -> Any:
+            key = state.get("axes", 0)
+            if key not in jitted:
+                jitted[key] = vmapx.jit(_vmapped(case, f, key))
+            return jitted[key](*args, *_gen(case))
+
+        pair = raises_like("jit", run, reference)
+        if pair is not None:
+            assert_same("jit", *pair)
+
+
+def check_same(case: Case) -> None:
+    """randomness="same": every example draws from the generator's same state."""
+    f = case.program.compile()
+    args = batch(case)
+    state: dict = {}
+    root = np.random.default_rng(case.gen_seed)
+
+    def reference() -> Any:
+        want, state["axes"] = loop_ref(case, f, gens=lambda i: [copy.deepcopy(root)])
+        return want
+
+    def run() -> Any:
+        vf = vmapx.vmap(f, in_axes=case.in_axes, out_axes=state.get("axes", 0),
+                        randomness="same")  # fmt: skip
+        return vf(*args, np.random.default_rng(case.gen_seed))
+
+    pair = raises_like("same", run, reference)
+    if pair is not None:
+        assert_same("same", *pair)
+
+
+# ---------------------------------------------------------------- nested vmap
+
+
+def nested_data(case: Case) -> tuple[list, list, list, int, int]:
+    """(inner in_axes, outer in_axes, batched arguments, outer size, inner size)."""
+    rng = np.random.default_rng([case.seed, 4])
+    n_out, n_in = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    args = case.program.args
+    inner = [_random_axis(rng, len(a.shape)) for a in args]
+    outer = [_random_axis(rng, len(a.shape) + (ax is not None))
+             for a, ax in zip(args, inner, strict=True)]  # fmt: skip
+    if all(a is None for a in inner):
+        inner[0] = 0
+    if all(a is None for a in outer):
+        outer[0] = 0
+    grid = [[[random_value(rng, a.shape, a.dtype) for a in args] for _ in range(n_in)]
+            for _ in range(n_out)]  # fmt: skip
+    batched = []
+    for j in range(len(args)):
+        rows = [row[0][j] if inner[j] is None else np.stack([e[j] for e in row], axis=inner[j])
+                for row in grid]  # fmt: skip
+        batched.append(rows[0] if outer[j] is None else np.stack(rows, axis=outer[j]))
+    return inner, outer, batched, n_out, n_in
+
+
+def _nested_example(inner: list, outer: list, batched: list, o: int, i: int) -> list:
+    vals = []
+    for j, x in enumerate(batched):
+        v = x if outer[j] is None else np.take(x, o, axis=outer[j])
+        v = v if inner[j] is None else np.take(v, i, axis=inner[j])
+        vals.append(v.copy())
+    return vals
+
+
+def check_nested(case: Case) -> None:
+    """`vmap(vmap(f))` over two batch axes equals the loop of loops."""
+    f = case.program.compile()
+    inner, outer, batched, n_out, n_in = nested_data(case)
+    has_gen = case.program.has_gen
+    extra = [None] if has_gen else []
+    opts = {"randomness": "different"} if has_gen else {}
+
+    def reference() -> Any:
+        g = _gen(case)
+        rows = [stack_results([f(*_nested_example(inner, outer, batched, o, i), *g)
+                               for i in range(n_in)], 0) for o in range(n_out)]  # fmt: skip
+        return stack_results(rows, 0)
+
+    def run() -> Any:
+        vf = vmapx.vmap(f, in_axes=(*inner, *extra), **opts)
+        return vmapx.vmap(vf, in_axes=(*outer, *extra), **opts)(*batched, *_gen(case))
+
+    pair = raises_like("nested", run, reference)
+    if pair is not None:
+        assert_same("nested", *pair)
+
+
+# ---------------------------------------------------------------- threads
+
+
+def check_threads(case: Case) -> None:
+    """vmap from several threads at once gives each thread the loop's answer."""
+    f = case.program.compile()
+    try:
+        want, axes = loop_ref(case, f)
+    except Exception:
+        return
+    args = batch(case)
+    errors: list = []
+    barrier = threading.Barrier(3)
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            for _ in range(3):
+                assert_same("threads", _vmapped(case, f, axes)(*args, *_gen(case)), want)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if isinstance(e, Mismatch | Refusal):
+            raise e
+        raise Mismatch("threads", f"raised {type(e).__name__}", str(e)) from e

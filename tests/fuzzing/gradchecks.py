@@ -1,0 +1,184 @@
+"""The derivative checks: grad against finite differences (away from kinks), vmap(grad)
+against the loop of grad, jacfwd against jacrev.
+
+The differentiated function is `loss(*args) = sum(real(out * w))` of the program's first
+float64 (or complex128) output `out` with fixed random weights `w`, differentiated with
+respect to the float64 arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import vmapx
+from fuzzing.checks import (
+    Case,
+    Mismatch,
+    Refusal,
+    _example_args,
+    _leaves,
+    _proto,
+    assert_same,
+    batch,
+    raises_like,
+    stack_results,
+)
+from fuzzing.programs import run_lines
+from vmapx.errors import VmapxError
+
+H = 1e-5  # finite-difference step
+
+
+def diff_argnums(case: Case) -> tuple[int, ...]:
+    return tuple(i for i, a in enumerate(case.program.args) if a.dtype == "float64")
+
+
+def _out_index(out: Any) -> int | None:
+    leaves, _ = _leaves(out)
+    for k, leaf in enumerate(leaves):
+        if np.asarray(leaf).dtype in (np.float64, np.complex128):
+            return k
+    return None
+
+
+def loss_of(case: Case) -> tuple[Callable, int] | None:
+    """`loss(*args)` and the output index it reads, or None when nothing is differentiable."""
+    f = case.program.compile()
+    try:
+        out = f(*_example_args(case, 0, [_proto(case)]))
+    except Exception:
+        return None
+    k = _out_index(out)
+    if k is None:
+        return None
+    leaf = np.asarray(_leaves(out)[0][k])
+    w = np.random.default_rng([case.seed, 5]).standard_normal(leaf.shape)
+    if leaf.dtype.kind == "c":
+        w = w + 1j * np.random.default_rng([case.seed, 6]).standard_normal(leaf.shape)
+
+    def loss(*args: Any) -> Any:
+        return np.sum(np.real(_leaves(f(*args))[0][k] * w))
+
+    return loss, k
+
+
+def values_have_size_zero(case: Case) -> bool:
+    """Whether any intermediate value of the program is empty (on the first example)."""
+    env = {a.name: v.copy() for a, v in zip(case.program.args, _proto(case), strict=True)}
+    for s in case.program.stmts:
+        try:
+            run_lines(list(s.lines), env)
+        except Exception:
+            return True
+        if np.size(env.get(s.target, 1)) == 0:
+            return True
+    return any(np.size(v) == 0 for v in env.values())
+
+
+def _grad(loss: Callable, nums: tuple, args: list) -> Any:
+    try:
+        return vmapx.grad(loss, argnums=nums)(*args)
+    except VmapxError as e:
+        raise Refusal(f"[grad] {type(e).__name__}: {e}") from e
+
+
+def check_grad(case: Case) -> None:
+    """<grad, t> equals the central difference along a random t, where f is smooth."""
+    made = loss_of(case)
+    nums = diff_argnums(case)
+    if made is None or not nums:
+        return
+    loss, _ = made
+    args = _example_args(case, 0, [_proto(case)])
+    args = [a.copy() for a in args]  # differentiated arguments are written by no one
+    rng = np.random.default_rng([case.seed, 7])
+    ts = {i: rng.standard_normal(args[i].shape) for i in nums}
+
+    def at(step: float) -> float:
+        moved = [a + step * ts[i] if i in ts else a for i, a in enumerate(args)]
+        return float(loss(*moved))
+
+    try:
+        l0, lp, lm = at(0.0), at(H), at(-H)
+    except Exception:
+        return
+    if not np.all(np.isfinite([l0, lp, lm])):
+        return
+    fwd, bwd = (lp - l0) / H, (l0 - lm) / H
+    if abs(fwd - bwd) > 1e-3 * max(1.0, abs(fwd), abs(bwd)):
+        return  # a kink (or a jump) within the step: differences say nothing
+    central = (lp - lm) / (2 * H)
+    try:
+        g = _grad(loss, nums, args)
+    except Refusal:
+        raise
+    except Exception as e:
+        raise Mismatch("grad", f"raised {type(e).__name__}", f"{e} (f works)") from e
+    ad = float(sum(np.sum(gi * ts[i]) for gi, i in zip(g, nums, strict=True)))
+    tol = 1e-4 * max(1.0, abs(central)) + 1e-9 * abs(l0)
+    if not abs(ad - central) <= tol:
+        raise Mismatch("grad", "values", f"<grad, t> = {ad!r}, finite differences {central!r}")
+
+
+def check_vmap_grad(case: Case) -> None:
+    """vmap(grad(loss)) equals the loop of grad(loss)."""
+    made = loss_of(case)
+    nums = diff_argnums(case)
+    if made is None or not nums or not case.examples:
+        return
+    loss, _ = made
+    g = vmapx.grad(loss, argnums=nums)
+    args = batch(case)
+
+    def reference() -> Any:
+        return stack_results([g(*_example_args(case, i)) for i in range(case.size)], 0)
+
+    def run() -> Any:
+        return vmapx.vmap(g, in_axes=case.in_axes)(*args)
+
+    try:
+        pair = raises_like("vmap_grad", run, reference)
+    except Refusal:
+        raise
+    if pair is not None:
+        assert_same("vmap_grad", *pair)
+
+
+def check_jac(case: Case) -> None:
+    """jacfwd and jacrev agree (real in, real out)."""
+    made = loss_of(case)
+    nums = diff_argnums(case)
+    if made is None or not nums:
+        return
+    f = case.program.compile()
+    args = _example_args(case, 0, [_proto(case)])
+    i = nums[0]
+    out_k = made[1]
+    real = np.asarray(_leaves(f(*[a.copy() for a in args]))[0][out_k]).dtype.kind == "f"
+
+    def h(x: Any) -> Any:
+        out = _leaves(f(*args[:i], x, *args[i + 1 :]))[0][out_k]
+        return out if real else np.real(out)
+
+    x = args[i].copy()
+    results = []
+    for mode in (vmapx.jacfwd, vmapx.jacrev):
+        try:
+            results.append(mode(h)(x))
+        except VmapxError as e:
+            raise Refusal(f"[jac] {type(e).__name__}: {e}") from e
+        except Exception as e:
+            results.append(e)
+    fwd, rev = results
+    if isinstance(fwd, Exception) and isinstance(rev, Exception):
+        return
+    for name, r in (("jacfwd", fwd), ("jacrev", rev)):
+        if isinstance(r, Exception):
+            raise Mismatch("jac", f"{name} raised {type(r).__name__}", f"{r} (the other works)")
+    try:
+        assert_same("jac", fwd, rev)
+    except Mismatch as e:
+        raise Mismatch("jac", e.kind, e.detail.replace("the loop gives", "jacrev gives")) from e
