@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 lint bench coverage clean
+.PHONY: demo test test-numpy1 lint bench coverage clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ $(VENV_NP1)/.installed: pyproject.toml
 
 test-numpy1: $(VENV_NP1)/.installed
 	$(VENV_NP1)/bin/python -m pytest -q -p no:cacheprovider
+
+# the differential fuzzer's long run: VMAPX_FUZZ_SECONDS (default 60), VMAPX_FUZZ_SEED
+# (default random; printed, with a reproducer for each failure)
+fuzz: $(STAMP)
+	cd tests && ../$(PY) -m fuzzing
 
 coverage: $(STAMP)
 	$(PY) -m vmapx coverage

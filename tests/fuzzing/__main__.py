@@ -11,8 +11,8 @@ import os
 import sys
 import time
 
-from fuzzing.runner import STATS, report, run_seed, shrink
 from fuzzing.ops import OPS
+from fuzzing.runner import STATS, report, run_seed, shrink
 
 
 def main() -> int:
@@ -37,8 +37,10 @@ def main() -> int:
                 print(report(shrink(failure)), flush=True)
     elapsed = time.monotonic() - start
     print(f"{n} programs in {elapsed:.1f} s ({n / elapsed:.1f}/s); checks run: {STATS}")
-    print(f"{len(seen)} distinct failures ({sum(seen.values())} in all); "
-          f"{len(refusals)} distinct refusals ({sum(refusals.values())} in all)")
+    print(
+        f"{len(seen)} distinct failures ({sum(seen.values())} in all); "
+        f"{len(refusals)} distinct refusals ({sum(refusals.values())} in all)"
+    )
     for message, count in sorted(refusals.items(), key=lambda kv: -kv[1]):
         print(f"  refusal x{count}: {message}")
     print(f"seed {seed}")

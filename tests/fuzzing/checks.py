@@ -29,8 +29,16 @@ from vmapx.errors import VmapxError
 KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     # `v[i] += c` / fancy-index `+=` under jit, grad and jacfwd
     "index_iop": {"jit", "grad", "vmap_grad", "jac"},
-    # an in-place write into the differentiated argument under grad (`A[1] = 3.0`)
-    "write_arg": {"grad", "vmap_grad", "jac"},
+    # an in-place write into the differentiated argument under grad (`A[1] = 3.0`); and
+    # (found) jit's recording call of a vmap writing into an in_axes=None argument works
+    # where vmap raises "read-only"
+    "write_arg": {"grad", "vmap_grad", "jac", "jit"},
+    # (found) grad/jvp of np.polyval with list coefficients raise IndexError
+    "polyval": {"grad", "vmap_grad", "jac"},
+    # (found) the derivative of np.sign of a complex value (z / |z| in NumPy 2) is zero
+    "complex_sign": {"grad", "vmap_grad", "jac"},
+    # (found) grad of U of a full svd leaks vmapx's internal NoRule
+    "svd_u": {"grad", "vmap_grad", "jac"},
     # float()/int()/.item() under grad are silently constant
     "py_scalar": {"grad", "vmap_grad", "jac"},
     # NaN derivatives of eigvalsh/pinv at repeated values
@@ -42,6 +50,15 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     "op:arange": {"grad", "vmap_grad", "jac"},  # writes np.linspace
     # nested vmaps with randomness="different" (choice/permutation/shuffle/dirichlet)
     "draw_per_example": {"nested"},
+}
+# constructs some checks cannot judge (not defects): the reason is beside each
+LIMITS: dict[str, set[str]] = {
+    # derivatives of remainder/floor_divide hold floor(x / y): rounding noise of a y near 0
+    # becomes a large derivative, so modes and finite differences legitimately disagree
+    "mod": {"grad", "vmap_grad", "jac"},
+    # a write into an unmapped argument: the loop of loops shares that array between
+    # examples, so it has no one answer to compare with
+    "write_arg": {"nested"},
 }
 # checks that never see a random draw: derivatives of draws are not defined here
 NO_DRAWS = {"grad", "vmap_grad", "jac", "zero"}
@@ -125,7 +142,7 @@ def batch(case: Case, examples: list | None = None) -> list:
     examples = case.examples if examples is None else examples
     proto = _proto(case)
     out = []
-    for j, a in enumerate(case.program.args):
+    for j in range(len(case.program.args)):
         ax = case.in_axes[j]
         if ax is None:
             out.append(proto[j].copy())
@@ -185,9 +202,11 @@ def choose_out_axes(case: Case, example_out: Any) -> Any:
 
 
 def _tol(dtype: np.dtype) -> float:
-    return {2: 5e-3, 4: 2e-4, 8: 1e-4, 16: 1e-9}.get(dtype.itemsize, 1e-9) if dtype.kind in (
-        "fc"
-    ) else 0.0
+    return (
+        {2: 5e-3, 4: 2e-4, 8: 1e-4, 16: 1e-9}.get(dtype.itemsize, 1e-9)
+        if dtype.kind in ("fc")
+        else 0.0
+    )
 
 
 def _rtol(dtype: np.dtype) -> float:
@@ -221,7 +240,7 @@ def _assert_values(check: str, k: int, g: np.ndarray, w: np.ndarray) -> None:
     finite = np.isfinite(w)
     scale = float(np.max(np.abs(w[finite]), initial=1.0))
     close = np.isclose(g, w, rtol=rtol, atol=rtol * scale, equal_nan=True)
-    close |= (g == w)  # infinities of the same sign
+    close |= g == w  # infinities of the same sign
     if not np.all(close):
         raise Mismatch(check, "values", f"output {k}: {_diff(g, w)}")
 

@@ -65,17 +65,23 @@ def loss_of(case: Case) -> tuple[Callable, int] | None:
     return loss, k
 
 
-def values_have_size_zero(case: Case) -> bool:
-    """Whether any intermediate value of the program is empty (on the first example)."""
+def _unjudgeable(v: Any) -> bool:
+    # an empty value: KNOWN DEFECT (derivatives of reductions over empty axes);
+    # single or half precision: finite differences step across its rounding
+    return np.size(v) == 0 or np.asarray(v).dtype in (np.float16, np.float32, np.complex64)
+
+
+def derivatives_unjudgeable(case: Case) -> bool:
+    """Whether an intermediate value (on the first example) rules derivative checks out."""
     env = {a.name: v.copy() for a, v in zip(case.program.args, _proto(case), strict=True)}
     for s in case.program.stmts:
         try:
             run_lines(list(s.lines), env)
         except Exception:
             return True
-        if np.size(env.get(s.target, 1)) == 0:
+        if _unjudgeable(env.get(s.target, 1.0)):
             return True
-    return any(np.size(v) == 0 for v in env.values())
+    return any(_unjudgeable(v) for v in env.values())
 
 
 def _grad(loss: Callable, nums: tuple, args: list) -> Any:
@@ -118,6 +124,8 @@ def check_grad(case: Case) -> None:
     except Exception as e:
         raise Mismatch("grad", f"raised {type(e).__name__}", f"{e} (f works)") from e
     ad = float(sum(np.sum(gi * ts[i]) for gi, i in zip(g, nums, strict=True)))
+    if not np.isfinite(ad):
+        return  # a singular point (sqrt at 0, ...): differences cannot judge it
     tol = 1e-4 * max(1.0, abs(central)) + 1e-9 * abs(l0)
     if not abs(ad - central) <= tol:
         raise Mismatch("grad", "values", f"<grad, t> = {ad!r}, finite differences {central!r}")
@@ -147,8 +155,26 @@ def check_vmap_grad(case: Case) -> None:
         assert_same("vmap_grad", *pair)
 
 
+def _fd_jacobian(h: Callable, x: np.ndarray) -> np.ndarray | None:
+    """Central differences of `h` at `x`, or None where `h` is not smooth there."""
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = H
+        e = e.reshape(x.shape)
+        y0, yp, ym = (np.asarray(h(x + s * e), dtype=float) for s in (0, 1, -1))
+        fwd, bwd = (yp - y0) / H, (y0 - ym) / H
+        if not np.all(np.isfinite([fwd, bwd])) or np.any(
+            np.abs(fwd - bwd) > 1e-3 * np.maximum(1.0, np.maximum(np.abs(fwd), np.abs(bwd)))
+        ):
+            return None
+        cols.append((yp - ym) / (2 * H))
+    y = np.asarray(h(x))
+    return np.stack(cols, axis=-1).reshape(y.shape + x.shape) if cols else None
+
+
 def check_jac(case: Case) -> None:
-    """jacfwd and jacrev agree (real in, real out)."""
+    """jacfwd and jacrev agree; where they do not, both are held to finite differences."""
     made = loss_of(case)
     nums = diff_argnums(case)
     if made is None or not nums:
@@ -156,29 +182,41 @@ def check_jac(case: Case) -> None:
     f = case.program.compile()
     args = _example_args(case, 0, [_proto(case)])
     i = nums[0]
-    out_k = made[1]
-    real = np.asarray(_leaves(f(*[a.copy() for a in args]))[0][out_k]).dtype.kind == "f"
+    out = np.asarray(_leaves(f(*[a.copy() for a in args]))[0][made[1]])
+    if not np.all(np.isfinite(out)):
+        return
 
     def h(x: Any) -> Any:
-        out = _leaves(f(*args[:i], x, *args[i + 1 :]))[0][out_k]
-        return out if real else np.real(out)
+        y = _leaves(f(*args[:i], x, *args[i + 1 :]))[0][made[1]]
+        return y if out.dtype.kind == "f" else np.real(y)
 
     x = args[i].copy()
-    results = []
-    for mode in (vmapx.jacfwd, vmapx.jacrev):
+    results = {}
+    for name, mode in (("jacfwd", vmapx.jacfwd), ("jacrev", vmapx.jacrev)):
         try:
-            results.append(mode(h)(x))
+            results[name] = mode(h)(x)
         except VmapxError as e:
             raise Refusal(f"[jac] {type(e).__name__}: {e}") from e
         except Exception as e:
-            results.append(e)
-    fwd, rev = results
+            results[name] = e
+    fwd, rev = results["jacfwd"], results["jacrev"]
     if isinstance(fwd, Exception) and isinstance(rev, Exception):
         return
-    for name, r in (("jacfwd", fwd), ("jacrev", rev)):
+    if any(not isinstance(r, Exception) and not np.all(np.isfinite(r)) for r in (fwd, rev)):
+        return  # a singular point (cbrt at 0, ...): the modes may meet 0 * inf differently
+    for name, r in results.items():
         if isinstance(r, Exception):
             raise Mismatch("jac", f"{name} raised {type(r).__name__}", f"{r} (the other works)")
     try:
         assert_same("jac", fwd, rev)
+        return
     except Mismatch as e:
-        raise Mismatch("jac", e.kind, e.detail.replace("the loop gives", "jacrev gives")) from e
+        if e.kind != "values":
+            raise Mismatch("jac", e.kind, e.detail.replace("the loop gives", "jacrev gives")) from e
+    fd = _fd_jacobian(h, x)
+    if fd is None:
+        return  # not smooth here: the modes may choose different one-sided derivatives
+    for name, r in results.items():
+        scale = max(1.0, float(np.max(np.abs(fd), initial=0.0)))
+        if not np.allclose(r, fd, rtol=1e-4, atol=1e-4 * scale):
+            raise Mismatch("jac", "values", f"{name} gives {r!r}, finite differences {fd!r}")

@@ -109,7 +109,9 @@ def _random_args(rng: np.random.Generator) -> tuple[ArgSpec, ...]:
     names, weights = zip(*_DTYPES, strict=True)
     p = np.array(weights, dtype=float) / sum(weights)
     n = int(rng.choice([1, 2, 3], p=[0.35, 0.45, 0.2]))
-    return tuple(ArgSpec(f"x{i}", _random_shape(rng), str(rng.choice(names, p=p))) for i in range(n))
+    return tuple(
+        ArgSpec(f"x{i}", _random_shape(rng), str(rng.choice(names, p=p))) for i in range(n)
+    )
 
 
 def run_lines(lines: list[str], env: dict) -> None:

@@ -16,7 +16,8 @@ from fuzzing.programs import Program, generate
 # programs whose batch of size 0 has no one answer: the branch taken (so the result's
 # dtype) or the shape depends on values no example gives
 _ZERO_UNDECIDED = {"op:if", "op:for_range", "data_shape", "raises", "draw", "op:cond",
-                   "op:fori_loop", "op:while_loop", "op:scan", "op:python_scalar"}  # fmt: skip
+                   "op:fori_loop", "op:while_loop", "op:scan", "op:python_scalar",
+                   "data_dtype"}  # fmt: skip
 
 
 def _no_gen(case: C.Case) -> bool:
@@ -39,10 +40,14 @@ CHECKS = [
     Check("nested", C.check_nested, 0.35),
     Check("same", C.check_same, 1.0, lambda c: c.program.has_gen),
     Check("threads", C.check_threads, 0.08, _no_gen),
-    Check("grad", G.check_grad, 0.5, lambda c: _no_gen(c) and not G.values_have_size_zero(c)),
-    Check("vmap_grad", G.check_vmap_grad, 0.35,
-          lambda c: _no_gen(c) and not G.values_have_size_zero(c)),  # fmt: skip
-    Check("jac", G.check_jac, 0.3, lambda c: _no_gen(c) and not G.values_have_size_zero(c)),
+    Check("grad", G.check_grad, 0.5, lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c)),
+    Check(
+        "vmap_grad",
+        G.check_vmap_grad,
+        0.35,
+        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
+    ),  # fmt: skip
+    Check("jac", G.check_jac, 0.3, lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c)),
 ]
 CHECKS_BY_NAME = {c.name: c for c in CHECKS}
 STATS: dict[str, int] = {}  # how many times each check ran
@@ -52,7 +57,10 @@ def excluded(program: Program, check: str) -> bool:
     """Whether a known defect (or a draw, where derivatives are checked) rules it out."""
     if program.has_gen and check in C.NO_DRAWS:
         return True
-    return any(check in C.KNOWN_DEFECT_TAGS.get(t, ()) for t in program.tags)
+    return any(
+        check in C.KNOWN_DEFECT_TAGS.get(t, ()) or check in C.LIMITS.get(t, ())
+        for t in program.tags
+    )
 
 
 @dataclass
@@ -178,14 +186,14 @@ def literal(a: np.ndarray) -> str:
     return f"np.array({a.tolist()!r}, dtype='{a.dtype}')"
 
 
-_LOOP = '''
+_LOOP = """
 def loop(f, args, in_axes, size, *extra):  # the per-example loop vmap must equal
     outs = [f(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)],
               *extra) for i in range(size)]
     if isinstance(outs[0], tuple):
         return tuple(np.stack(col) for col in zip(*outs))
     return np.stack(outs)
-'''
+"""
 
 
 def reproducer(failure: Failure) -> str:
@@ -193,26 +201,28 @@ def reproducer(failure: Failure) -> str:
     case, check = failure.case, failure.check
     p = case.program
     lines = ["import numpy as np", "import vmapx", "", p.source(), ""]
-    gen = ", np.random.default_rng({})".format(case.gen_seed) if p.has_gen else ""
+    gen = f", np.random.default_rng({case.gen_seed})" if p.has_gen else ""
     rnd = ", randomness='different'" if p.has_gen else ""
     if check == "nested":
         inner, outer, batched, n_out, n_in = C.nested_data(case)
-        ex = ", None" if p.has_gen else ""
+        tail = "None" if p.has_gen else ""
+        axes_in = "".join(f"{a}, " for a in inner) + tail
+        axes_out = "".join(f"{a}, " for a in outer) + tail
         lines += [f"args = [{', '.join(literal(a) for a in batched)}]",
-                  f"inner = vmapx.vmap(f, in_axes=({''.join(f'{a}, ' for a in inner)}{ex[2:]}){rnd})",
-                  f"got = vmapx.vmap(inner, in_axes=({''.join(f'{a}, ' for a in outer)}"
-                  f"{ex[2:]}){rnd})(*args{gen})",
+                  f"inner = vmapx.vmap(f, in_axes=({axes_in}){rnd})",
+                  f"got = vmapx.vmap(inner, in_axes=({axes_out}){rnd})(*args{gen})",
                   f"# the loop of loops over outer size {n_out}, inner size {n_in}"]  # fmt: skip
     elif check in ("grad", "jac"):
         made = G.loss_of(case)
         args = C._example_args(case, 0, [C._proto(case)])
         lines += [f"args = [{', '.join(literal(a) for a in args)}]"]
         if made is not None:
-            loss, k = made
-            w = np.random.default_rng([case.seed, 5]).standard_normal(
-                np.shape(C._leaves(p.compile()(*[a.copy() for a in args]))[0][k]))
+            _, k = made
+            out = C._leaves(p.compile()(*[a.copy() for a in args]))[0][k]
+            w = np.random.default_rng([case.seed, 5]).standard_normal(np.shape(out))
+            pick = "" if len(p.outs) == 1 else f"[{k}]"
             lines += [f"w = {literal(np.asarray(w))}  # (complex outputs: see gradchecks)",
-                      f"loss = lambda *a: np.sum(np.real(f(*a){'' if len(p.outs) == 1 else f'[{k}]'} * w))",
+                      f"loss = lambda *a: np.sum(np.real(f(*a){pick} * w))",
                       f"print(vmapx.grad(loss, argnums={G.diff_argnums(case)})(*args))",
                       "# compare with central differences, or jacfwd with jacrev"]  # fmt: skip
     else:

@@ -1,0 +1,88 @@
+"""Defects found by the differential fuzzer (`tests/fuzzing`), each shrunk to a small case.
+
+Each is an expected failure (strict: when the defect is fixed the test passes, pytest
+reports it, and the mark comes off). The fuzzer leaves each construct out of its random
+programs until then: see `KNOWN_DEFECT_TAGS` in `fuzzing/checks.py` and the
+`KNOWN DEFECT (found)` comments in `fuzzing/ops.py`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import vmapx
+from harness import check_vmap
+from np_compat import NUMPY2
+
+
+def _xfail(reason: str):  # noqa: ANN202
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+@_xfail("np.union1d under vmap: a list argument reaches np.result_type as a dtype spec")
+def test_union1d_list_argument():
+    check_vmap(lambda x: np.union1d(x, [3.0]), [np.ones((2, 3))])
+
+
+@_xfail("np.setdiff1d under vmap: a list argument reaches np.result_type as a dtype spec")
+def test_setdiff1d_list_argument():
+    check_vmap(lambda x: np.setdiff1d(x, [0.0]), [np.arange(6.0).reshape(2, 3)])
+
+
+def _copyto_one(x: np.ndarray) -> np.ndarray:
+    y = x.copy()
+    np.copyto(y, 1)
+    return y
+
+
+@_xfail("np.copyto(uint8 value, 1) under vmap casts the Python int as int64 (same_kind)")
+def test_copyto_python_int_into_uint8():
+    check_vmap(_copyto_one, [np.ones((2, 3), np.uint8)])
+
+
+def _write_unmapped(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    w[0] = 1
+    return w * x
+
+
+@_xfail("jit's recording call of a vmap that writes into an in_axes=None argument returns "
+        "a result; vmap itself (and every later jit call) raises 'read-only'")  # fmt: skip
+def test_jit_recording_keeps_unmapped_argument_read_only():
+    x, w = np.ones((2, 3)), np.zeros(3)
+    f = vmapx.vmap(_write_unmapped, in_axes=(0, None))
+    with pytest.raises(ValueError, match="read-only"):
+        f(x, w)
+    with pytest.raises(ValueError, match="read-only"):
+        vmapx.jit(f)(x, w)
+
+
+@_xfail("grad/jvp of np.polyval with the coefficients as a list raise IndexError")
+def test_grad_of_polyval_with_list_coefficients():
+    f = lambda x: np.sum(np.polyval([1.0, -2.0, 0.5], x))  # noqa: E731
+    vmapx.check_grads(f, [np.array([0.3, 0.5])], order=1)
+
+
+@_xfail("grad of U from np.linalg.svd (full_matrices=True, not square) leaks vmapx's "
+        "internal NoRule instead of a DifferentiationError")  # fmt: skip
+def test_grad_of_full_svd_u_raises_differentiation_error():
+    x = np.arange(8.0).reshape(4, 2) / 7 + 0.1
+    with pytest.raises(vmapx.errors.DifferentiationError):
+        vmapx.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(x)
+
+
+def test_union1d_array_argument_works():
+    """The control of the list case above: with an array it is batched and right."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no PerformanceWarning: a batching rule ran
+        check_vmap(lambda x: np.union1d(x, np.array([3.0])), [np.ones((2, 3))])
+
+
+@pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26's sign of a complex is piecewise constant")
+@_xfail("the derivative of np.sign of a complex value is taken as zero; in NumPy 2 "
+        "np.sign(z) = z / |z|, which is not constant (a silently wrong derivative)")  # fmt: skip
+def test_grad_of_sign_of_complex():
+    f = lambda t: np.imag(np.sign(t * (1 + 0.5j) + 1j))  # noqa: E731
+    vmapx.check_grads(f, [np.array(0.7)], order=1)
