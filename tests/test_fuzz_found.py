@@ -86,3 +86,29 @@ def test_union1d_array_argument_works():
 def test_grad_of_sign_of_complex():
     f = lambda t: np.imag(np.sign(t * (1 + 0.5j) + 1j))  # noqa: E731
     vmapx.check_grads(f, [np.array(0.7)], order=1)
+
+
+def _count_positive(x: np.ndarray) -> np.ndarray:
+    return np.arange(np.extract(x > 0, x).size)
+
+
+@_xfail("jit replays the size of a value whose shape depends on the data: on new data "
+        "it returns the recorded shape")  # fmt: skip
+def test_jit_does_not_replay_a_data_dependent_size():
+    f = vmapx.vmap(_count_positive)
+    jitted = vmapx.jit(f)
+    first, second = np.array([[1.0, -1.0, -2.0]]), np.array([[1.0, 2.0, -2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        jitted(first)
+        np.testing.assert_array_equal(jitted(second), f(second))
+
+
+@_xfail("np.tensordot of a 3-d unmapped array and a value mapped by two vmaps raises "
+        "TypeError: 'range' object cannot be interpreted as an integer")  # fmt: skip
+def test_tensordot_under_nested_vmap():
+    b = np.arange(18.0).reshape(3, 2, 3)
+    f = lambda a: np.tensordot(b, a, axes=1)  # noqa: E731
+    got = vmapx.vmap(vmapx.vmap(f))(np.ones((2, 2, 3)))
+    want = np.stack([np.stack([f(a) for a in row]) for row in np.ones((2, 2, 3))])
+    np.testing.assert_array_equal(got, want)

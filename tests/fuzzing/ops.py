@@ -539,6 +539,7 @@ def op_matmul(c: Ctx) -> str:
 def op_vector_products(c: Ctx) -> str:
     x = c.pick("ifc", lo=1, hi=2)
     y = c.pick("ifc", lo=1, hi=2)
+    c.tag("tensordot")
     return c.choice([f"np.inner({x}, {x})", f"np.outer({x}, {y})", f"np.vdot({x}, {x})",
                      f"np.kron({x}, {y})", f"np.tensordot({x}, {x}, 0)",
                      f"np.inner({x}, {y})"])  # fmt: skip
@@ -580,6 +581,7 @@ def op_tensordot(c: Ctx) -> str:
     x = c.pick("ifc", lo=1, hi=3)
     shape = c.val(x).shape
     y = c.pick("ifc", lo=1, hi=2, pred=lambda v: v.shape[0] == shape[-1])
+    c.tag("tensordot")
     return c.choice([f"np.tensordot({x}, {y}, axes=1)", f"np.tensordot({x}, {y}, ([-1], [0]))"])
 
 
@@ -948,7 +950,9 @@ def op_draw(c: Ctx) -> str:
     if r < 0.55:
         draw = c.choice(_DRAWS).format(s=shape)
     elif r < 0.85:
-        x = c.pick("f")
+        # KNOWN DEFECT (excluded): a draw with a per-example 0-d parameter and no size=
+        # is the scalar-draw dtype defect (the loop gets a Python float): lo=1
+        x = c.pick("f", lo=1)
         draw = c.choice(_DRAWS_PARAM)
         if "size" in draw:
             shape = str(c.val(x).shape)

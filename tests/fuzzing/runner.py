@@ -47,6 +47,18 @@ CHECKS = [
         0.35,
         lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
     ),  # fmt: skip
+    Check(
+        "jit_grad",
+        G.check_jit_grad,
+        0.25,
+        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
+    ),  # fmt: skip
+    Check(
+        "grad_of_vmap",
+        G.check_grad_of_vmap,
+        0.25,
+        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
+    ),  # fmt: skip
     Check("jac", G.check_jac, 0.3, lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c)),
 ]
 CHECKS_BY_NAME = {c.name: c for c in CHECKS}
@@ -196,6 +208,58 @@ def loop(f, args, in_axes, size, *extra):  # the per-example loop vmap must equa
 """
 
 
+def _loss_lines(case: C.Case) -> list[str]:
+    """The lines that define `loss` (see `gradchecks.loss_of`) for a reproducer."""
+    made = G.loss_of(case)
+    if made is None:
+        return []
+    args = C._example_args(case, 0, [C._proto(case)])
+    out = C._leaves(case.program.compile()(*[a.copy() for a in args]))[0][made[1]]
+    w = np.random.default_rng([case.seed, 5]).standard_normal(np.shape(out))
+    pick = "" if len(case.program.outs) == 1 else f"[{made[1]}]"
+    return [f"w = {literal(np.asarray(w))}  # (complex outputs: see gradchecks)",
+            f"loss = lambda *a: np.sum(np.real(f(*a){pick} * w))",
+            f"grad_loss = vmapx.grad(loss, argnums={G.diff_argnums(case)})"]  # fmt: skip
+
+
+def _nested_lines(case: C.Case, gen: str, rnd: str) -> list[str]:
+    inner, outer, batched, n_out, n_in = C.nested_data(case)
+    tail = "None" if case.program.has_gen else ""
+    axes_in = "".join(f"{a}, " for a in inner) + tail
+    axes_out = "".join(f"{a}, " for a in outer) + tail
+    return [f"args = [{', '.join(literal(a) for a in batched)}]",
+            f"inner = vmapx.vmap(f, in_axes=({axes_in}){rnd})",
+            f"got = vmapx.vmap(inner, in_axes=({axes_out}){rnd})(*args{gen})",
+            f"# the loop of loops over outer size {n_out}, inner size {n_in}"]  # fmt: skip
+
+
+def _batched_lines(case: C.Case, check: str, gen: str, rnd: str) -> list[str]:
+    p = case.program
+    lines = [f"args = [{', '.join(literal(a) for a in C.batch(case))}]",
+             f"in_axes = {case.in_axes[: len(p.args)]}"]  # fmt: skip
+    opts = {"same": ", randomness='same'"}.get(check, rnd)
+    if check == "chunked":
+        opts = f", chunk_size={1 + case.seed % max(case.size - 1, 1)}{rnd}"
+    fn = "f"
+    if check == "grad_of_vmap":
+        lines += _loss_lines(case)
+        axes = f"(*in_axes{', None' if p.has_gen else ''},)"
+        return lines + [
+            "total = lambda *a: np.sum(vmapx.vmap(loss, in_axes=in_axes)(*a))",
+            f"got = vmapx.grad(total, argnums={G.diff_argnums(case)})(*args)",
+            f"# want: grad_loss of each example, stacked on in_axes {axes} (summed if None)",
+        ]
+    if check in ("vmap_grad", "jit_grad"):
+        lines += _loss_lines(case)
+        fn = "grad_loss"
+    gaxes = ", None" if p.has_gen else ""
+    call = f"vmapx.vmap({fn}, in_axes=(*in_axes{gaxes},){opts})"
+    if check in ("jit", "jit_grad"):
+        call = f"vmapx.jit({call})"
+    return lines + [_LOOP, f"got = {call}(*args{gen})",
+                    f"want = loop({fn}, args, in_axes, {case.size}{gen})"]  # fmt: skip
+
+
 def reproducer(failure: Failure) -> str:
     """Standalone Python source that shows the failure."""
     case, check = failure.case, failure.check
@@ -204,42 +268,14 @@ def reproducer(failure: Failure) -> str:
     gen = f", np.random.default_rng({case.gen_seed})" if p.has_gen else ""
     rnd = ", randomness='different'" if p.has_gen else ""
     if check == "nested":
-        inner, outer, batched, n_out, n_in = C.nested_data(case)
-        tail = "None" if p.has_gen else ""
-        axes_in = "".join(f"{a}, " for a in inner) + tail
-        axes_out = "".join(f"{a}, " for a in outer) + tail
-        lines += [f"args = [{', '.join(literal(a) for a in batched)}]",
-                  f"inner = vmapx.vmap(f, in_axes=({axes_in}){rnd})",
-                  f"got = vmapx.vmap(inner, in_axes=({axes_out}){rnd})(*args{gen})",
-                  f"# the loop of loops over outer size {n_out}, inner size {n_in}"]  # fmt: skip
+        lines += _nested_lines(case, gen, rnd)
     elif check in ("grad", "jac"):
-        made = G.loss_of(case)
         args = C._example_args(case, 0, [C._proto(case)])
-        lines += [f"args = [{', '.join(literal(a) for a in args)}]"]
-        if made is not None:
-            _, k = made
-            out = C._leaves(p.compile()(*[a.copy() for a in args]))[0][k]
-            w = np.random.default_rng([case.seed, 5]).standard_normal(np.shape(out))
-            pick = "" if len(p.outs) == 1 else f"[{k}]"
-            lines += [f"w = {literal(np.asarray(w))}  # (complex outputs: see gradchecks)",
-                      f"loss = lambda *a: np.sum(np.real(f(*a){pick} * w))",
-                      f"print(vmapx.grad(loss, argnums={G.diff_argnums(case)})(*args))",
-                      "# compare with central differences, or jacfwd with jacrev"]  # fmt: skip
+        lines += [f"args = [{', '.join(literal(a) for a in args)}]", *_loss_lines(case),
+                  "print(grad_loss(*args))",
+                  "# compare with central differences, or jacfwd with jacrev"]  # fmt: skip
     else:
-        args = C.batch(case)
-        lines += [f"args = [{', '.join(literal(a) for a in args)}]",
-                  f"in_axes = {case.in_axes[: len(p.args)]}"]  # fmt: skip
-        opts = {"chunked": ", chunk_size=1 + ...", "same": ", randomness='same'"}.get(check, rnd)
-        if check == "chunked":
-            opts = f", chunk_size={1 + case.seed % max(case.size - 1, 1)}{rnd}"
-        gaxes = ", None" if p.has_gen else ""
-        call = f"vmapx.vmap(f, in_axes=(*in_axes{gaxes},){opts})"
-        if check == "jit":
-            call = f"vmapx.jit({call})"
-        if check == "vmap_grad":
-            lines += ["# f's first float output, summed with weights: see gradchecks.loss_of"]
-        lines += [_LOOP, f"got = {call}(*args{gen})",
-                  f"want = loop(f, args, in_axes, {case.size}{gen})"]  # fmt: skip
+        lines += _batched_lines(case, check, gen, rnd)
     lines += [f"# {check}: {failure.error.kind}: {failure.error.detail[:600]}"]
     lines += [f"# {n}" for n in case.notes]
     return "\n".join(lines)
