@@ -112,3 +112,31 @@ def test_tensordot_under_nested_vmap():
     got = vmapx.vmap(vmapx.vmap(f))(np.ones((2, 2, 3)))
     want = np.stack([np.stack([f(a) for a in row]) for row in np.ones((2, 2, 3))])
     np.testing.assert_array_equal(got, want)
+
+
+@_xfail("under grad/jvp/jacfwd/jacrev, dividing a traced value by a Python zero raises "
+        "ZeroDivisionError; NumPy (and vmap) give inf")  # fmt: skip
+def test_division_by_python_zero_under_grad():
+    f = lambda x: np.sum(x / 0)  # noqa: E731
+    with np.errstate(divide="ignore"):
+        want = f(np.ones(2))
+        value, grad = vmapx.value_and_grad(f)(np.ones(2))
+    np.testing.assert_array_equal(value, want)
+    assert grad.shape == (2,)
+
+
+def _write_unmapped_after_python_if(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if np.sum(x) > 1.5:  # the examples disagree: vmap runs f once per example
+        pass
+    w[0] = 1
+    return w * x
+
+
+@_xfail("when vmap falls back to running f per example, an in_axes=None argument is "
+        "writable there: vmap returns a result where it raises 'read-only' otherwise")  # fmt: skip
+def test_unmapped_argument_is_read_only_in_the_fallback():
+    f = vmapx.vmap(_write_unmapped_after_python_if, in_axes=(None, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        with pytest.raises(ValueError, match="read-only"):
+            f(np.zeros(2), np.array([1.0, 2.0]))

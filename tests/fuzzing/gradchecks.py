@@ -23,6 +23,7 @@ from fuzzing.checks import (
     _proto,
     assert_same,
     batch,
+    precision_floor,
     raises_like,
     second_examples,
     stack_results,
@@ -122,6 +123,8 @@ def check_grad(case: Case) -> None:
         g = _grad(loss, nums, args)
     except Refusal:
         raise
+    except np.linalg.LinAlgError:
+        return  # a derivative through a singular matrix (qr of a rank-deficient one, ...)
     except Exception as e:
         raise Mismatch("grad", f"raised {type(e).__name__}", f"{e} (f works)") from e
     ad = float(sum(np.sum(gi * ts[i]) for gi, i in zip(g, nums, strict=True)))
@@ -153,7 +156,7 @@ def check_vmap_grad(case: Case) -> None:
     except Refusal:
         raise
     if pair is not None:
-        assert_same("vmap_grad", *pair)
+        assert_same("vmap_grad", *pair, precision_floor(case))
 
 
 def _fd_jacobian(h: Callable, x: np.ndarray) -> np.ndarray | None:
@@ -193,7 +196,7 @@ def check_jit_grad(case: Case) -> None:
 
         pair = raises_like("jit_grad", run, reference)
         if pair is not None:
-            assert_same("jit_grad", *pair)
+            assert_same("jit_grad", *pair, precision_floor(case))
 
 
 def check_grad_of_vmap(case: Case) -> None:
@@ -223,7 +226,7 @@ def check_grad_of_vmap(case: Case) -> None:
 
     pair = raises_like("grad_of_vmap", run, reference)
     if pair is not None:
-        assert_same("grad_of_vmap", *pair)
+        assert_same("grad_of_vmap", *pair, precision_floor(case))
 
 
 def check_jac(case: Case) -> None:

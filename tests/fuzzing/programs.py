@@ -163,7 +163,7 @@ def generate(seed: int, n_stmts: int | None = None) -> Program:
                     break
                 continue
             if target in trial and _acceptable(trial[target]):
-                env = trial
+                env = {n: v for n, v in trial.items() if n == "g" or _NAME.fullmatch(n)}
                 stmts.append(stmt)
                 break
         if stmts and "raises" in stmts[-1].tags:
