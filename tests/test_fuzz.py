@@ -15,7 +15,7 @@ from fuzzing.programs import generate
 from fuzzing.runner import Failure, report, reproducer, run_seeds, shrink
 
 BLOCKS = 6
-PER_BLOCK = 1200  # programs per block (deterministic seeds; about 5 s a block)
+PER_BLOCK = 1000  # programs per block (deterministic seeds; 4-5 s of CPU a block)
 
 
 @pytest.mark.parametrize("block", range(BLOCKS))

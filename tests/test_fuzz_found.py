@@ -140,3 +140,10 @@ def test_unmapped_argument_is_read_only_in_the_fallback():
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         with pytest.raises(ValueError, match="read-only"):
             f(np.zeros(2), np.array([1.0, 2.0]))
+
+
+@_xfail("grad of a 0-d array argument is a NumPy scalar (np.float64) for some functions "
+        "(`x * 2`) and a 0-d ndarray for others (`np.sum(x * np.ones(3))`)")  # fmt: skip
+def test_grad_of_a_0d_argument_is_an_ndarray():
+    assert type(vmapx.grad(lambda x: np.sum(x * np.ones(3)))(np.array(1.0))) is np.ndarray
+    assert type(vmapx.grad(lambda x: x * 2)(np.array(1.0))) is np.ndarray

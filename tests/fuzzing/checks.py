@@ -9,7 +9,6 @@ refusal, not a defect, and is reported apart).
 
 from __future__ import annotations
 
-import copy
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ import numpy as np
 import optree
 
 import vmapx
+from fuzzing.lockstep import run_lockstep
 from fuzzing.ops import kind
 from fuzzing.programs import Program, random_value, run_lines
 from vmapx.errors import VmapxError
@@ -41,7 +41,7 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     "complex_sign": DERIVATIVES,
     # (found) jit replays a shape read from a value whose shape depends on the data
     # (`np.arange(np.extract(x > 0, x).size)`): a wrong shape on new data
-    "data_shape": {"jit"},
+    "data_shape": {"jit", "jit_grad"},
     # (found) np.tensordot of a 3-d unmapped array and a nested-vmapped value raises
     # "'range' object cannot be interpreted as an integer" (moveaxis with range, inside)
     "tensordot": {"nested"},
@@ -67,6 +67,13 @@ LIMITS: dict[str, set[str]] = {
     # a write into an unmapped argument: the loop of loops shares that array between
     # examples, so it has no one answer to compare with
     "write_arg": {"nested"},
+    # derivatives of QR at a rank-deficient matrix (which np.pad and `x - x` make often)
+    # are not defined: finite differences cannot judge them
+    "qr": {"grad", "jac"},
+    # two draws: under "same", a draw whose bit use depends on a batched parameter leaves
+    # a state vmapx defines (not the loop); in nested vmaps, a fallback of the inner one
+    # draws in an order the documentation leaves open
+    "multi_draw": {"same", "nested"},
 }
 # checks that never see a random draw: derivatives of draws are not defined here
 NO_DRAWS = {*DERIVATIVES, "zero"}
@@ -275,8 +282,8 @@ def raises_like(check: str, run: Callable, reference: Callable) -> tuple[Any, An
     of them fails. Returns (got, want), or None when both raised."""
     try:
         want = reference()
-    except _EmptyBatch:
-        return None
+    except (_EmptyBatch, VmapxError):
+        return None  # no loop to compare with (a reference of vmapx transforms refused)
     except Exception:
         want_error = True
     else:
@@ -303,19 +310,53 @@ def _gen(case: Case) -> list:
     return [np.random.default_rng(case.gen_seed)] if case.program.has_gen else []
 
 
+def _results(case: Case, f: Callable, examples: list, order: str, chunk: int | None) -> list:
+    """Per-example results; with a generator, drawn in the loop's order or in vmap's
+    (`lockstep`: round by round within each chunk, see `fuzzing.lockstep`)."""
+    n = len(examples)
+    if order == "copies":  # every example draws from the generator's same state
+        return [f(*_example_args(case, i, examples), *_gen(case)) for i in range(n)]
+    if not case.program.has_gen:
+        return [f(*_example_args(case, i, examples)) for i in range(n)]
+    gen = _gen(case)[0]
+    if order == "loop":
+        return [f(*_example_args(case, i, examples), gen) for i in range(n)]
+    step = chunk or max(n, 1)
+    out: list = []
+    for start in range(0, n, step):
+        calls = [lambda g, i=i: f(*_example_args(case, i, examples), g)
+                 for i in range(start, min(n, start + step))]  # fmt: skip
+        out += run_lockstep(calls, gen)
+    return out
+
+
 def loop_ref(case: Case, f: Callable, examples: list | None = None, out_axes: Any = None,
-             gens: Callable | None = None) -> Any:  # fmt: skip
-    """The loop: `f` on each example (sharing one generator, drawn in order)."""
+             order: str = "lockstep", chunk: int | None = None) -> tuple[Any, Any]:  # fmt: skip
+    """The loop: `f` on each example, stacked (and the out_axes it chose)."""
     examples = case.examples if examples is None else examples
-    gen = _gen(case) if gens is None else None
-    results = [
-        f(*_example_args(case, i, examples), *(gen if gens is None else gens(i)))
-        for i in range(len(examples))
-    ]
+    results = _results(case, f, examples, order, chunk)
     if not results:
         raise _EmptyBatch
     axes = choose_out_axes(case, results[0]) if out_axes is None else out_axes
     return stack_results(results, axes), axes
+
+
+def assert_same_loop(check: str, case: Case, got: Any, want: Any, other: Callable) -> None:
+    """`assert_same` against the loop; a program that draws more than once may instead
+    give the plain loop's numbers (`other()`), where vmap ran it once per example."""
+    floor = precision_floor(case)
+    try:
+        assert_same(check, got, want, floor)
+    except Mismatch:
+        if "multi_draw" not in case.program.tags:
+            raise
+        try:
+            alternative = other()
+        except Exception:
+            alternative = None
+        if alternative is None:
+            raise
+        assert_same(check, got, alternative, floor)
 
 
 class _EmptyBatch(Exception):
@@ -336,8 +377,10 @@ def check_vmap(case: Case, **options: Any) -> None:
     before = [a.copy() for a in args]
     state: dict = {}
 
+    chunk = options.get("chunk_size")
+
     def reference() -> Any:
-        want, state["axes"] = loop_ref(case, f)
+        want, state["axes"] = loop_ref(case, f, chunk=chunk)
         return want
 
     def run() -> Any:
@@ -356,7 +399,26 @@ def check_vmap(case: Case, **options: Any) -> None:
         if not np.array_equal(a, b, equal_nan=True):
             raise Mismatch(check, "mutated", "vmap wrote into the caller's array")
     if pair is not None:
-        assert_same(check, *pair, precision_floor(case))
+        plain = lambda: loop_ref(case, f, out_axes=state["axes"], order="loop")[0]  # noqa: E731
+        assert_same_loop(check, case, *pair, plain)
+
+
+def check_axis_size(case: Case) -> None:
+    """`vmap(f, in_axes=None, axis_size=n)` stacks n results of f on the same arguments."""
+    f = case.program.compile()
+    proto = _proto(case)
+    n = max(case.size, 1)
+    args = [p.copy() for p in proto]
+
+    def reference() -> Any:
+        return stack_results([f(*[_read_only(p) for p in proto]) for _ in range(n)], 0)
+
+    def run() -> Any:
+        return vmapx.vmap(f, in_axes=None, axis_size=n)(*args)
+
+    pair = raises_like("axis_size", run, reference)
+    if pair is not None:
+        assert_same("axis_size", *pair, precision_floor(case))
 
 
 def check_chunked(case: Case) -> None:
@@ -419,7 +481,9 @@ def check_jit(case: Case) -> None:
 
         pair = raises_like("jit", run, reference)
         if pair is not None:
-            assert_same("jit", *pair, precision_floor(case))
+            plain = lambda ex=examples, st=state: loop_ref(  # noqa: E731
+                case, f, ex, st["axes"], order="loop")[0]  # fmt: skip
+            assert_same_loop("jit", case, *pair, plain)
 
 
 def check_same(case: Case) -> None:
@@ -427,10 +491,9 @@ def check_same(case: Case) -> None:
     f = case.program.compile()
     args = batch(case)
     state: dict = {}
-    root = np.random.default_rng(case.gen_seed)
 
     def reference() -> Any:
-        want, state["axes"] = loop_ref(case, f, gens=lambda i: [copy.deepcopy(root)])
+        want, state["axes"] = loop_ref(case, f, order="copies")
         return want
 
     def run() -> Any:
@@ -485,10 +548,15 @@ def check_nested(case: Case) -> None:
     extra = [None] if has_gen else []
     opts = {"randomness": "different"} if has_gen else {}
 
-    def reference() -> Any:
-        g = _gen(case)
-        rows = [stack_results([f(*_nested_example(inner, outer, batched, o, i), *g)
-                               for i in range(n_in)], 0) for o in range(n_out)]  # fmt: skip
+    def reference(order: str = "lockstep") -> Any:
+        flat = [_nested_example(inner, outer, batched, o, i)
+                for o in range(n_out) for i in range(n_in)]  # fmt: skip
+        if has_gen and order == "lockstep":
+            results = run_lockstep([lambda g, a=a: f(*a, g) for a in flat], _gen(case)[0])
+        else:
+            g = _gen(case)
+            results = [f(*a, *g) for a in flat]
+        rows = [stack_results(results[o * n_in : (o + 1) * n_in], 0) for o in range(n_out)]
         return stack_results(rows, 0)
 
     def run() -> Any:
@@ -497,7 +565,7 @@ def check_nested(case: Case) -> None:
 
     pair = raises_like("nested", run, reference)
     if pair is not None:
-        assert_same("nested", *pair, precision_floor(case))
+        assert_same_loop("nested", case, *pair, lambda: reference("loop"))
 
 
 # ---------------------------------------------------------------- threads

@@ -749,6 +749,8 @@ def op_linalg(c: Ctx) -> str:
     form = c.choice(forms)
     if "eigvalsh" in form or "pinv" in form:
         c.tag("eig_pinv")
+    if "qr" in form:
+        c.tag("qr")
     if "lstsq" in form and c.val(c.pick("bifc")).ndim > 2:
         raise Skip
     return form
@@ -762,6 +764,8 @@ def op_linalg_general(c: Ctx) -> str:
                      f"np.abs(np.linalg.svd({x})[0])"])  # fmt: skip
     if "svd({x})[0]" in form.replace(x, "{x}"):
         c.tag("svd_u")
+    if "qr" in form:
+        c.tag("qr")
     return form
 
 

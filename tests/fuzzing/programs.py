@@ -125,8 +125,12 @@ def _acceptable(v: object) -> bool:
     return kind(v) != "-" and np.size(v) <= MAX_SIZE and np.ndim(v) <= 4
 
 
+_DRAW = next(i for i, o in enumerate(OPS) if o.name == "draw")
+
+
 def _propose(rng: np.random.Generator, env: dict, has_gen: bool, target: str) -> Stmt | None:
-    o = OPS[int(rng.choice(len(OPS), p=WEIGHTS))]
+    # a program with a generator draws often: a third of its statements try a draw
+    o = OPS[_DRAW if has_gen and rng.random() < 0.3 else int(rng.choice(len(OPS), p=WEIGHTS))]
     c = Ctx(rng, {n: v for n, v in env.items() if n != "g"}, has_gen)
     try:
         made = o.fn(c)
@@ -148,10 +152,12 @@ def generate(seed: int, n_stmts: int | None = None) -> Program:
     n_stmts = int(rng.integers(1, 8)) if n_stmts is None else n_stmts
     for k in range(n_stmts):
         target = f"v{k}"
-        # one draw per program: "different" gives the loop's numbers per draw call
-        drawn = any("draw" in s.tags for s in stmts)
+        # at most two draws (the second tagged multi_draw: vmap's order is round by round)
+        drawn = sum("draw" in s.tags for s in stmts)
         for _ in range(40):
-            stmt = _propose(rng, env, has_gen and not drawn, target)
+            stmt = _propose(rng, env, has_gen and drawn < 2, target)
+            if stmt is not None and drawn and "draw" in stmt.tags:
+                stmt = replace(stmt, tags=stmt.tags | {"multi_draw"})
             if stmt is None:
                 continue
             trial = dict(env)

@@ -36,6 +36,7 @@ CHECKS = [
     Check("vmap", C.check_vmap, 1.0),
     Check("zero", C.check_zero, 0.3, lambda c: not (c.program.tags & _ZERO_UNDECIDED)),
     Check("chunked", C.check_chunked, 0.4, lambda c: c.size >= 2),
+    Check("axis_size", C.check_axis_size, 0.1, _no_gen),
     Check("jit", C.check_jit, 0.3),
     Check("nested", C.check_nested, 0.35),
     Check("same", C.check_same, 1.0, lambda c: c.program.has_gen),
