@@ -55,7 +55,7 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     "std": DERIVATIVES,
     # derivatives of linspace/nan_to_num
     "nan_to_num": DERIVATIVES,
-    "op:arange": DERIVATIVES,  # writes np.linspace
+    "linspace": DERIVATIVES,
     # nested vmaps with randomness="different" (choice/permutation/shuffle/dirichlet)
     "draw_per_example": {"nested"},
 }

@@ -13,6 +13,7 @@ until the defect is fixed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -117,6 +118,21 @@ def literal(c: Ctx, kinds: str = "bifc") -> str:
     return c.choice([x for k in kinds for x in options.get(k, [])] or ["1.0"])
 
 
+# tags by what a statement's text holds (the checks some of them rule out: see
+# `KNOWN_DEFECT_TAGS` and `LIMITS` in `fuzzing/checks.py`)
+FORM_TAGS = [(re.compile(pattern), tag) for pattern, tag in [
+    (r"eigvalsh|pinv", "eig_pinv"), (r"\bnp\.(cov|corrcoef|std|var|nanstd)\(|\.std\(", "std"),
+    (r"polyval", "polyval"), (r"linalg\.qr", "qr"), (r"svd\([xv]\d+\)\[0\]", "svd_u"),
+    (r"nan_to_num", "nan_to_num"), (r"linspace", "linspace"), (r"modf", "mod"),
+    (r"real_if_close", "data_dtype"), (r"tensordot", "tensordot"),
+]]  # fmt: skip
+
+
+def form_tags(lines: tuple[str, ...]) -> set[str]:
+    text = "\n".join(lines)
+    return {tag for pattern, tag in FORM_TAGS if pattern.search(text)}
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
@@ -165,15 +181,11 @@ _UNARY = [
     ("np.tan", "f", "np.clip({}, -1.2, 1.2)"), ("np.arccosh", "f", "np.abs({}) + 1"),
     ("np.logical_not", "b", "{}"), ("np.frexp", "f", "{}"), ("np.modf", "f", "{}"),
 ]  # fmt: skip
-# the NaN/constant derivative defects tag these (see KNOWN_DEFECT_TAGS)
-_UNARY_TAGS = {"np.nan_to_num": ("nan_to_num",), "np.modf": ("mod",),
-               "np.real_if_close": ("data_dtype",)}  # fmt: skip
 
 
 def _unary(fn: str, kinds: str, arg: str) -> Callable:
     def make(c: Ctx) -> str:
         x = c.pick(kinds)
-        c.tag(*_UNARY_TAGS.get(fn, ()))
         if fn == "np.sign" and kind(c.env[x]) == "c":
             c.tag("complex_sign")
         call = f"{fn}({arg.format(x, x)})"
@@ -281,13 +293,12 @@ _REDUCTIONS = [
     ("average", "ifc", False), ("amax", "if", True), ("nanmin", "f", True),
     ("nanstd", "f", True), ("nanprod", "f", True),
 ]  # fmt: skip
-_REDUCTION_TAGS = {"std": ("std",), "var": ("std",), "nanstd": ("std",)}
 
 
 def _reduction(name: str, kinds: str, keepdims: bool) -> Callable:
     def make(c: Ctx) -> str:
         x = c.pick(kinds)
-        c.tag("reduction", *_REDUCTION_TAGS.get(name, ()))
+        c.tag("reduction")
         nd = np.ndim(c.env[x])
         ax = c.axis(x)
         if nd >= 2 and name not in ("argmax", "argmin", "median") and c.coin(0.2):
@@ -543,7 +554,6 @@ def op_matmul(c: Ctx) -> str:
 def op_vector_products(c: Ctx) -> str:
     x = c.pick("ifc", lo=1, hi=2)
     y = c.pick("ifc", lo=1, hi=2)
-    c.tag("tensordot")
     return c.choice([f"np.inner({x}, {x})", f"np.outer({x}, {y})", f"np.vdot({x}, {x})",
                      f"np.kron({x}, {y})", f"np.tensordot({x}, {x}, 0)",
                      f"np.inner({x}, {y})"])  # fmt: skip
@@ -585,7 +595,6 @@ def op_tensordot(c: Ctx) -> str:
     x = c.pick("ifc", lo=1, hi=3)
     shape = c.val(x).shape
     y = c.pick("ifc", lo=1, hi=2, pred=lambda v: v.shape[0] == shape[-1])
-    c.tag("tensordot")
     return c.choice([f"np.tensordot({x}, {y}, axes=1)", f"np.tensordot({x}, {y}, ([-1], [0]))"])
 
 
@@ -746,27 +755,15 @@ def op_linalg(c: Ctx) -> str:
              f"np.linalg.eigvalsh({a})", f"np.linalg.pinv({a})",
              f"np.abs(np.linalg.eigh({a})[1])", f"np.linalg.cond({a})",
              f"np.linalg.lstsq({a}[..., :, :], np.ones({a}.shape[-1]), rcond=None)[0]"]  # fmt: skip
-    form = c.choice(forms)
-    if "eigvalsh" in form or "pinv" in form:
-        c.tag("eig_pinv")
-    if "qr" in form:
-        c.tag("qr")
-    if "lstsq" in form and c.val(c.pick("bifc")).ndim > 2:
-        raise Skip
-    return form
+    return c.choice(forms)
 
 
 @op("linalg")
 def op_linalg_general(c: Ctx) -> str:
     x = c.pick("f", lo=2, hi=3, pred=lambda v: v.size > 0)
-    form = c.choice([f"np.linalg.svd({x}, compute_uv=False)", f"np.linalg.qr({x})[1]",
+    return c.choice([f"np.linalg.svd({x}, compute_uv=False)", f"np.linalg.qr({x})[1]",
                      f"np.linalg.norm({x}, 'nuc')", f"np.linalg.matrix_rank({x})",
                      f"np.abs(np.linalg.svd({x})[0])"])  # fmt: skip
-    if "svd({x})[0]" in form.replace(x, "{x}"):
-        c.tag("svd_u")
-    if "qr" in form:
-        c.tag("qr")
-    return form
 
 
 # ---------------------------------------------------------------- fft
@@ -846,12 +843,7 @@ def op_misc(c: Ctx) -> str:
     if xv.ndim == 1:
         forms += [f"np.convolve({x}, [1.0, -1.0])", f"np.correlate({x}, {x}, 'full')",
                   f"np.polyfit(np.arange({len(xv)}), {x}, 1)"]  # fmt: skip
-    form = c.choice(forms)
-    if "np.cov" in form or "np.corrcoef" in form:
-        c.tag("std")
-    if "polyval" in form:
-        c.tag("polyval")
-    return form
+    return c.choice(forms)
 
 
 # ---------------------------------------------------------------- Python control flow

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import vmapx
-from fuzzing.ops import OPS, WEIGHTS, Ctx, Skip, kind
+from fuzzing.ops import OPS, WEIGHTS, Ctx, Skip, form_tags, kind
 
 _NAME = re.compile(r"\b[xv]\d+\b")
 # dtype of an argument: (name, weight)
@@ -137,7 +137,7 @@ def _propose(rng: np.random.Generator, env: dict, has_gen: bool, target: str) ->
     except Skip:
         return None
     lines = [f"{target} = {made}"] if isinstance(made, str) else [x.format(t=target) for x in made]
-    return Stmt(target, tuple(lines), frozenset(c.tags | {f"op:{o.name}"}))
+    return Stmt(target, tuple(lines), frozenset(c.tags | form_tags(lines) | {f"op:{o.name}"}))
 
 
 def generate(seed: int, n_stmts: int | None = None) -> Program:
