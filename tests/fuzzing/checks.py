@@ -42,9 +42,9 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     # (found) jit replays a shape read from a value whose shape depends on the data
     # (`np.arange(np.extract(x > 0, x).size)`): a wrong shape on new data
     "data_shape": {"jit", "jit_grad"},
-    # (found) np.tensordot of a 3-d unmapped array and a nested-vmapped value raises
-    # "'range' object cannot be interpreted as an integer" (moveaxis with range, inside)
-    "tensordot": {"nested"},
+    # (found) np.tensordot/np.einsum of a 3-d unmapped array and a nested-vmapped value
+    # raise "'range' object cannot be interpreted as an integer" (moveaxis with range?)
+    "contraction": {"nested"},
     # (found) grad of U of a full svd leaks vmapx's internal NoRule
     "svd_u": DERIVATIVES,
     # float()/int()/.item() under grad are silently constant
@@ -73,7 +73,8 @@ LIMITS: dict[str, set[str]] = {
     # two draws: under "same", a draw whose bit use depends on a batched parameter leaves
     # a state vmapx defines (not the loop); in nested vmaps, a fallback of the inner one
     # draws in an order the documentation leaves open
-    "multi_draw": {"same", "nested"},
+    # (and with chunks, each chunk's own fallback decides the order of its draws)
+    "multi_draw": {"same", "nested", "chunked"},
 }
 # checks that never see a random draw: derivatives of draws are not defined here
 NO_DRAWS = {*DERIVATIVES, "zero"}
@@ -559,13 +560,26 @@ def check_nested(case: Case) -> None:
         rows = [stack_results(results[o * n_in : (o + 1) * n_in], 0) for o in range(n_out)]
         return stack_results(rows, 0)
 
+    fell_back: list = []
+
     def run() -> Any:
         vf = vmapx.vmap(f, in_axes=(*inner, *extra), **opts)
-        return vmapx.vmap(vf, in_axes=(*outer, *extra), **opts)(*batched, *_gen(case))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", vmapx.PerformanceWarning)
+            out = vmapx.vmap(vf, in_axes=(*outer, *extra), **opts)(*batched, *_gen(case))
+        fell_back.extend(w for w in caught if issubclass(w.category, vmapx.PerformanceWarning))
+        return out
 
     pair = raises_like("nested", run, reference)
-    if pair is not None:
+    if pair is None:
+        return
+    try:
         assert_same_loop("nested", case, *pair, lambda: reference("loop"))
+    except Mismatch as e:
+        # KNOWN DEFECT (found): when the inner vmap runs f per example, draws come in
+        # inner-major order (the loop of loops' numbers, transposed)
+        if not (has_gen and fell_back and e.kind == "values"):
+            raise
 
 
 # ---------------------------------------------------------------- threads
