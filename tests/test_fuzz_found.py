@@ -183,3 +183,20 @@ def test_einsum_under_nested_vmap():
     x = np.ones((3, 2, 2, 2))
     want = np.stack([np.stack([f(a) for a in row]) for row in x])
     np.testing.assert_array_equal(vmapx.vmap(vmapx.vmap(f))(x), want)
+
+
+@_xfail("np.bincount under vmap of uint64 values raises TypeError: Cannot cast array data "
+        "from float64 to int64 (np.cumsum of uint8 gives uint64)")  # fmt: skip
+def test_bincount_of_uint64():
+    check_vmap(np.bincount, [np.array([[4, 5]], np.uint64)])
+
+
+def _mean_of_switch(x: np.ndarray) -> np.ndarray:
+    return np.mean(vmapx.switch((x > 0) * 1, [lambda u: -u, lambda u: np.sin(u)], x))
+
+
+@_xfail("vmapx.switch whose branches give different dtypes (uint8 and float16) promotes "
+        "them for all examples, so a later dtype-dependent op (np.mean: float64 of uint8, "
+        "float16 of float16) gives float16 where the loop gives float64")  # fmt: skip
+def test_switch_of_branches_with_different_dtypes_then_mean():
+    check_vmap(_mean_of_switch, [np.array([0, 3], np.uint8)])

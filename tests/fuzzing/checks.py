@@ -300,7 +300,9 @@ def raises_like(check: str, run: Callable, reference: Callable) -> tuple[Any, An
             return None
         raise Mismatch(check, f"raised {type(e).__name__}", f"{e} (the loop works)") from e
     if want_error:
-        raise Mismatch(check, "no error", "returned a result where the loop raises")
+        error = Mismatch(check, "no error", "returned a result where the loop raises")
+        error.got = got
+        raise error
     return got, want
 
 
@@ -342,22 +344,33 @@ def loop_ref(case: Case, f: Callable, examples: list | None = None, out_axes: An
     return stack_results(results, axes), axes
 
 
-def assert_same_loop(check: str, case: Case, got: Any, want: Any, other: Callable) -> None:
-    """`assert_same` against the loop; a program that draws more than once may instead
-    give the plain loop's numbers (`other()`), where vmap ran it once per example."""
-    floor = precision_floor(case)
+def compare(check: str, case: Case, run: Callable, reference: Callable,
+            plain: Callable | None = None) -> None:  # fmt: skip
+    """`raises_like` and `assert_same`. A program that draws more than once may instead
+    give the plain loop's numbers (`plain()`), where vmap ran it once per example."""
+    other = plain if "multi_draw" in case.program.tags else None
     try:
-        assert_same(check, got, want, floor)
-    except Mismatch:
-        if "multi_draw" not in case.program.tags:
+        pair = raises_like(check, run, reference)
+    except Mismatch as e:
+        if e.kind != "no error" or other is None:
             raise
+        pair = (e.got, None)
+    if pair is None:
+        return
+    got, want = pair
+    floor = precision_floor(case)
+    if want is not None:
         try:
-            alternative = other()
-        except Exception:
-            alternative = None
-        if alternative is None:
-            raise
-        assert_same(check, got, alternative, floor)
+            assert_same(check, got, want, floor)
+            return
+        except Mismatch:
+            if other is None:
+                raise
+    try:
+        alternative = other()
+    except Exception as e:
+        raise Mismatch(check, "no error", "returned a result where the loop raises") from e
+    assert_same(check, got, alternative, floor)
 
 
 class _EmptyBatch(Exception):
@@ -388,20 +401,17 @@ def check_vmap(case: Case, **options: Any) -> None:
         return _vmapped(case, f, state.get("axes", 0), **options)(*args, *_gen(case))
 
     try:
-        pair = raises_like(check, run, reference)
+        plain = lambda: loop_ref(case, f, None, state.get("axes", 0), "loop")[0]  # noqa: E731
+        compare(check, case, run, reference, plain)
     except Mismatch as e:
         # KNOWN DEFECT (found): when vmap falls back to the per-example loop, an
         # in_axes=None argument is writable there (vmap returns a result, the
         # read-only contract says raise)
         if e.kind != "no error" or "write_arg" not in case.program.tags:
             raise
-        pair = None
     for a, b in zip(args, before, strict=True):
         if not np.array_equal(a, b, equal_nan=True):
             raise Mismatch(check, "mutated", "vmap wrote into the caller's array")
-    if pair is not None:
-        plain = lambda: loop_ref(case, f, out_axes=state["axes"], order="loop")[0]  # noqa: E731
-        assert_same_loop(check, case, *pair, plain)
 
 
 def check_axis_size(case: Case) -> None:
@@ -480,11 +490,10 @@ def check_jit(case: Case) -> None:
                 jitted[key] = vmapx.jit(_vmapped(case, f, key))
             return jitted[key](*args, *_gen(case))
 
-        pair = raises_like("jit", run, reference)
-        if pair is not None:
-            plain = lambda ex=examples, st=state: loop_ref(  # noqa: E731
-                case, f, ex, st["axes"], order="loop")[0]  # fmt: skip
-            assert_same_loop("jit", case, *pair, plain)
+        def plain(ex: list = examples, st: dict = state) -> Any:
+            return loop_ref(case, f, ex, st.get("axes", 0), "loop")[0]
+
+        compare("jit", case, run, reference, plain)
 
 
 def check_same(case: Case) -> None:
@@ -570,11 +579,8 @@ def check_nested(case: Case) -> None:
         fell_back.extend(w for w in caught if issubclass(w.category, vmapx.PerformanceWarning))
         return out
 
-    pair = raises_like("nested", run, reference)
-    if pair is None:
-        return
     try:
-        assert_same_loop("nested", case, *pair, lambda: reference("loop"))
+        compare("nested", case, run, reference, lambda: reference("loop"))
     except Mismatch as e:
         # KNOWN DEFECT (found): when the inner vmap runs f per example, draws come in
         # inner-major order (the loop of loops' numbers, transposed)
