@@ -200,3 +200,10 @@ def _mean_of_switch(x: np.ndarray) -> np.ndarray:
         "float16 of float16) gives float16 where the loop gives float64")  # fmt: skip
 def test_switch_of_branches_with_different_dtypes_then_mean():
     check_vmap(_mean_of_switch, [np.array([0, 3], np.uint8)])
+
+
+@_xfail("the derivative of np.heaviside(x1, x2) with respect to x2 is taken as zero; it is "
+        "1 where x1 == 0 (there the result is x2)")  # fmt: skip
+def test_grad_of_heaviside_in_its_second_argument():
+    f = lambda h: np.heaviside(np.zeros(2), h)  # noqa: E731
+    vmapx.check_grads(f, [np.array([0.3, 0.7])], order=1)

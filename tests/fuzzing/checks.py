@@ -13,7 +13,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,8 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     # (found) np.tensordot/np.einsum of a 3-d unmapped array and a nested-vmapped value
     # raise "'range' object cannot be interpreted as an integer" (moveaxis with range?)
     "contraction": {"nested"},
+    # (found) the derivative of np.heaviside in its second argument is zero
+    "heaviside": DERIVATIVES,
     # (found) grad of U of a full svd leaks vmapx's internal NoRule
     "svd_u": DERIVATIVES,
     # float()/int()/.item() under grad are silently constant
@@ -113,7 +115,6 @@ class Case:
     examples: list
     out_u: tuple = (0.5, 0.5)
     gen_seed: int = 0
-    notes: list = field(default_factory=list)
 
     @property
     def size(self) -> int:

@@ -125,6 +125,7 @@ FORM_TAGS = [(re.compile(pattern), tag) for pattern, tag in [
     (r"polyval", "polyval"), (r"linalg\.qr", "qr"), (r"svd\([xv]\d+\)\[0\]", "svd_u"),
     (r"nan_to_num", "nan_to_num"), (r"linspace", "linspace"), (r"modf", "mod"),
     (r"real_if_close", "data_dtype"), (r"tensordot|einsum", "contraction"),
+    (r"heaviside", "heaviside"),
 ]]  # fmt: skip
 
 

@@ -32,6 +32,10 @@ class Check:
     eligible: Callable[[C.Case], bool] = lambda case: True
 
 
+def _differentiable(case: C.Case) -> bool:
+    return _no_gen(case) and not G.derivatives_unjudgeable(case)
+
+
 CHECKS = [
     Check("vmap", C.check_vmap, 1.0),
     Check("zero", C.check_zero, 0.3, lambda c: not (c.program.tags & _ZERO_UNDECIDED)),
@@ -41,26 +45,11 @@ CHECKS = [
     Check("nested", C.check_nested, 0.35),
     Check("same", C.check_same, 1.0, lambda c: c.program.has_gen),
     Check("threads", C.check_threads, 0.08, _no_gen),
-    Check("grad", G.check_grad, 0.5, lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c)),
-    Check(
-        "vmap_grad",
-        G.check_vmap_grad,
-        0.35,
-        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
-    ),  # fmt: skip
-    Check(
-        "jit_grad",
-        G.check_jit_grad,
-        0.25,
-        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
-    ),  # fmt: skip
-    Check(
-        "grad_of_vmap",
-        G.check_grad_of_vmap,
-        0.25,
-        lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c),
-    ),  # fmt: skip
-    Check("jac", G.check_jac, 0.3, lambda c: _no_gen(c) and not G.derivatives_unjudgeable(c)),
+    Check("grad", G.check_grad, 0.5, _differentiable),
+    Check("vmap_grad", G.check_vmap_grad, 0.35, _differentiable),
+    Check("jit_grad", G.check_jit_grad, 0.25, _differentiable),
+    Check("grad_of_vmap", G.check_grad_of_vmap, 0.25, _differentiable),
+    Check("jac", G.check_jac, 0.3, _differentiable),
 ]
 CHECKS_BY_NAME = {c.name: c for c in CHECKS}
 STATS: dict[str, int] = {}  # how many times each check ran
@@ -123,7 +112,7 @@ def run_seed(seed: int, only: Iterable[str] | None = None) -> tuple[list, list]:
 
 def _fails_alike(case: C.Case, check: str, kind: str) -> bool:
     try:
-        run_check(replace(case, notes=[]), check)
+        run_check(case, check)
     except C.Mismatch as e:
         return e.kind == kind
     except Exception:
@@ -183,7 +172,7 @@ def shrink(failure: Failure, budget_s: float = 20.0) -> Failure:
                 case, improved = cand, True
                 break
     try:
-        run_check(replace(case, notes=[]), failure.check)
+        run_check(case, failure.check)
         error = failure.error
     except C.Mismatch as e:
         error = e
@@ -236,8 +225,12 @@ def _nested_lines(case: C.Case, gen: str, rnd: str) -> list[str]:
 
 def _batched_lines(case: C.Case, check: str, gen: str, rnd: str) -> list[str]:
     p = case.program
-    lines = [f"args = [{', '.join(literal(a) for a in C.batch(case))}]",
+    args = C.batch(case, [] if check == "zero" else None)
+    lines = [f"args = [{', '.join(literal(a) for a in args)}]",
              f"in_axes = {case.in_axes[: len(p.args)]}"]  # fmt: skip
+    if check == "zero":
+        return [*lines, "got = vmapx.vmap(f, in_axes=in_axes)(*args)",
+                "# want: shape (0, *one example's shape), one example's dtype"]  # fmt: skip
     opts = {"same": ", randomness='same'"}.get(check, rnd)
     if check == "chunked":
         opts = f", chunk_size={1 + case.seed % max(case.size - 1, 1)}{rnd}"
@@ -278,7 +271,6 @@ def reproducer(failure: Failure) -> str:
     else:
         lines += _batched_lines(case, check, gen, rnd)
     lines += [f"# {check}: {failure.error.kind}: {failure.error.detail[:600]}"]
-    lines += [f"# {n}" for n in case.notes]
     return "\n".join(lines)
 
 
