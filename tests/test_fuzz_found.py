@@ -207,3 +207,27 @@ def test_switch_of_branches_with_different_dtypes_then_mean():
 def test_grad_of_heaviside_in_its_second_argument():
     f = lambda h: np.heaviside(np.zeros(2), h)  # noqa: E731
     vmapx.check_grads(f, [np.array([0.3, 0.7])], order=1)
+
+
+def _write_array_into_element(x: np.ndarray) -> np.ndarray:
+    v = x.copy()
+    v[0] = x  # an array of shape (1,) into one element: NumPy 2 raises
+    return v
+
+
+@pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26 only deprecates this assignment")
+@_xfail("`v[0] = x` with x of shape (1,) raises in NumPy 2 ('setting an array element "
+        "with a sequence'); under vmap it broadcasts and returns a result")  # fmt: skip
+def test_writing_an_array_into_one_element_raises_as_in_numpy():
+    x = np.array([[2.0], [3.0]])
+    with pytest.raises(ValueError):
+        _write_array_into_element(x[0])
+    with pytest.raises(ValueError):
+        vmapx.vmap(_write_array_into_element)(x)
+
+
+@_xfail("np.correlate/np.convolve of two batched values: one NaN makes every output NaN; "
+        "NumPy (the loop) keeps the outputs that do not touch it")  # fmt: skip
+def test_correlate_of_two_batched_values_with_a_nan():
+    x = np.array([[1.0, np.nan, 1.0, 1.0]])
+    check_vmap(lambda v: np.correlate(v, v, "full"), [x])
