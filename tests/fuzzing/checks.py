@@ -146,7 +146,7 @@ def _random_axis(rng: np.random.Generator, ndim: int) -> int | None:
 # ---------------------------------------------------------------- building blocks
 
 
-def _proto(case: Case) -> list:
+def first_example(case: Case) -> list:
     """One example's arguments, also for an empty batch."""
     if case.examples:
         return case.examples[0]
@@ -157,7 +157,7 @@ def _proto(case: Case) -> list:
 def batch(case: Case, examples: list | None = None) -> list:
     """The batched arguments (the generator not included)."""
     examples = case.examples if examples is None else examples
-    proto = _proto(case)
+    proto = first_example(case)
     out = []
     for j in range(len(case.program.args)):
         ax = case.in_axes[j]
@@ -176,10 +176,10 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _example_args(case: Case, i: int, examples: list | None = None) -> list:
+def example_args(case: Case, i: int, examples: list | None = None) -> list:
     """Example `i`'s arguments as vmap shows them: unmapped ones are read-only."""
     examples = case.examples if examples is None else examples
-    proto = _proto(case)
+    proto = first_example(case)
     return [
         _read_only(proto[j]) if case.in_axes[j] is None else examples[i][j].copy()
         for j in range(len(case.program.args))
@@ -190,13 +190,13 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def _leaves(x: Any) -> tuple[list, Any]:
+def flatten(x: Any) -> tuple[list, Any]:
     return optree.tree_flatten(x, is_leaf=_is_leaf)
 
 
 def stack_results(results: list, out_axes: Any) -> Any:
     """`np.stack` of the per-example results, leaf by leaf, moved to `out_axes`."""
-    flat = [_leaves(r) for r in results]
+    flat = [flatten(r) for r in results]
     treedef = flat[0][1]
     for _, t in flat:
         if t != treedef:
@@ -208,7 +208,7 @@ def stack_results(results: list, out_axes: Any) -> Any:
 
 
 def choose_out_axes(case: Case, example_out: Any) -> Any:
-    leaves, _ = _leaves(example_out)
+    leaves, _ = flatten(example_out)
     axes = []
     for leaf, u in zip(leaves, case.out_u, strict=False):
         nd = np.ndim(leaf) + 1
@@ -230,7 +230,7 @@ _LOW_PRECISION = {np.dtype(np.float16): 5e-3, np.dtype(np.float32): 1e-3,
 def precision_floor(case: Case) -> float:
     """The relative tolerance the program's least precise value allows (a float32 value
     turned into float64 carries float32's rounding; 0.0 when all are double)."""
-    env = {a.name: v.copy() for a, v in zip(case.program.args, _proto(case), strict=True)}
+    env = {a.name: v.copy() for a, v in zip(case.program.args, first_example(case), strict=True)}
     floor = max((_LOW_PRECISION.get(v.dtype, 0.0) for v in env.values()), default=0.0)
     for s in case.program.stmts:
         try:
@@ -245,8 +245,8 @@ def precision_floor(case: Case) -> float:
 
 def assert_same(check: str, got: Any, want: Any, floor: float = 0.0) -> None:
     """Same structure, every leaf an ndarray of the same shape, dtype and values."""
-    g_leaves, g_def = _leaves(got)
-    w_leaves, w_def = _leaves(want)
+    g_leaves, g_def = flatten(got)
+    w_leaves, w_def = flatten(want)
     if g_def != w_def:
         raise Mismatch(check, "structure", f"got {g_def}, the loop gives {w_def}")
     for k, (g, w) in enumerate(zip(g_leaves, w_leaves, strict=True)):
@@ -319,16 +319,16 @@ def _results(case: Case, f: Callable, examples: list, order: str, chunk: int | N
     (`lockstep`: round by round within each chunk, see `fuzzing.lockstep`)."""
     n = len(examples)
     if order == "copies":  # every example draws from the generator's same state
-        return [f(*_example_args(case, i, examples), *_gen(case)) for i in range(n)]
+        return [f(*example_args(case, i, examples), *_gen(case)) for i in range(n)]
     if not case.program.has_gen:
-        return [f(*_example_args(case, i, examples)) for i in range(n)]
+        return [f(*example_args(case, i, examples)) for i in range(n)]
     gen = _gen(case)[0]
     if order == "loop":
-        return [f(*_example_args(case, i, examples), gen) for i in range(n)]
+        return [f(*example_args(case, i, examples), gen) for i in range(n)]
     step = chunk or max(n, 1)
     out: list = []
     for start in range(0, n, step):
-        calls = [lambda g, i=i: f(*_example_args(case, i, examples), g)
+        calls = [lambda g, i=i: f(*example_args(case, i, examples), g)
                  for i in range(start, min(n, start + step))]  # fmt: skip
         out += run_lockstep(calls, gen)
     return out
@@ -416,7 +416,7 @@ def check_vmap(case: Case, **options: Any) -> None:
 def check_axis_size(case: Case) -> None:
     """`vmap(f, in_axes=None, axis_size=n)` stacks n results of f on the same arguments."""
     f = case.program.compile()
-    proto = _proto(case)
+    proto = first_example(case)
     n = max(case.size, 1)
     args = [p.copy() for p in proto]
 
@@ -440,7 +440,7 @@ def check_zero(case: Case) -> None:
     f = case.program.compile()
     try:
         with policy():
-            one = f(*_example_args(case, 0, [_proto(case)]))
+            one = f(*example_args(case, 0, [first_example(case)]))
     except Exception:
         return
     empty = batch(case, [])
@@ -450,8 +450,8 @@ def check_zero(case: Case) -> None:
         raise Refusal(f"[zero] {type(e).__name__}: {e}") from e
     except Exception as e:
         raise Mismatch("zero", f"raised {type(e).__name__}", f"{e} (one example works)") from e
-    g_leaves, g_def = _leaves(got)
-    w_leaves, w_def = _leaves(one)
+    g_leaves, g_def = flatten(got)
+    w_leaves, w_def = flatten(one)
     if g_def != w_def:
         raise Mismatch("zero", "structure", f"got {g_def}, one example gives {w_def}")
     for g, w in zip(g_leaves, w_leaves, strict=True):

@@ -1,9 +1,9 @@
-"""The derivative checks: grad against finite differences (away from kinks), vmap(grad)
-against the loop of grad, jacfwd against jacrev.
+"""The derivative checks: grad against finite differences (away from kinks), vmap(grad),
+jit(vmap(grad)) and grad(vmap) against the loop of grad, jacfwd against jacrev.
 
 The differentiated function is `loss(*args) = sum(real(out * w))` of the program's first
 float64 (or complex128) output `out` with fixed random weights `w`, differentiated with
-respect to the float64 arguments.
+respect to the float64 and complex128 arguments.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from fuzzing.checks import (
     Case,
     Mismatch,
     Refusal,
-    _example_args,
-    _leaves,
-    _proto,
     assert_same,
     batch,
+    example_args,
+    first_example,
+    flatten,
     precision_floor,
     raises_like,
     second_examples,
@@ -43,7 +43,7 @@ _DOUBLE = ("float64", "complex128")
 
 
 def _out_index(out: Any) -> int | None:
-    leaves, _ = _leaves(out)
+    leaves, _ = flatten(out)
     for k, leaf in enumerate(leaves):
         if np.asarray(leaf).dtype in (np.float64, np.complex128):
             return k
@@ -54,19 +54,19 @@ def loss_of(case: Case) -> tuple[Callable, int] | None:
     """`loss(*args)` and the output index it reads, or None when nothing is differentiable."""
     f = case.program.compile()
     try:
-        out = f(*_example_args(case, 0, [_proto(case)]))
+        out = f(*example_args(case, 0, [first_example(case)]))
     except Exception:
         return None
     k = _out_index(out)
     if k is None:
         return None
-    leaf = np.asarray(_leaves(out)[0][k])
+    leaf = np.asarray(flatten(out)[0][k])
     w = np.random.default_rng([case.seed, 5]).standard_normal(leaf.shape)
     if leaf.dtype.kind == "c":
         w = w + 1j * np.random.default_rng([case.seed, 6]).standard_normal(leaf.shape)
 
     def loss(*args: Any) -> Any:
-        return np.sum(np.real(_leaves(f(*args))[0][k] * w))
+        return np.sum(np.real(flatten(f(*args))[0][k] * w))
 
     return loss, k
 
@@ -79,7 +79,7 @@ def _unjudgeable(v: Any) -> bool:
 
 def derivatives_unjudgeable(case: Case) -> bool:
     """Whether an intermediate value (on the first example) rules derivative checks out."""
-    env = {a.name: v.copy() for a, v in zip(case.program.args, _proto(case), strict=True)}
+    env = {a.name: v.copy() for a, v in zip(case.program.args, first_example(case), strict=True)}
     for s in case.program.stmts:
         try:
             run_lines(list(s.lines), env)
@@ -109,7 +109,7 @@ def check_grad(case: Case) -> None:
     if made is None or not nums:
         return
     loss, _ = made
-    args = _example_args(case, 0, [_proto(case)])
+    args = example_args(case, 0, [first_example(case)])
     args = [a.copy() for a in args]  # differentiated arguments are written by no one
     rng = np.random.default_rng([case.seed, 7])
     ts = {i: _direction(rng, args[i]) for i in nums}
@@ -156,7 +156,7 @@ def check_vmap_grad(case: Case) -> None:
     args = batch(case)
 
     def reference() -> Any:
-        return stack_results([g(*_example_args(case, i)) for i in range(case.size)], 0)
+        return stack_results([g(*example_args(case, i)) for i in range(case.size)], 0)
 
     def run() -> Any:
         return vmapx.vmap(g, in_axes=case.in_axes)(*args)
@@ -199,7 +199,7 @@ def check_jit_grad(case: Case) -> None:
 
         def reference(examples: list = examples) -> Any:
             n = len(examples)
-            return stack_results([g(*_example_args(case, i, examples)) for i in range(n)], 0)
+            return stack_results([g(*example_args(case, i, examples)) for i in range(n)], 0)
 
         def run(examples: list = examples) -> Any:
             return jitted(*batch(case, examples))
@@ -220,7 +220,7 @@ def check_grad_of_vmap(case: Case) -> None:
     g = vmapx.grad(loss, argnums=nums)
 
     def reference() -> Any:
-        per = [g(*_example_args(case, i)) for i in range(case.size)]
+        per = [g(*example_args(case, i)) for i in range(case.size)]
         out = []
         for k, j in enumerate(nums):
             ax = case.in_axes[j]
@@ -247,17 +247,17 @@ def check_jac(case: Case) -> None:
     if made is None or not nums:
         return
     f = case.program.compile()
-    args = _example_args(case, 0, [_proto(case)])
+    args = example_args(case, 0, [first_example(case)])
     real = [j for j in nums if case.program.args[j].dtype == "float64"]
     if not real:
         return
     i = real[0]
-    out = np.asarray(_leaves(f(*[a.copy() for a in args]))[0][made[1]])
+    out = np.asarray(flatten(f(*[a.copy() for a in args]))[0][made[1]])
     if not np.all(np.isfinite(out)):
         return
 
     def h(x: Any) -> Any:
-        y = _leaves(f(*args[:i], x, *args[i + 1 :]))[0][made[1]]
+        y = flatten(f(*args[:i], x, *args[i + 1 :]))[0][made[1]]
         return y if out.dtype.kind == "f" else np.real(y)
 
     x = args[i].copy()

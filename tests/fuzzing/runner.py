@@ -203,8 +203,8 @@ def _loss_lines(case: C.Case) -> list[str]:
     made = G.loss_of(case)
     if made is None:
         return []
-    args = C._example_args(case, 0, [C._proto(case)])
-    out = C._leaves(case.program.compile()(*[a.copy() for a in args]))[0][made[1]]
+    args = C.example_args(case, 0, [C.first_example(case)])
+    out = C.flatten(case.program.compile()(*[a.copy() for a in args]))[0][made[1]]
     w = np.random.default_rng([case.seed, 5]).standard_normal(np.shape(out))
     pick = "" if len(case.program.outs) == 1 else f"[{made[1]}]"
     return [f"w = {literal(np.asarray(w))}  # (complex outputs: see gradchecks)",
@@ -264,7 +264,7 @@ def reproducer(failure: Failure) -> str:
     if check == "nested":
         lines += _nested_lines(case, gen, rnd)
     elif check in ("grad", "jac"):
-        args = C._example_args(case, 0, [C._proto(case)])
+        args = C.example_args(case, 0, [C.first_example(case)])
         lines += [f"args = [{', '.join(literal(a) for a in args)}]", *_loss_lines(case),
                   "print(grad_loss(*args))",
                   "# compare with central differences, or jacfwd with jacrev"]  # fmt: skip
