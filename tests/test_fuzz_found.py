@@ -231,3 +231,10 @@ def test_writing_an_array_into_one_element_raises_as_in_numpy():
 def test_correlate_of_two_batched_values_with_a_nan():
     x = np.array([[1.0, np.nan, 1.0, 1.0]])
     check_vmap(lambda v: np.correlate(v, v, "full"), [x])
+
+
+@_xfail("np.outer (and np.kron) under vmap give +0.0 where NumPy gives -0.0 (0 * -1.5); "
+        "np.arctan2 of it then gives pi where the loop gives -pi")  # fmt: skip
+def test_outer_keeps_the_sign_of_zero():
+    f = lambda x: np.arctan2(np.outer(np.zeros(1), x), -1.0)  # noqa: E731
+    check_vmap(f, [np.array([[-1.5], [2.0]])])

@@ -59,6 +59,8 @@ def excluded(program: Program, check: str) -> bool:
     """Whether a known defect (or a draw, where derivatives are checked) rules it out."""
     if program.has_gen and check in C.NO_DRAWS:
         return True
+    if any(pair <= program.tags and check in checks for pair, checks in C.KNOWN_DEFECT_PAIRS):
+        return True
     return any(
         check in C.KNOWN_DEFECT_TAGS.get(t, ()) or check in C.LIMITS.get(t, ())
         for t in program.tags
