@@ -238,3 +238,19 @@ def test_correlate_of_two_batched_values_with_a_nan():
 def test_outer_keeps_the_sign_of_zero():
     f = lambda x: np.arctan2(np.outer(np.zeros(1), x), -1.0)  # noqa: E731
     check_vmap(f, [np.array([[-1.5], [2.0]])])
+
+
+def _scale_in_place(x: np.ndarray) -> np.ndarray:
+    v = x * 1
+    v *= 1.5  # NumPy: "Cannot cast ufunc 'multiply' output from float64 to int64"
+    return v
+
+
+@_xfail("an in-place operator with a float operand on batched integer values (`v *= 1.5`) "
+        "truncates into the integers under vmap; NumPy raises UFuncTypeError")  # fmt: skip
+def test_in_place_float_operator_on_integers_raises():
+    x = np.array([[3, 3]])
+    with pytest.raises(TypeError):
+        _scale_in_place(x[0])
+    with pytest.raises(TypeError):
+        vmapx.vmap(_scale_in_place)(x)
