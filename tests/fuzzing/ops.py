@@ -128,6 +128,7 @@ FORM_TAGS = [(re.compile(pattern), tag) for pattern, tag in [
     (r"real_if_close", "data_dtype"), (r"tensordot|einsum", "contraction"),
     (r"heaviside", "heaviside"), (r"np\.outer|np\.kron|\.outer\(", "outer_product"),
     (r"arctan2|copysign|signbit|np\.angle", "sign_of_zero"),
+    (r"allclose|array_equal", "python_bool"),
 ]]  # fmt: skip
 
 
