@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -16,6 +17,12 @@ from vmapx import _autochunk, vmap
 
 RNG = np.random.default_rng(11)
 XS, YS = RNG.standard_normal((2048, 3)), RNG.standard_normal((512, 3))  # 24 MiB inside
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    """The rules of one thread (several threads split long calls: see test_parallel.py)."""
+    monkeypatch.setattr(vmapx.config, "workers", 1)
 
 
 def _counting(f):
@@ -177,7 +184,11 @@ def test_in_a_process_whose_allocator_gives_memory_back_calls_run_in_chunks():
     temporaries of this function back to the system after each call, so each call
     faults their pages in again; after the fault checks vmapx runs it in chunks."""
     out = subprocess.run(
-        [sys.executable, "-c", _A_FRESH_PROCESS], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _A_FRESH_PROCESS],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "VMAPX_WORKERS": "1"},
     )
     report = json.loads(out.stdout)  # (calls of f, pages faulted) per call
     temporaries = 100 * 64 * 64 * 3 * 8

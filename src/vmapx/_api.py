@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _autochunk, _config
+from . import _autochunk, _config, _parallel
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -39,6 +39,8 @@ def vmap(
     randomness: str = "error",
     chunk_size: int | str | None = "auto",
     fallback: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
     in_dims: Any = _SENTINEL,
     out_dims: Any = _SENTINEL,
 ) -> Callable:
@@ -70,6 +72,13 @@ def vmap(
       `axis_name` or a random generator argument. `None`: always the whole batch. `f`
       is called once per chunk.
     - `fallback`: `"warn"`, `"silent"` or `"error"` (default: `vmapx.config.fallback`).
+    - `workers`: threads that run the chunks of a chunked call at once (default:
+      `vmapx.config.workers`, else the cores this process may use; `1`: one after the
+      other). With `chunk_size="auto"`, a whole-batch call of a millisecond or more
+      runs split among them from the next call on. `f`'s calls then overlap in time:
+      see `vmapx._parallel` for what runs concurrently.
+    - `progress`: show a progress bar over the chunks (needs `tqdm`; on Dask arrays,
+      Dask's own `ProgressBar`).
 
     Keyword arguments of the returned function are passed to `f` unbatched.
 
@@ -118,10 +127,12 @@ def vmap(
             "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
             "need the whole batch at once"
         )
+    _parallel.check_workers(workers, "vmap")
     autochunk = _autochunk.AutoChunk() if auto and axis_name is None else None
     options = _Options(
-        in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk
-    )
+        in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk,
+        workers, progress,
+    )  # fmt: skip
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -132,7 +143,7 @@ def vmap(
 
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
-                 "fallback", "autochunk")  # fmt: skip
+                 "fallback", "autochunk", "workers", "progress")  # fmt: skip
 
     def __init__(self, *values: Any) -> None:
         for name, value in zip(self.__slots__, values, strict=True):
@@ -163,7 +174,7 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
     if opts.chunk_size is not None and size > opts.chunk_size:
-        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size)
+        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, special)
     if opts.autochunk is not None and not special:  # (chunks would change random draws)
         return _auto_chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
@@ -214,8 +225,8 @@ def _auto_chunked(
     faulted = _autochunk.faults() if check else 0
     made: list = []
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
-    if made and made[0].made >= _autochunk.MIN_BYTES:
-        seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if made and (made[0].made >= _autochunk.MIN_BYTES or seconds >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,
@@ -223,6 +234,7 @@ def _auto_chunked(
             optree.tree_leaves(out, is_leaf=_is_leaf),
             seconds,
             _autochunk.faults() - faulted if check else None,
+            _parallel.resolve_workers(opts.workers),
         )
     return out
 
@@ -556,15 +568,23 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 def _chunked(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    chunk: int,
+    chunk: int, special: bool = False,
 ) -> Any:  # fmt: skip
+    """The call in chunks of `chunk` examples (on several threads: `_parallel`; one after
+    the other where a random generator argument must continue the loop's stream)."""
     joined = _Joined(opts.out_axes, size)
-    for start in range(0, size, chunk):
-        stop = min(start + chunk, size)
+
+    def run(start: int, stop: int) -> tuple:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list = []
         out = _run(f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes)
-        joined.add(out, start, stop, dtypes or None)
+        return out, dtypes or None
+
+    def join(result: tuple, start: int, stop: int) -> None:
+        joined.add(result[0], start, stop, result[1])
+
+    workers = 1 if special else _parallel.resolve_workers(opts.workers)
+    _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
     return joined.result()
 
 

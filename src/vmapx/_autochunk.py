@@ -30,7 +30,17 @@ value it made and the bytes of all of them. After a whole-batch call,
 
 A chunked call (after the first, which often pays for memory the whole-batch calls
 gave back) that is slower than the best whole-batch call by `SLOWER` switches
-chunking off for that signature. Results are the same either way (chunks are
+chunking off for that signature.
+
+With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
+`PARALLEL_SECONDS` runs split among them from the next call on: in `workers` chunks,
+up to `PIECES` per worker for calls of several `PIECE_SECONDS`, and chunks of at most
+`PIECE_RESULT_BYTES` of results (those of the chunks in flight, at most `workers`, are
+what the call holds beyond its output), cache-sized where the cache rule says smaller.
+These are judged by the best of `PARALLEL_TRIALS` calls after the first (one call on a
+busy machine says little): slower than the best whole-batch call by `SLOWER`, they stop.
+
+Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
 number of examples (the moved layout of `ufuncs._with_short_last_axis_moved` applies to
 large enough arrays only, and a sum over its long axis then runs pairwise).
@@ -54,6 +64,14 @@ FAULT_CHECKS = 2
 FAULT_SHARE = 1 / 8
 CHUNK_BYTES = 2 << 20
 SLOWER = 1.1  # a chunked call this much slower than the whole batch: chunking off
+# parallel chunks (`vmapx._parallel`): a whole-batch call of at least PARALLEL_SECONDS
+# runs in `workers` chunks, more (up to PIECES per worker, each of about PIECE_SECONDS)
+# for longer calls: fewer in flight at once bounds the memory of their results
+PARALLEL_SECONDS = 1e-3
+PIECE_SECONDS = 4e-3
+PIECES = 4
+PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
+PARALLEL_TRIALS = 3  # parallel chunks are judged by the best of this many calls (noise)
 PAGE = resource.getpagesize() if resource is not None else 4096
 _MAX_SIGNATURES = 64
 
@@ -63,15 +81,20 @@ class _Seen:
     time, the chunked calls so far, and the page-fault checks still to run with what
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
-    __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes")
+    __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
+                 "parallel", "best_chunked")  # fmt: skip
 
-    def __init__(self, chunk: int | None, candidate: int | None, whole_seconds: float) -> None:
+    def __init__(
+        self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
+    ) -> None:
         self.chunk = chunk
         self.candidate = candidate  # the chunk to use if the fault checks say so
         self.whole_seconds = whole_seconds
         self.chunked_calls = 0
         self.checks = 0
         self.fault_bytes = 0
+        self.parallel = parallel  # (split among threads: judged by the best of some calls)
+        self.best_chunked = float("inf")
 
 
 class AutoChunk:
@@ -94,11 +117,12 @@ class AutoChunk:
 
     def observe_whole(
         self, key: Any, size: int, trace: Any, results: list, seconds: float,
-        faulted: int | None = None,
+        faulted: int | None = None, workers: int = 1,
     ) -> None:  # fmt: skip
         """A whole-batch call that made the values its `trace` counted (`largest`,
         `made`: bytes) and `results`, in `seconds`; `faulted`: the bytes of the pages
-        it faulted in, where it was a fault check."""
+        it faulted in, where it was a fault check; `workers`: the threads later calls
+        may use."""
         entry = self.seen.get(key)
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
@@ -112,12 +136,17 @@ class AutoChunk:
             chunk = 0  # (too few examples to split)
         if len(self.seen) >= _MAX_SIGNATURES:
             self.seen.clear()
-        if not chunk:
-            self.seen[key] = _Seen(None, None, seconds)
-            return
         cache_bound = trace.largest >= LARGE_BYTES and (
             trace.largest >= RESULT_RATIO * largest_result
         )
+        split = parallel_chunk(size, seconds, workers, result_bytes)
+        if split:
+            best = min(chunk, split) if cache_bound and chunk else split
+            self.seen[key] = _Seen(best, best, seconds, parallel=True)
+            return
+        if not chunk:
+            self.seen[key] = _Seen(None, None, seconds)
+            return
         self.seen[key] = entry = _Seen(chunk if cache_bound else None, chunk, seconds)
         others = trace.made - result_bytes
         if not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes):
@@ -136,8 +165,26 @@ class AutoChunk:
         if entry is None:
             return
         entry.chunked_calls += 1
-        if entry.chunked_calls > 1 and seconds > SLOWER * entry.whole_seconds:
+        if entry.chunked_calls < 2:
+            return  # (the first may pay for memory the whole-batch calls gave back)
+        if not entry.parallel:
+            if seconds > SLOWER * entry.whole_seconds:
+                entry.chunk = None
+            return
+        entry.best_chunked = min(entry.best_chunked, seconds)
+        judged = entry.chunked_calls - 1
+        if judged == PARALLEL_TRIALS and entry.best_chunked > SLOWER * entry.whole_seconds:
             entry.chunk = None
+
+
+def parallel_chunk(size: int, seconds: float, workers: int, result_bytes: int = 0) -> int:
+    """Examples per chunk for `workers` threads after a whole call of `seconds` whose
+    results had `result_bytes` (0: no parallel chunks)."""
+    if workers < 2 or seconds < PARALLEL_SECONDS or size < 2:
+        return 0
+    pieces = workers * min(PIECES, max(1, int(seconds / PIECE_SECONDS)))
+    pieces = max(pieces, -(-result_bytes // PIECE_RESULT_BYTES))
+    return -(-size // min(pieces, size))
 
 
 def signature(size: int, leaves: list, axes: list) -> tuple:

@@ -24,17 +24,27 @@ class Config:
     - `elide`: let a binary operator on a batched temporary (`(a - b) ** 2`) compute
       into the temporary's memory, as NumPy does for plain arrays (see
       `vmapx._elision`). On by default; `VMAPX_ELIDE=0` turns it off.
+    - `workers`: threads that run the chunks of a chunked `vmap` call at once (see
+      `vmapx._parallel`); None (the default): the cores this process may use; 1: one
+      chunk after the other. Set by `VMAPX_WORKERS`; `vmap(..., workers=)` overrides it.
     """
 
     fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
     checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
     elide: bool = os.environ.get("VMAPX_ELIDE", "1") not in ("", "0")
+    workers: int | None = (
+        int(os.environ["VMAPX_WORKERS"]) if os.environ.get("VMAPX_WORKERS") else None
+    )
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "fallback" and value not in FALLBACK_MODES:
             raise ValueError(
                 f"vmapx.config.fallback must be one of {FALLBACK_MODES}, got {value!r}"
             )
+        if name == "workers":
+            from ._parallel import check_workers
+
+            check_workers(value, "vmapx.config")
         super().__setattr__(name, value)
 
 
