@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 lint bench coverage clean
+.PHONY: demo test test-numpy1 test-dask lint bench coverage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,14 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# vmap of Dask arrays (on a local cluster too) and vectorize through Dask: the extra vmapx[dask]
+$(VENV)/.dask-installed: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,dask]'
+	touch $@
+
+test-dask: $(VENV)/.dask-installed
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_dask.py tests/test_vectorize.py tests/test_parallel.py tests/test_readme.py
 
 # the suite on NumPy 1.26 (the oldest NumPy vmapx supports); tests of NumPy 2 features skip
 VENV_NP1 := .venv-np1
@@ -42,6 +50,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/mlp_grads.py
+	$(PY) benchmarks/parallel.py
 
 clean:
 	rm -rf $(VENV) $(VENV_NP1) .pytest_cache .ruff_cache

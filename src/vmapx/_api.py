@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _parallel
+from . import _autochunk, _config, _dask, _parallel
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -169,6 +169,9 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
         leaves, treedef, special = list(args), None, False
     else:
         leaves, treedef, axes = _flatten_args(f, opts.in_axes, args)
+        if _dask.any_dask(leaves, kwargs):  # a lazy Dask array, block by block
+            size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
+            return _dask.vmap_blocks(f, opts, leaves, treedef, axes, kwargs, size)
         special = False
         if CALL_ADAPTERS:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
