@@ -22,6 +22,7 @@ from ._config import config
 from ._coverage import coverage
 from ._custom import custom_vmap
 from ._jit import jit
+from ._vectorize import vectorize
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
 from .testing import check_grads
@@ -57,6 +58,7 @@ __all__ = [
     "linearize",
     "stop_gradient",
     "value_and_grad",
+    "vectorize",
     "vectorized_map",
     "vjp",
     "vmap",

@@ -227,9 +227,11 @@ def _auto_chunked(
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
     made: list = []
+    cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
+    cpu = time.thread_time() - cpu
     seconds = time.perf_counter() - start
-    if made and (made[0].made >= _autochunk.MIN_BYTES or seconds >= _autochunk.PARALLEL_SECONDS):
+    if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,
@@ -238,6 +240,7 @@ def _auto_chunked(
             seconds,
             _autochunk.faults() - faulted if check else None,
             _parallel.resolve_workers(opts.workers),
+            cpu,
         )
     return out
 

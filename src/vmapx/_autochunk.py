@@ -33,10 +33,11 @@ gave back) that is slower than the best whole-batch call by `SLOWER` switches
 chunking off for that signature.
 
 With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
-`PARALLEL_SECONDS` runs split among them from the next call on: in `workers` chunks,
-up to `PIECES` per worker for calls of several `PIECE_SECONDS`, and chunks of at most
-`PIECE_RESULT_BYTES` of results (those of the chunks in flight, at most `workers`, are
-what the call holds beyond its output), cache-sized where the cache rule says smaller.
+`PARALLEL_SECONDS` (of the calling thread's CPU time) runs split among them from the
+next call on: in `workers` chunks, up to `PIECES` per worker for calls of several
+`PIECE_SECONDS`, and chunks of at most `PIECE_RESULT_BYTES` of results (those of the
+chunks in flight, at most `workers`, are what the call holds beyond its output),
+cache-sized where the cache rule says smaller.
 These are judged by the best of `PARALLEL_TRIALS` calls after the first (one call on a
 busy machine says little): slower than the best whole-batch call by `SLOWER`, they stop.
 
@@ -117,12 +118,14 @@ class AutoChunk:
 
     def observe_whole(
         self, key: Any, size: int, trace: Any, results: list, seconds: float,
-        faulted: int | None = None, workers: int = 1,
+        faulted: int | None = None, workers: int = 1, cpu_seconds: float | None = None,
     ) -> None:  # fmt: skip
         """A whole-batch call that made the values its `trace` counted (`largest`,
         `made`: bytes) and `results`, in `seconds`; `faulted`: the bytes of the pages
         it faulted in, where it was a fault check; `workers`: the threads later calls
-        may use."""
+        may use; `cpu_seconds`: the calling thread's CPU time in the call (default:
+        `seconds`), which decides whether to split it among threads (a busy machine
+        stretches `seconds`, not the work)."""
         entry = self.seen.get(key)
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
@@ -139,7 +142,8 @@ class AutoChunk:
         cache_bound = trace.largest >= LARGE_BYTES and (
             trace.largest >= RESULT_RATIO * largest_result
         )
-        split = parallel_chunk(size, seconds, workers, result_bytes)
+        cpu = seconds if cpu_seconds is None else cpu_seconds
+        split = parallel_chunk(size, cpu, workers, result_bytes)
         if split:
             best = min(chunk, split) if cache_bound and chunk else split
             self.seen[key] = _Seen(best, best, seconds, parallel=True)
