@@ -121,11 +121,27 @@ def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
     f, names = _threads_of(np.cos)
     batched = vmap(f, workers=2)
     first = batched(X)
-    assert len(names) == 1  # the first call runs whole and measures
-    second = batched(X)
-    assert len(names) == 3 and len(set(names[1:])) == 2  # then split in two
-    assert_same(second, first, rtol=0, atol=0)
-    assert_same(second, np.cos(X))
+    assert len(names) == 1  # the first call runs whole and measures, the second too
+    assert_same(batched(X), first, rtol=0, atol=0)
+    assert len(names) == 2
+    third = batched(X)
+    assert len(names) == 4 and len(set(names[2:])) == 2  # then split in two
+    assert_same(third, first, rtol=0, atol=0)
+    assert_same(third, np.cos(X))
+
+
+def test_split_calls_slower_than_whole_ones_run_whole_again():
+    auto = _autochunk.AutoChunk()
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.003, workers=2)
+    assert auto.chunk_for(("k",)) is None  # (one more whole call first)
+    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.002, workers=2)
+    assert auto.chunk_for(("k",)) == 50
+    for seconds in (0.005, 0.0023, 0.0019):  # (the first is not judged)
+        auto.observe_chunked(("k",), seconds)
+        assert auto.chunk_for(("k",)) == 50
+    auto.observe_chunked(("k",), 0.0024)  # best of 3: 1.9 ms > 0.9 x 2 ms
+    assert auto.chunk_for(("k",)) is None
 
 
 def test_parallel_chunk_sizes():

@@ -38,8 +38,11 @@ next call on: in `workers` chunks, up to `PIECES` per worker for calls of severa
 `PIECE_SECONDS`, and chunks of at most `PIECE_RESULT_BYTES` of results (those of the
 chunks in flight, at most `workers`, are what the call holds beyond its output),
 cache-sized where the cache rule says smaller.
-These are judged by the best of `PARALLEL_TRIALS` calls after the first (one call on a
-busy machine says little): slower than the best whole-batch call by `SLOWER`, they stop.
+The split starts after a second whole-batch call (the first is often slow: cold caches,
+so it would flatter the split), and is judged by the best of `PARALLEL_TRIALS` calls
+after the first (one call on a busy machine says little): not faster than the best
+whole-batch call by `1 - PARALLEL_GAIN` (on a busy machine, threads wait for cores),
+the calls run whole again.
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -73,6 +76,7 @@ PIECE_SECONDS = 4e-3
 PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
 PARALLEL_TRIALS = 3  # parallel chunks are judged by the best of this many calls (noise)
+PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
 PAGE = resource.getpagesize() if resource is not None else 4096
 _MAX_SIGNATURES = 64
 
@@ -129,6 +133,8 @@ class AutoChunk:
         entry = self.seen.get(key)
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
+            if entry.parallel and entry.chunk is None and not entry.chunked_calls:
+                entry.chunk = entry.candidate  # (the second whole-batch call: now split)
             if faulted is not None and entry.fault_bytes > 0:
                 self._fault_check(entry, faulted)
             return
@@ -146,7 +152,8 @@ class AutoChunk:
         split = parallel_chunk(size, cpu, workers, result_bytes)
         if split:
             best = min(chunk, split) if cache_bound and chunk else split
-            self.seen[key] = _Seen(best, best, seconds, parallel=True)
+            # (threads from the call after next: the first call is often slow, cold caches)
+            self.seen[key] = _Seen(best if cache_bound else None, best, seconds, parallel=True)
             return
         if not chunk:
             self.seen[key] = _Seen(None, None, seconds)
@@ -177,7 +184,7 @@ class AutoChunk:
             return
         entry.best_chunked = min(entry.best_chunked, seconds)
         judged = entry.chunked_calls - 1
-        if judged == PARALLEL_TRIALS and entry.best_chunked > SLOWER * entry.whole_seconds:
+        if judged == PARALLEL_TRIALS and entry.best_chunked > PARALLEL_GAIN * entry.whole_seconds:
             entry.chunk = None
 
 
