@@ -77,6 +77,15 @@ def test_random_draws_stay_the_loops_stream():
     assert set(names) == {threading.current_thread().name}
 
 
+def test_a_generator_reached_through_a_closure_keeps_the_stream():
+    rng = np.random.default_rng(1)
+    g = lambda x: x + vmapx.random.batch_aware(rng).standard_normal()  # noqa: E731
+    f, names = _threads_of(g)
+    got = vmap(f, randomness="different", chunk_size=4, workers=2)(X[:, 0])
+    assert_same(got, X[:, 0] + np.random.default_rng(1).standard_normal(40), rtol=0, atol=0)
+    assert set(names) == {threading.current_thread().name}
+
+
 def test_under_an_outer_transform_the_chunks_stay_in_this_thread():
     f, names = _threads_of(lambda v: np.sin(v) * 2.0)
     g = vmapx.grad(lambda x: vmap(f, chunk_size=4, workers=2)(x).sum())(X)

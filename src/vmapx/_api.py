@@ -74,9 +74,10 @@ def vmap(
     - `fallback`: `"warn"`, `"silent"` or `"error"` (default: `vmapx.config.fallback`).
     - `workers`: threads that run the chunks of a chunked call at once (default:
       `vmapx.config.workers`, else the cores this process may use; `1`: one after the
-      other). With `chunk_size="auto"`, a whole-batch call of a millisecond or more
-      runs split among them from the next call on. `f`'s calls then overlap in time:
-      see `vmapx._parallel` for what runs concurrently.
+      other; always so with `randomness` other than `"error"`). With
+      `chunk_size="auto"`, a whole-batch call of a millisecond or more of CPU runs
+      split among them after its second call, if that is faster. `f`'s calls then
+      overlap in time: see `vmapx._parallel` for what runs concurrently.
     - `progress`: show a progress bar over the chunks (needs `tqdm`; on Dask arrays,
       Dask's own `ProgressBar`).
 
@@ -239,7 +240,7 @@ def _auto_chunked(
             optree.tree_leaves(out, is_leaf=_is_leaf),
             seconds,
             _autochunk.faults() - faulted if check else None,
-            _parallel.resolve_workers(opts.workers),
+            _workers(opts),
             cpu,
         )
     return out
@@ -589,9 +590,14 @@ def _chunked(
     def join(result: tuple, start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
-    workers = 1 if special else _parallel.resolve_workers(opts.workers)
-    _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
+    _parallel.run_chunks(run, join, size, chunk, 1 if special else _workers(opts), opts.progress)
     return joined.result()
+
+
+def _workers(opts: _Options) -> int:
+    """Threads for the chunks of a call: one where `f` may draw random numbers (chunk
+    after chunk is how draws continue the loop's stream, see `vmapx.random`)."""
+    return 1 if opts.randomness != "error" else _parallel.resolve_workers(opts.workers)
 
 
 def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:

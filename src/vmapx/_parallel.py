@@ -12,9 +12,10 @@ most `workers` of them) plus the output.
 `vmapx.config.workers`, else the cores this process may run on) is more than 1, the
 call has more than one chunk, and the call is not inside another transform or jit
 recording (tracers of an outer trace belong to the calling thread's stack) nor inside
-a worker thread itself (no pool inside the pool), and no random generator argument is
-mapped (`randomness="different"` reproduces the loop's stream only when the chunks draw
-one after the other). Otherwise the chunks run one after the other, as before.
+a worker thread itself (no pool inside the pool), and the `vmap` draws no random numbers
+(`randomness="error"`, the default: `"different"` reproduces the loop's stream only when
+the chunks draw one after the other, whether the generator is an argument or reached
+through `vmapx.random.batch_aware`). Otherwise the chunks run one after the other.
 
 **What runs concurrently.** `f` itself: with `workers > 1` the calls of `f` (one per
 chunk) overlap in time in different threads. Pure NumPy code is safe; `f` with side
