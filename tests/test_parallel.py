@@ -126,7 +126,8 @@ def test_chunks_that_loop_take_the_loops_dtype():
 
 
 def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
-    monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)  # (every call is long)
+    monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)  # (every call is long,
+    monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)  # and computes)
     f, names = _threads_of(np.cos)
     batched = vmap(f, workers=2)
     first = batched(X)
@@ -137,6 +138,18 @@ def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
     assert len(names) == 4 and len(set(names[2:])) == 2  # then split in two
     assert_same(third, first, rtol=0, atol=0)
     assert_same(third, np.cos(X))
+
+
+def test_calls_bound_by_writing_their_results_stay_whole():
+    """Values that are mostly results, made at < 0.4 ns of CPU per byte: threads would
+    not write memory faster (np.sqrt of 9.4 MB: 1.4 ms on one thread or two)."""
+    made = type("Made", (), {"largest": 64 << 20, "made": 64 << 20})()
+    results = [np.empty(8 << 20)]  # (64 MiB)
+    for cpu, split in ((0.010, False), (0.040, True)):  # 0.15 and 0.6 ns per byte
+        auto = _autochunk.AutoChunk()
+        for _ in range(2):
+            auto.observe_whole(("k",), 100, made, results, cpu, workers=2, cpu_seconds=cpu)
+        assert (auto.chunk_for(("k",)) is not None) is split
 
 
 def test_split_calls_slower_than_whole_ones_run_whole_again():

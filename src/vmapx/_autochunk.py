@@ -37,7 +37,9 @@ With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at
 next call on: in `workers` chunks, up to `PIECES` per worker for calls of several
 `PIECE_SECONDS`, and chunks of at most `PIECE_RESULT_BYTES` of results (those of the
 chunks in flight, at most `workers`, are what the call holds beyond its output),
-cache-sized where the cache rule says smaller.
+cache-sized where the cache rule says smaller. Not where the call is bound by writing
+its results to memory (its values are mostly results, made at less than
+`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
 The split starts after a second whole-batch call (the first is often slow: cold caches,
 so it would flatter the split), and is judged by the best of `PARALLEL_TRIALS` calls
 after the first (one call on a busy machine says little): not faster than the best
@@ -77,6 +79,10 @@ PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
 PARALLEL_TRIALS = 3  # parallel chunks are judged by the best of this many calls (noise)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
+# a call whose batched values are mostly its results, made at less CPU time per byte
+# than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
+# 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
+WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
 PAGE = resource.getpagesize() if resource is not None else 4096
 _MAX_SIGNATURES = 64
 
@@ -87,7 +93,7 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "best_chunked")  # fmt: skip
+                 "parallel", "best_chunked", "cpu", "write_bound_cpu")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -100,6 +106,8 @@ class _Seen:
         self.fault_bytes = 0
         self.parallel = parallel  # (split among threads: judged by the best of some calls)
         self.best_chunked = float("inf")
+        self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
+        self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
 
 
 class AutoChunk:
@@ -131,15 +139,16 @@ class AutoChunk:
         `seconds`), which decides whether to split it among threads (a busy machine
         stretches `seconds`, not the work)."""
         entry = self.seen.get(key)
+        arrays = [r.nbytes for r in results if type(r) is np.ndarray]
+        result_bytes, largest_result = sum(arrays), max(arrays, default=0)
+        cpu = seconds if cpu_seconds is None else cpu_seconds
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
             if entry.parallel and entry.chunk is None and not entry.chunked_calls:
-                entry.chunk = entry.candidate  # (the second whole-batch call: now split)
+                self._second_call(entry, size, min(entry.cpu, cpu), workers, result_bytes)
             if faulted is not None and entry.fault_bytes > 0:
                 self._fault_check(entry, faulted)
             return
-        arrays = [r.nbytes for r in results if type(r) is np.ndarray]
-        result_bytes, largest_result = sum(arrays), max(arrays, default=0)
         chunk = max(1, size * CHUNK_BYTES // max(trace.largest, 1))
         if 2 * chunk > size:
             chunk = 0  # (too few examples to split)
@@ -148,12 +157,16 @@ class AutoChunk:
         cache_bound = trace.largest >= LARGE_BYTES and (
             trace.largest >= RESULT_RATIO * largest_result
         )
-        cpu = seconds if cpu_seconds is None else cpu_seconds
         split = parallel_chunk(size, cpu, workers, result_bytes)
         if split:
             best = min(chunk, split) if cache_bound and chunk else split
             # (threads from the call after next: the first call is often slow, cold caches)
-            self.seen[key] = _Seen(best if cache_bound else None, best, seconds, parallel=True)
+            self.seen[key] = entry = _Seen(
+                best if cache_bound else None, best, seconds, parallel=True
+            )
+            entry.cpu = cpu
+            if 2 * result_bytes >= trace.made:  # (values mostly results: maybe write-bound)
+                entry.write_bound_cpu = WRITE_BOUND_SECONDS_PER_BYTE * trace.made
             return
         if not chunk:
             self.seen[key] = _Seen(None, None, seconds)
@@ -162,6 +175,18 @@ class AutoChunk:
         others = trace.made - result_bytes
         if not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes):
             entry.fault_bytes = int(FAULT_SHARE * others)
+
+    def _second_call(
+        self, entry: _Seen, size: int, cpu: float, workers: int, result_bytes: int
+    ) -> None:
+        """Split among threads from now on, or keep whole: decided on the faster of the
+        first two calls' CPU times (the first's caches and pages are cold)."""
+        entry.cpu = cpu
+        split = parallel_chunk(size, cpu, workers, result_bytes)
+        if split and cpu >= entry.write_bound_cpu:
+            entry.chunk = entry.candidate = split
+        else:
+            entry.parallel = False
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
