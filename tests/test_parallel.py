@@ -208,6 +208,19 @@ def test_without_threadpoolctl(monkeypatch):
     assert_same(vmap(np.sin, chunk_size=5, workers=2)(X), np.sin(X), rtol=0, atol=0)
 
 
+def test_a_larger_pool_while_calls_are_in_flight():
+    """A call asking for more workers than the pool has gets a larger pool; calls in
+    flight on the old one finish there."""
+    slow = vmap(lambda x: (time.sleep(0.002), x * 2)[1], chunk_size=2, workers=2)
+    results: list = []
+    thread = threading.Thread(target=lambda: results.append(slow(X)))
+    thread.start()
+    many = vmap(np.sin, chunk_size=2, workers=_parallel._pool_size + 3)(X)
+    thread.join()
+    assert_same(results[0], X * 2)
+    assert_same(many, np.sin(X))
+
+
 def test_calls_from_several_threads_at_once():
     batched = vmap(lambda x: np.tanh(x) * x.sum(), chunk_size=3, workers=2)
     inputs = [RNG.standard_normal((30, 4)) for _ in range(4)]

@@ -163,15 +163,14 @@ def map_in_order(
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
-    """The shared pool, with at least `workers` threads (made larger when asked)."""
+    """The shared pool, with at least `workers` threads: a larger one replaces it when
+    asked (the old one is not shut down: calls in flight still submit to it; its idle
+    threads end with the interpreter)."""
     global _pool, _pool_size
     with _lock:
         if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(workers, thread_name_prefix="vmapx")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
+            _pool_size = max(workers, available_cores())
+            _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="vmapx")
         return _pool
 
 
