@@ -152,6 +152,20 @@ def test_calls_bound_by_writing_their_results_stay_whole():
         assert (auto.chunk_for(("k",)) is not None) is split
 
 
+def test_threads_that_do_not_pay_leave_the_rules_of_one_thread():
+    """Cache-bound intermediates (24 MiB): chunks on threads, then, where the threads
+    are no faster, the same cache-sized chunks on one thread."""
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    made = type("Made", (), {"largest": 24 << 20, "made": 64 << 20})()
+    for _ in range(2):
+        auto.observe_whole(key, 2048, made, [np.empty(1 << 17)], 0.010, workers=2)
+    cache = 2048 * _autochunk.CHUNK_BYTES // (24 << 20)
+    assert auto.chunk_for(key) == cache and auto.threaded(key)
+    for seconds in (0.02, 0.0095, 0.0095, 0.0095):
+        auto.observe_chunked(key, seconds)
+    assert auto.chunk_for(key) == cache and not auto.threaded(key)
+
+
 def test_split_calls_slower_than_whole_ones_run_whole_again():
     auto = _autochunk.AutoChunk()
     made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()

@@ -178,7 +178,8 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
     if opts.chunk_size is not None and size > opts.chunk_size:
-        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, special)
+        workers = 1 if special else _workers(opts)
+        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, workers)
     if opts.autochunk is not None and not special:  # (chunks would change random draws)
         return _auto_chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
@@ -222,7 +223,8 @@ def _auto_chunked(
     chunk = None if key is None else auto.chunk_for(key)
     start = time.perf_counter()
     if chunk is not None:
-        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk)
+        workers = _workers(opts) if auto.threaded(key) else 1
+        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers)
         auto.observe_chunked(key, time.perf_counter() - start)
         return out
     check = key is not None and auto.counts_faults(key)
@@ -575,10 +577,9 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 def _chunked(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    chunk: int, special: bool = False,
+    chunk: int, workers: int = 1,
 ) -> Any:  # fmt: skip
-    """The call in chunks of `chunk` examples (on several threads: `_parallel`; one after
-    the other where a random generator argument must continue the loop's stream)."""
+    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`)."""
     joined = _Joined(opts.out_axes, size)
 
     def run(start: int, stop: int) -> tuple:
@@ -590,7 +591,7 @@ def _chunked(
     def join(result: tuple, start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
-    _parallel.run_chunks(run, join, size, chunk, 1 if special else _workers(opts), opts.progress)
+    _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
     return joined.result()
 
 

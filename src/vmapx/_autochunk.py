@@ -93,7 +93,7 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "best_chunked", "cpu", "write_bound_cpu")  # fmt: skip
+                 "parallel", "best_chunked", "cpu", "write_bound_cpu", "single")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -108,6 +108,7 @@ class _Seen:
         self.best_chunked = float("inf")
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
+        self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
 
 
 class AutoChunk:
@@ -122,6 +123,11 @@ class AutoChunk:
         """Examples per chunk for the next call with this signature (None: whole)."""
         entry = self.seen.get(key)
         return None if entry is None else entry.chunk
+
+    def threaded(self, key: Any) -> bool:
+        """Whether the chunks of the next call with this signature may run on threads."""
+        entry = self.seen.get(key)
+        return entry is not None and entry.parallel
 
     def counts_faults(self, key: Any) -> bool:
         """Whether the next (whole-batch) call with this signature is a fault check."""
@@ -157,24 +163,22 @@ class AutoChunk:
         cache_bound = trace.largest >= LARGE_BYTES and (
             trace.largest >= RESULT_RATIO * largest_result
         )
-        split = parallel_chunk(size, cpu, workers, result_bytes)
-        if split:
-            best = min(chunk, split) if cache_bound and chunk else split
-            # (threads from the call after next: the first call is often slow, cold caches)
-            self.seen[key] = entry = _Seen(
-                best if cache_bound else None, best, seconds, parallel=True
-            )
-            entry.cpu = cpu
+        others = trace.made - result_bytes
+        faults = not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes)
+        single = (
+            chunk if cache_bound and chunk else None,
+            chunk or None,
+            int(FAULT_SHARE * others) if faults and chunk else 0,
+        )
+        if parallel_chunk(size, cpu, workers, result_bytes):
+            # (decided at the next call: the first is often slow, with cold caches)
+            self.seen[key] = entry = _Seen(None, None, seconds, parallel=True)
+            entry.cpu, entry.single = cpu, single
             if 2 * result_bytes >= trace.made:  # (values mostly results: maybe write-bound)
                 entry.write_bound_cpu = WRITE_BOUND_SECONDS_PER_BYTE * trace.made
             return
-        if not chunk:
-            self.seen[key] = _Seen(None, None, seconds)
-            return
-        self.seen[key] = entry = _Seen(chunk if cache_bound else None, chunk, seconds)
-        others = trace.made - result_bytes
-        if not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes):
-            entry.fault_bytes = int(FAULT_SHARE * others)
+        self.seen[key] = entry = _Seen(single[0], single[1], seconds)
+        entry.fault_bytes = single[2]
 
     def _second_call(
         self, entry: _Seen, size: int, cpu: float, workers: int, result_bytes: int
@@ -184,9 +188,16 @@ class AutoChunk:
         entry.cpu = cpu
         split = parallel_chunk(size, cpu, workers, result_bytes)
         if split and cpu >= entry.write_bound_cpu:
-            entry.chunk = entry.candidate = split
+            cache = entry.single[0]
+            entry.chunk = entry.candidate = min(cache, split) if cache else split
         else:
-            entry.parallel = False
+            self._one_thread(entry)
+
+    def _one_thread(self, entry: _Seen) -> None:
+        """From now on the rules of one thread (cache-sized chunks, fault checks)."""
+        entry.parallel = False
+        entry.chunk, entry.candidate, entry.fault_bytes = entry.single
+        entry.chunked_calls = entry.checks = 0
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -210,7 +221,7 @@ class AutoChunk:
         entry.best_chunked = min(entry.best_chunked, seconds)
         judged = entry.chunked_calls - 1
         if judged == PARALLEL_TRIALS and entry.best_chunked > PARALLEL_GAIN * entry.whole_seconds:
-            entry.chunk = None
+            self._one_thread(entry)
 
 
 def parallel_chunk(size: int, seconds: float, workers: int, result_bytes: int = 0) -> int:

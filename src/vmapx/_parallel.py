@@ -3,10 +3,11 @@
 The examples of a batch are independent, and NumPy releases the GIL inside its
 kernels, so the chunks of a chunked `vmap` call (`chunk_size=`, or those `"auto"`
 chose) can run on a pool of threads. Each thread runs its own batch trace (vmapx's
-trace stack is thread-local) on its chunk, and writes its results into the whole
-batch's output arrays in the order of the chunks; a chunk's temporaries and results
-live only while it runs, so the peak memory stays that of the chunks in flight (at
-most `workers` of them) plus the output.
+trace stack is thread-local) on its chunk; the results are written into the whole
+batch's output arrays in the order of the chunks, by whichever worker finds the next
+one ready (`_InOrder`). A chunk's temporaries and results live only until then, so the
+peak memory stays that of the chunks in flight (at most `workers` of them, and those
+done waiting for an earlier one) plus the output.
 
 **When chunks run in parallel.** `workers` (the `vmap` argument, else
 `vmapx.config.workers`, else the cores this process may run on) is more than 1, the
@@ -117,11 +118,12 @@ def map_in_order(
     workers: int,
     done: Callable[[int], None] | None = None,
 ) -> None:
-    """`join(run(start, stop), start, stop)` for every chunk, on up to `workers` threads,
-    the joins in the order of `bounds` (each waits for the one before); `done(n)` after
-    each join, from the calling thread. The first error (in chunk order) is raised."""
+    """`join(run(start, stop), start, stop)` for every chunk, the runs on up to `workers`
+    threads, the joins one at a time in the order of `bounds` (`_InOrder`); `done(1)`
+    after each chunk, from the calling thread. The first error (in chunk order) is
+    raised, after every chunk started has finished."""
     pool = _get_pool(workers)
-    turns = [threading.Event() for _ in bounds]
+    joins = _InOrder(join)
     pending: deque[Future] = deque()
     chunks = iter(enumerate(bounds))
 
@@ -129,12 +131,9 @@ def map_in_order(
         _local.inside = True
         try:
             out = run(start, stop)
-            if k:
-                turns[k - 1].wait()
-            join(out, start, stop)
         finally:
             _local.inside = False
-            turns[k].set()
+        joins.put(k, out, start, stop)
 
     def submit() -> None:
         item = next(chunks, None)
@@ -147,19 +146,48 @@ def map_in_order(
             for _ in range(workers):
                 submit()
             while pending:
-                future = pending.popleft()
-                future.result()
+                pending[0].result()
+                pending.popleft()
                 if done is not None:
                     done(1)
                 submit()
         finally:
             for future in pending:  # (an error: the rest are not needed)
                 future.cancel()
-            for k, _ in chunks:  # (unsubmitted chunks release those waiting on them)
-                turns[k].set()
             for future in pending:
                 if not future.cancelled():
                     future.exception()  # (wait: no thread writes after we return)
+
+
+class _InOrder:
+    """Chunk results joined in chunk order by whichever worker finds the next one ready:
+    a worker leaves its result and joins what is ready from the next index on, unless
+    another is joining (which then takes it too). No worker waits for another, and the
+    joins never run at once. A task's future completes after its joins, so once every
+    future has, every result left has been joined."""
+
+    def __init__(self, join: Callable[[Any, int, int], None]) -> None:
+        self.join = join
+        self.lock = threading.Lock()
+        self.ready: dict[int, tuple] = {}
+        self.next = 0
+        self.joining = False
+
+    def put(self, k: int, out: Any, start: int, stop: int) -> None:
+        with self.lock:
+            self.ready[k] = (out, start, stop)
+        while True:
+            with self.lock:
+                if self.joining or self.next not in self.ready:
+                    return
+                item = self.ready.pop(self.next)
+                self.joining = True
+            try:
+                self.join(*item)
+            finally:
+                with self.lock:
+                    self.next += 1
+                    self.joining = False
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
