@@ -118,10 +118,11 @@ def test_a_chunked_call_slower_than_the_whole_batch_switches_chunking_off():
     auto = _autochunk.AutoChunk()
     auto.observe_whole(_KEY, 2048, _Made(24 * _MIB, 64 * _MIB), [np.empty(_MIB)], 0.010)
     assert auto.chunk_for(_KEY) == 2048 * _autochunk.CHUNK_BYTES // (24 * _MIB)
-    auto.observe_chunked(_KEY, seconds=0.020)  # the first may pay for memory: not judged
-    auto.observe_chunked(_KEY, seconds=0.009)
-    assert auto.chunk_for(_KEY) is not None
-    auto.observe_chunked(_KEY, seconds=0.020)
+    auto.observe_chunked(_KEY, seconds=0.030)  # the first may pay for memory: not judged
+    for seconds in (0.012, 0.020):  # (judged by the best of three: one says little)
+        auto.observe_chunked(_KEY, seconds)
+        assert auto.chunk_for(_KEY) is not None
+    auto.observe_chunked(_KEY, seconds=0.013)
     assert auto.chunk_for(_KEY) is None
 
 

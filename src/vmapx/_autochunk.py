@@ -28,9 +28,9 @@ value it made and the bytes of all of them. After a whole-batch call,
   count the page faults they take (`resource.getrusage`, where Python has it); if each
   faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks.
 
-A chunked call (after the first, which often pays for memory the whole-batch calls
-gave back) that is slower than the best whole-batch call by `SLOWER` switches
-chunking off for that signature.
+Chunked calls (after the first, which often pays for memory the whole-batch calls
+gave back) whose best of `TRIALS` is slower than the best whole-batch call by `SLOWER`
+switch chunking off for that signature (one call on a busy machine says little).
 
 With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
 `PARALLEL_SECONDS` (of the calling thread's CPU time) runs split among them from the
@@ -41,10 +41,12 @@ cache-sized where the cache rule says smaller. Not where the call is bound by wr
 its results to memory (its values are mostly results, made at less than
 `WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
 The split starts after a second whole-batch call (the first is often slow: cold caches,
-so it would flatter the split), and is judged by the best of `PARALLEL_TRIALS` calls
-after the first (one call on a busy machine says little): not faster than the best
-whole-batch call by `1 - PARALLEL_GAIN` (on a busy machine, threads wait for cores),
-the calls run whole again.
+so it would flatter the split), and is judged by the best of `TRIALS` calls
+after the first: not faster by
+`1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
+cores), or, where the rules of one thread chunk for the cache, than the best of as many
+such chunked calls on one thread (timed first), the calls follow the rules of one
+thread from then on.
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -77,7 +79,7 @@ PARALLEL_SECONDS = 1e-3
 PIECE_SECONDS = 4e-3
 PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
-PARALLEL_TRIALS = 3  # parallel chunks are judged by the best of this many calls (noise)
+TRIALS = 3  # chunked calls are judged by the best of this many (one says little: noise)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
 # a call whose batched values are mostly its results, made at less CPU time per byte
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
@@ -93,7 +95,8 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "best_chunked", "cpu", "write_bound_cpu", "single")  # fmt: skip
+                 "parallel", "best_chunked", "cpu", "write_bound_cpu", "single", "threads_later",
+                 "baseline")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -109,6 +112,8 @@ class _Seen:
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
         self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
+        self.threads_later = 0  # (chunks on threads to try once those on one are timed)
+        self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
 
 
 class AutoChunk:
@@ -187,17 +192,20 @@ class AutoChunk:
         first two calls' CPU times (the first's caches and pages are cold)."""
         entry.cpu = cpu
         split = parallel_chunk(size, cpu, workers, result_bytes)
-        if split and cpu >= entry.write_bound_cpu:
-            cache = entry.single[0]
-            entry.chunk = entry.candidate = min(cache, split) if cache else split
-        else:
+        if not split or cpu < entry.write_bound_cpu:
             self._one_thread(entry)
+        elif entry.single[0]:  # (cache-sized chunks on one thread first: threads must beat them)
+            self._one_thread(entry)
+            entry.threads_later = min(entry.single[0], split)
+        else:
+            entry.chunk = entry.candidate = split
 
     def _one_thread(self, entry: _Seen) -> None:
         """From now on the rules of one thread (cache-sized chunks, fault checks)."""
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
         entry.chunked_calls = entry.checks = 0
+        entry.best_chunked = float("inf")
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -214,13 +222,20 @@ class AutoChunk:
         entry.chunked_calls += 1
         if entry.chunked_calls < 2:
             return  # (the first may pay for memory the whole-batch calls gave back)
-        if not entry.parallel:
-            if seconds > SLOWER * entry.whole_seconds:
-                entry.chunk = None
-            return
         entry.best_chunked = min(entry.best_chunked, seconds)
         judged = entry.chunked_calls - 1
-        if judged == PARALLEL_TRIALS and entry.best_chunked > PARALLEL_GAIN * entry.whole_seconds:
+        if not entry.parallel:
+            if judged != TRIALS:
+                return
+            if entry.best_chunked > SLOWER * entry.whole_seconds:
+                entry.chunk = None
+            elif entry.threads_later:  # (now on threads)
+                entry.parallel, entry.baseline = True, entry.best_chunked
+                entry.chunk, entry.threads_later = entry.threads_later, 0
+                entry.chunked_calls, entry.best_chunked = 0, float("inf")
+            return
+        baseline = entry.baseline or entry.whole_seconds
+        if judged == TRIALS and entry.best_chunked > PARALLEL_GAIN * baseline:
             self._one_thread(entry)
 
 
