@@ -62,6 +62,15 @@ def test_pytree_outputs_and_chunks_along_other_axes():
     assert_same(_compute(got), loop_reference(_tree_f, [X, W], (0, None)))
 
 
+def test_pytree_arguments_with_dask_leaves():
+    f = lambda d, scale: {"y": d["a"] @ d["w"] * scale, "z": d["b"].sum()}  # noqa: E731
+    args = ({"a": da.from_array(X, chunks=4), "w": W, "b": da.from_array(X[:, 0], chunks=5)}, 3.0)
+    got = vmap(f, in_axes=({"a": 0, "w": None, "b": 0}, None))(*args)
+    _lazy(got)
+    expected = {"y": X @ W * 3.0, "z": X[:, 0].sum(axis=1)}
+    assert_same(_compute(got), expected)
+
+
 def test_misaligned_batch_chunks_are_unified():
     a, b = da.from_array(X, chunks=(4, 4, 3)), da.from_array(X[:, :, :2], chunks=(3, 1, 1))
     f = lambda a, b: a.T @ b  # noqa: E731

@@ -64,7 +64,7 @@ def vmap_blocks(
     chunks = _batch_chunks(leaves, axes, size)
     inputs = _block_inputs(da, leaves, axes, chunks)
     arrays = [i for i, x in enumerate(inputs) if is_dask(x)]
-    inner = _inner_vmap(f, opts, axes)
+    inner = _inner_vmap(f, opts, axes, treedef)
     out_leaves, out_tree = _output_structure(inner, leaves, axes, treedef, kwargs, size)
     out_axes = _output_axes(opts.out_axes, out_leaves, out_tree)
     block = _Block(inner, inputs, arrays, treedef, kwargs, len(out_leaves) > 1)
@@ -156,12 +156,14 @@ def _block_inputs(da: Any, leaves: list, axes: list, chunks: tuple) -> list:
     return inputs
 
 
-def _inner_vmap(f: Callable, opts: Any, axes: list) -> Callable:
+def _inner_vmap(f: Callable, opts: Any, axes: list, treedef: Any) -> Callable:
+    """`vmap(f)` as each block runs it: every mapped leaf's batch axis first."""
     from ._api import vmap
 
+    in_axes = [None if ax is None else 0 for ax in axes]
     return vmap(
         f,
-        in_axes=tuple(None if ax is None else 0 for ax in axes),
+        in_axes=tuple(in_axes) if treedef is None else optree.tree_unflatten(treedef, in_axes),
         chunk_size="auto" if opts.autochunk is not None else opts.chunk_size,
         fallback=opts.fallback,
         workers=1 if opts.workers is None else opts.workers,
