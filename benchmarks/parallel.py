@@ -93,7 +93,7 @@ def measure(w: W.Workload, repeats: int) -> dict:
         methods[name] = lambda f=f: f(*args)
     reference = methods["hand"]()
     for fn in methods.values():
-        for _ in range(12):  # warm-up: auto-chunking decides in these calls
+        for _ in range(16):  # warm-up: auto-chunking decides in these calls
             out = fn()
         np.testing.assert_allclose(
             np.concatenate([np.ravel(x) for x in optree.tree_leaves(out)]),

@@ -78,8 +78,9 @@ def vmap(
       `chunk_size="auto"`, a whole-batch call of a millisecond or more of CPU runs
       split among them after its second call, if that is faster. `f`'s calls then
       overlap in time: see `vmapx._parallel` for what runs concurrently.
-    - `progress`: show a progress bar over the chunks (needs `tqdm`; on Dask arrays,
-      Dask's own `ProgressBar`).
+    - `progress`: show a `tqdm` progress bar over the chunks of a chunked call (a call
+      that runs whole shows none: give `chunk_size=` to follow a long batch). Dask
+      arrays compute later: wrap `.compute()` in `dask.diagnostics.ProgressBar()`.
 
     Keyword arguments of the returned function are passed to `f` unbatched.
 

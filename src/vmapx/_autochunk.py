@@ -29,7 +29,7 @@ value it made and the bytes of all of them. After a whole-batch call,
   faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks.
 
 Chunked calls (after the first, which often pays for memory the whole-batch calls
-gave back) whose best of `TRIALS` is slower than the best whole-batch call by `SLOWER`
+gave back) whose median of `TRIALS` is slower than the best whole-batch call by `SLOWER`
 switch chunking off for that signature (one call on a busy machine says little).
 
 With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
@@ -41,12 +41,13 @@ cache-sized where the cache rule says smaller. Not where the call is bound by wr
 its results to memory (its values are mostly results, made at less than
 `WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
 The split starts after a second whole-batch call (the first is often slow: cold caches,
-so it would flatter the split), and is judged by the best of `TRIALS` calls
+so it would flatter the split), and is judged by the median of `TRIALS` calls
 after the first: not faster by
 `1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
-cores), or, where the rules of one thread chunk for the cache, than the best of as many
-such chunked calls on one thread (timed first), the calls follow the rules of one
-thread from then on.
+cores), or, where the batch has enough examples for cache-sized chunks, than as many
+calls in such chunks on one thread (timed first; the threads' chunks are as small:
+large ones page-fault in each thread), the calls follow the rules of one thread from
+then on.
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -79,7 +80,7 @@ PARALLEL_SECONDS = 1e-3
 PIECE_SECONDS = 4e-3
 PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
-TRIALS = 3  # chunked calls are judged by the best of this many (one says little: noise)
+TRIALS = 3  # chunked calls are judged by the median of this many (one says little: noise)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
 # a call whose batched values are mostly its results, made at less CPU time per byte
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
@@ -95,7 +96,7 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "best_chunked", "cpu", "write_bound_cpu", "single", "threads_later",
+                 "parallel", "trials", "cpu", "write_bound_cpu", "single", "threads_later",
                  "baseline")  # fmt: skip
 
     def __init__(
@@ -108,7 +109,7 @@ class _Seen:
         self.checks = 0
         self.fault_bytes = 0
         self.parallel = parallel  # (split among threads: judged by the best of some calls)
-        self.best_chunked = float("inf")
+        self.trials: list[float] = []  # (the judged chunked calls' seconds)
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
         self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
@@ -192,11 +193,12 @@ class AutoChunk:
         first two calls' CPU times (the first's caches and pages are cold)."""
         entry.cpu = cpu
         split = parallel_chunk(size, cpu, workers, result_bytes)
+        small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
         if not split or cpu < entry.write_bound_cpu:
             self._one_thread(entry)
-        elif entry.single[0]:  # (cache-sized chunks on one thread first: threads must beat them)
+        elif small:  # (timed on one thread first: threads must beat them, in chunks as small)
             self._one_thread(entry)
-            entry.threads_later = min(entry.single[0], split)
+            entry.chunk, entry.threads_later = small, min(small, split)
         else:
             entry.chunk = entry.candidate = split
 
@@ -205,7 +207,7 @@ class AutoChunk:
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
         entry.chunked_calls = entry.checks = 0
-        entry.best_chunked = float("inf")
+        entry.trials = []
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -220,22 +222,21 @@ class AutoChunk:
         if entry is None:
             return
         entry.chunked_calls += 1
-        if entry.chunked_calls < 2:
+        if entry.chunked_calls < 2 or len(entry.trials) >= TRIALS:
             return  # (the first may pay for memory the whole-batch calls gave back)
-        entry.best_chunked = min(entry.best_chunked, seconds)
-        judged = entry.chunked_calls - 1
+        entry.trials.append(seconds)
+        if len(entry.trials) != TRIALS:
+            return
+        typical = sorted(entry.trials)[TRIALS // 2]
         if not entry.parallel:
-            if judged != TRIALS:
-                return
-            if entry.best_chunked > SLOWER * entry.whole_seconds:
+            if typical > SLOWER * entry.whole_seconds:
                 entry.chunk = None
             elif entry.threads_later:  # (now on threads)
-                entry.parallel, entry.baseline = True, entry.best_chunked
+                entry.parallel, entry.baseline = True, typical
                 entry.chunk, entry.threads_later = entry.threads_later, 0
-                entry.chunked_calls, entry.best_chunked = 0, float("inf")
+                entry.chunked_calls, entry.trials = 0, []
             return
-        baseline = entry.baseline or entry.whole_seconds
-        if judged == TRIALS and entry.best_chunked > PARALLEL_GAIN * baseline:
+        if typical > PARALLEL_GAIN * (entry.baseline or entry.whole_seconds):
             self._one_thread(entry)
 
 
