@@ -135,6 +135,13 @@ def test_vmap_of_grad_and_jacrev():
     assert_same(jac.compute(), expected)
 
 
+def test_nested_vmaps():
+    f = lambda a, w: a @ w  # noqa: E731
+    got = vmap(vmap(f, in_axes=(0, None)), in_axes=(1, None))(da.from_array(X, chunks=2), W)
+    _lazy(got)
+    assert_same(got.compute(), np.moveaxis(X @ W, 1, 0))
+
+
 def test_jit_and_chunks_inside_a_block():
     f = vmapx.jit(lambda a: np.sin(a) @ W)
     got = vmap(f, chunk_size=2)(da.from_array(X, chunks=5))

@@ -280,3 +280,19 @@ def test_the_default_is_the_cores_this_process_may_use(monkeypatch):
     monkeypatch.setattr(vmapx.config, "workers", 3)
     assert _parallel.resolve_workers(None) == 3
     assert _parallel.resolve_workers(2) == 2
+
+
+def test_the_environment_variable():
+    import os
+    import subprocess
+
+    def run(value):
+        return subprocess.run(
+            [sys.executable, "-c", "import vmapx; print(vmapx.config.workers)"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "VMAPX_WORKERS": value},
+        )
+
+    assert run("3").stdout.strip() == "3"
+    assert "VMAPX_WORKERS must be a positive int, got 'many'" in run("many").stderr

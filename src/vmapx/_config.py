@@ -9,6 +9,19 @@ FALLBACK_MODES = ("warn", "silent", "error")
 RANDOMNESS_MODES = ("error", "different", "same")
 
 
+def _workers_from_environment() -> int | None:
+    """`VMAPX_WORKERS` as an int (unset or empty: None)."""
+    text = os.environ.get("VMAPX_WORKERS", "")
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"vmapx: the environment variable VMAPX_WORKERS must be a positive int, got {text!r}"
+        ) from None
+
+
 @dataclass
 class Config:
     """vmapx's global settings.
@@ -32,9 +45,7 @@ class Config:
     fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
     checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
     elide: bool = os.environ.get("VMAPX_ELIDE", "1") not in ("", "0")
-    workers: int | None = (
-        int(os.environ["VMAPX_WORKERS"]) if os.environ.get("VMAPX_WORKERS") else None
-    )
+    workers: int | None = _workers_from_environment()
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "fallback" and value not in FALLBACK_MODES:
