@@ -22,6 +22,7 @@ from ._config import config
 from ._coverage import coverage
 from ._custom import custom_vmap
 from ._jit import jit
+from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
 from .testing import check_grads
@@ -55,6 +56,7 @@ __all__ = [
     "jit",
     "jvp",
     "linearize",
+    "map",
     "stop_gradient",
     "value_and_grad",
     "vectorized_map",

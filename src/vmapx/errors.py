@@ -59,3 +59,13 @@ class ControlFlowError(VmapxError, ValueError):
 
 class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
+
+
+class RaggedInputError(VmapxError, TypeError):
+    """An argument of `vmapx.map` is not a sequence of examples (or a pytree of such
+    sequences) where one was expected."""
+
+
+class PaddingError(VmapxError, ValueError):
+    """`vmapx.map`'s padded mode cannot pad the examples as asked, or (`check=`) the padded
+    results differ from the unpadded loop's: the function is not mask-aware."""
