@@ -112,7 +112,9 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     plan = _Plan(f, xs, axes, pad_axes, kwargs)
     plan.group(buckets)
     results: list = [None] * plan.size
-    runner = _GroupRunner(plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value)
+    runner = _GroupRunner(
+        plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value, bool(check)
+    )
     for idxs in plan.groups.values():
         runner.run(idxs, results)
     if check and plan.padded:
@@ -234,6 +236,10 @@ def _flatten(example: Any) -> tuple[list, Any]:
     return leaves, treedef
 
 
+def _is_axis(spec: Any) -> bool:
+    return spec is None or isinstance(spec, numbers.Integral)
+
+
 def _is_array(leaf: Any) -> bool:
     return hasattr(leaf, "shape") and hasattr(leaf, "dtype")
 
@@ -324,23 +330,58 @@ class _Plan:
     def group(self, buckets: Any) -> None:
         """Group the examples by signature (padded shapes in the padded mode)."""
         if self.padded:
-            self._measure_lengths()
-            self.sizes = _padding.bucket_sizes(np.asarray(self.lengths, dtype=np.int64), buckets)
+            self.lengths, self.leaf_pad = [], []
+            if self.plain and all(_is_axis(s) for s in self.pad_axes):
+                self._measure_plain_lengths()
+            else:
+                self._measure_lengths()
+            lengths = np.asarray(self.lengths, dtype=np.int64)
+            self.sizes = _padding.bucket_sizes(lengths, buckets).tolist()
+            keys = self._padded_keys()
+        else:
+            keys = _plain_keys(self.leaves) if self.plain else _keys(self)
         self.groups: dict = {}
-        if self.plain and not self.padded:
-            for e, key in enumerate(_plain_keys(self.leaves)):
-                self.groups.setdefault(key, []).append(e)
-            return
-        for e, (flat, spec) in enumerate(zip(self.leaves, self.specs, strict=True)):
-            keys = [_leaf_key(leaf) for leaf in flat]
-            if self.padded:
-                size = int(self.sizes[e])
-                for k, ax in enumerate(self.leaf_pad[e]):
-                    if ax is not None:
-                        shape = list(keys[k][0])
-                        shape[ax] = size
-                        keys[k] = (tuple(shape), keys[k][1], ax)
-            self.groups.setdefault((spec, tuple(keys)), []).append(e)
+        for e, key in enumerate(keys):
+            self.groups.setdefault(key, []).append(e)
+
+    def _padded_keys(self) -> list:
+        """The signature of each example with its padded axes at their bucket's size."""
+        if self.plain and len(self.leaf_pad[0]) == 1 and len({id(p) for p in self.leaf_pad}) == 1:
+            a = self.leaf_pad[0][0]  # (one array per example, padded on the same axis)
+            return [
+                ((*x.shape[:a], size, *x.shape[a + 1 :]), x.dtype)
+                for (x,), size in zip(self.leaves, self.sizes, strict=True)
+            ]
+        keys = []
+        for flat, spec, pads, size in zip(
+            self.leaves, self.specs, self.leaf_pad, self.sizes, strict=True
+        ):
+            keys.append(
+                (spec, tuple([_padded_key(x, ax, size) for x, ax in zip(flat, pads, strict=True)]))
+            )
+        return keys
+
+    def _measure_plain_lengths(self) -> None:
+        """`_measure_lengths` where each mapped argument's examples are single arrays."""
+        ax = self.pad_axes[0]
+        if len(self.pad_axes) == 1 and ax is not None:  # one argument: one comprehension
+            ndims = {x.ndim for (x,) in self.leaves}
+            nd = ndims.pop()
+            if not ndims and -nd <= ax < nd:
+                self.lengths = [x.shape[ax] for (x,) in self.leaves]
+                self.leaf_pad = [[ax % nd]] * self.size
+                return
+        normal: dict = {}  # the padded axes, made non-negative, by the arrays' ndims
+        for e, flat in enumerate(self.leaves):
+            ndims = tuple([x.ndim for x in flat])
+            if ndims not in normal:
+                normal[ndims] = _padding.example_length(flat, self.pad_axes, e)[1]
+            pads = normal[ndims]
+            sizes = {x.shape[ax] for x, ax in zip(flat, pads, strict=True) if ax is not None}
+            if len(sizes) != 1:
+                _padding.example_length(flat, self.pad_axes, e)  # (raises, saying why)
+            self.lengths.append(sizes.pop())
+            self.leaf_pad.append(pads)
 
     def _measure_lengths(self) -> None:
         cache: dict = {}
@@ -391,6 +432,22 @@ def _rows(leaf: Any, n: int) -> list:
     return list(leaf) if type(leaf) is np.ndarray else [leaf[j] for j in range(n)]
 
 
+def _keys(plan: _Plan) -> list:
+    """The signature of each example: its structure and each leaf's key."""
+    return [
+        (spec, tuple([_leaf_key(leaf) for leaf in flat]))
+        for flat, spec in zip(plan.leaves, plan.specs, strict=True)
+    ]
+
+
+def _padded_key(leaf: Any, axis: int | None, size: int) -> tuple:
+    key = _leaf_key(leaf)
+    if axis is None:
+        return key
+    shape = key[0]
+    return (*shape[:axis], size, *shape[axis + 1 :]), key[1], axis
+
+
 def _plain_keys(leaves: list) -> list:
     """The signature of each example whose mapped arguments are all arrays."""
     if len(leaves[0]) == 1:
@@ -422,13 +479,14 @@ class _GroupRunner:
 
     def __init__(
         self, plan: _Plan, min_group: int, chunk_size: Any, fallback: Any, out_pad: Any,
-        pad_value: Any,
+        pad_value: Any, record: bool = False,
     ) -> None:  # fmt: skip
         self.plan, self.chunk_size, self.out_pad, self.pad_value = (
             plan, chunk_size, out_pad, pad_value
         )  # fmt: skip
         self.min_group = 1 if plan.has_generator else min_group
         self.fallback = fallback or config.fallback
+        self.record = record  # keep `padded` (for `check`)
         self.padded: list = []  # (group number, padding, example) of padded batched runs
         self.count = 0  # groups run batched so far
 
@@ -468,7 +526,7 @@ class _GroupRunner:
             if ax is None:
                 values.append(_stack(column))
             else:
-                size = int(plan.sizes[idxs[0]])
+                size = plan.sizes[idxs[0]]
                 values.append(_padding.stack_padded(column, ax, size, self.pad_value))
             axes.append(0)
         nflat = len(values)
@@ -490,13 +548,16 @@ class _GroupRunner:
         return mapped(*values, **plan.kwargs)
 
     def _scatter(self, out: Any, idxs: list, results: list) -> None:
-        if type(out) is np.ndarray and not self.plan.padded:
+        plan = self.plan
+        if plan.padded and self.record:
+            self.padded += [(self.count, plan.sizes[e] - plan.lengths[e], e) for e in idxs]
+        if type(out) is np.ndarray and (not plan.padded or self.out_pad is None):
             for e, r in zip(idxs, out, strict=True):
                 results[e] = r
             return
         leaves, treedef = optree.tree_flatten(out)
         columns = [_rows(leaf, len(idxs)) for leaf in leaves]
-        if not self.plan.padded:
+        if not plan.padded:
             for e, parts in zip(idxs, zip(*columns, strict=True), strict=True):
                 results[e] = treedef.unflatten(parts)
             return
@@ -504,12 +565,10 @@ class _GroupRunner:
         first = treedef.unflatten([column[0] for column in columns])
         axes = _padding.output_pad_axes(self.out_pad, first, len(leaves))
         for e, parts in zip(idxs, zip(*columns, strict=True), strict=True):
-            n = self.plan.lengths[e]
+            n = plan.lengths[e]
             results[e] = treedef.unflatten(
                 [_padding.trim(part, ax, n) for part, ax in zip(parts, axes, strict=True)]
             )
-            if self.plan.sizes[e] > n:
-                self.padded.append((self.count, int(self.plan.sizes[e]) - n, e))
 
     def _warn_loop(self, idxs: list, error: Exception) -> None:
         if self.fallback == "warn":
