@@ -157,7 +157,8 @@ def main(argv: list[str]) -> None:
         f"lengths 1..512 ({len(np.unique([len(s) for s in skewed]))} distinct)": skewed,
         "16 distinct lengths": sixteen,
     }
-    results = {name: run_batch(name, seqs, weights, 3 if quick else 7) for name, seqs in batches.items()}
+    repeat = 3 if quick else 7
+    results = {name: run_batch(name, seqs, weights, repeat) for name, seqs in batches.items()}
     write_markdown(HERE / "ragged.md", info, results, count)
 
 

@@ -23,6 +23,7 @@ from .errors import (
     RaggedInputError,
 )
 
+_ERROR_MODE_SENTENCE = " With fallback='error' vmapx does not run the function per example."
 # below this many examples a group runs as plain calls (measured: see `_DEFAULT_MIN_GROUP`)
 _DEFAULT_MIN_GROUP = 4
 
@@ -110,6 +111,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     _check_options(f, min_group_size, buckets, check, randomness, fallback)
     axes = _in_axes(in_axes, len(xs))
     plan = _Plan(f, xs, axes, pad_axes, kwargs)
+    if not plan.size:
+        return []
     plan.group(buckets)
     results: list = [None] * plan.size
     runner = _GroupRunner(
@@ -571,11 +574,13 @@ class _GroupRunner:
             )
 
     def _warn_loop(self, idxs: list, error: Exception) -> None:
+        # (the group ran with fallback="error" to find out; the caller's mode is "warn")
+        cause = str(error).replace(_ERROR_MODE_SENTENCE, "")
         if self.fallback == "warn":
             warnings.warn(
                 PerformanceWarning(
-                    f"vmapx.map: a group of {len(idxs)} examples runs example by example, "
-                    f"because it cannot stay batched: {error}"
+                    f"vmapx.map: a group of {len(idxs)} example{'s' * (len(idxs) != 1)} runs "
+                    f"example by example, because it cannot stay batched: {cause}"
                 ),
                 stacklevel=4,
             )
