@@ -78,16 +78,21 @@ def example_length(leaves: list, axes: list, index: int) -> tuple[int, list]:
 # -- bucket sizes ------------------------------------------------------------------------
 
 
-def bucket_sizes(lengths: np.ndarray, buckets: int | Sequence[int]) -> np.ndarray:
-    """The padded size of each example: its length rounded up to a bucket size.
+def bucket_sizes(
+    lengths: Sequence[int], buckets: int | Sequence[int], counts: Sequence[int] | None = None
+) -> np.ndarray:
+    """The padded size of each length: the length rounded up to a bucket size.
 
-    `buckets` an int k: the k sizes that make the total padded length of this batch the
-    least (exact, by dynamic programming over the distinct lengths). A sequence: those
-    sizes (a length beyond the largest keeps its own size)."""
+    `buckets` an int k: the k sizes that make the total padded length the least, each
+    length counted `counts` times (once if None), found exactly by dynamic programming over
+    the distinct lengths. A sequence: those sizes (a length beyond the largest keeps its
+    own size)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
     if not len(lengths):
         return lengths
     if isinstance(buckets, numbers.Integral):
-        sizes = _optimal_sizes(lengths, int(buckets))
+        weights = np.ones(len(lengths)) if counts is None else np.asarray(counts, np.float64)
+        sizes = _optimal_sizes(lengths, weights, int(buckets))
     else:
         sizes = np.unique(np.asarray(buckets, dtype=np.int64))
     slot = np.searchsorted(sizes, lengths)
@@ -95,15 +100,16 @@ def bucket_sizes(lengths: np.ndarray, buckets: int | Sequence[int]) -> np.ndarra
     return np.where(inside, sizes[np.minimum(slot, len(sizes) - 1)], lengths)
 
 
-def _optimal_sizes(lengths: np.ndarray, k: int) -> np.ndarray:
-    values, counts = np.unique(lengths, return_counts=True)
+def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
+    values, slot = np.unique(lengths, return_inverse=True)
+    counts = np.bincount(slot.ravel(), weights=weights, minlength=len(values))
     if len(values) <= k:
         return values
     if len(values) > _MAX_CANDIDATES:  # round up to quantiles of the distinct lengths first
         pick = np.unique(np.linspace(0, len(values) - 1, _MAX_CANDIDATES).round().astype(int))
         slot = np.searchsorted(values[pick], values)
         values, counts = values[pick], np.bincount(slot, weights=counts, minlength=len(pick))
-    return values[_best_split(values.astype(np.float64), counts.astype(np.float64), k)]
+    return values[_best_split(values.astype(np.float64), counts, k)]
 
 
 def _best_split(values: np.ndarray, counts: np.ndarray, k: int) -> list:

@@ -3,6 +3,7 @@ per group of examples with the same shapes and dtypes, results in the loop's ord
 
 from __future__ import annotations
 
+import builtins
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -118,8 +119,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     runner = _GroupRunner(
         plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value, bool(check)
     )
-    for idxs in plan.groups.values():
-        runner.run(idxs, results)
+    for group in plan.groups.values():
+        runner.run(group, results)
     if check and plan.padded:
         count = 8 if check is True else int(check)
         sample = _padding.check_sample(runner.padded, count)
@@ -278,7 +279,7 @@ class _Plan:
         self.size = len(columns[0][1])
         self.leaves: list = []  # per example: the leaves of its mapped arguments
         self.specs: list = []  # per example: ((treedef, leaf count) per mapped argument)
-        self.plain = all(all(type(x) is np.ndarray for x in c) for _, c in columns)
+        self.plain = all(set(builtins.map(type, c)) <= {np.ndarray} for _, c in columns)
         if self.plain:  # the common case: every example of every argument is one array
             self.leaves = list(zip(*(c for _, c in columns), strict=True))
             self.specs = [((None, 1),) * len(columns)] * self.size
@@ -292,8 +293,7 @@ class _Plan:
             self.specs.append(tuple(spec))
         self.padded = pad_axes is not None
         self.pad_axes = self._pad_specs(pad_axes, xs) if self.padded else None
-        self.lengths: list = []
-        self.leaf_pad: list = []  # per example: the padded axis of each leaf (padded mode)
+        self.lengths = self.sizes = None  # per example (padded mode): length, bucket size
         self.has_generator = self._has_generator()
 
     def _pad_specs(self, pad_axes: Any, xs: tuple) -> list:
@@ -331,82 +331,54 @@ class _Plan:
         )
 
     def group(self, buckets: Any) -> None:
-        """Group the examples by signature (padded shapes in the padded mode)."""
-        if self.padded:
-            self.lengths, self.leaf_pad = [], []
-            if self.plain and all(_is_axis(s) for s in self.pad_axes):
-                self._measure_plain_lengths()
-            else:
-                self._measure_lengths()
-            lengths = np.asarray(self.lengths, dtype=np.int64)
-            self.sizes = _padding.bucket_sizes(lengths, buckets).tolist()
-            keys = self._padded_keys()
-        else:
-            keys = _plain_keys(self.leaves) if self.plain else _keys(self)
-        self.groups: dict = {}
+        """Group the examples by signature; in the padded mode, merge the groups whose
+        signatures are equal once each length is rounded up to its bucket's size."""
+        keys = _plain_keys(self.leaves) if self.plain else _keys(self)
+        exact: dict = {}
         for e, key in enumerate(keys):
-            self.groups.setdefault(key, []).append(e)
+            exact.setdefault(key, []).append(e)
+        self.groups: dict = {key: _Group(idxs) for key, idxs in exact.items()}
+        if self.padded:
+            self._merge_padded(buckets)
 
-    def _padded_keys(self) -> list:
-        """The signature of each example with its padded axes at their bucket's size."""
-        if self.plain and len(self.leaf_pad[0]) == 1 and len({id(p) for p in self.leaf_pad}) == 1:
-            a = self.leaf_pad[0][0]  # (one array per example, padded on the same axis)
-            return [
-                ((*x.shape[:a], size, *x.shape[a + 1 :]), x.dtype)
-                for (x,), size in zip(self.leaves, self.sizes, strict=True)
-            ]
-        keys = []
-        for flat, spec, pads, size in zip(
-            self.leaves, self.specs, self.leaf_pad, self.sizes, strict=True
-        ):
-            keys.append(
-                (spec, tuple([_padded_key(x, ax, size) for x, ax in zip(flat, pads, strict=True)]))
+    def _merge_padded(self, buckets: Any) -> None:
+        """Each exact group's length and padded axes (the same for all its examples), its
+        bucket size, and the groups merged by padded signature."""
+        self.lengths = np.zeros(self.size, dtype=np.int64)
+        self.sizes = np.zeros(self.size, dtype=np.int64)
+        exact = list(self.groups.values())
+        for group in exact:
+            group.length, group.pads = self._length(group.idxs[0])
+            self.lengths[group.idxs] = group.length
+        counts = [len(g.idxs) for g in exact]
+        sizes = _padding.bucket_sizes([g.length for g in exact], buckets, counts)
+        self.groups = {}
+        for group, size in zip(exact, sizes.tolist(), strict=True):
+            self.sizes[group.idxs] = size
+            e = group.idxs[0]
+            key = (
+                self.specs[e],
+                tuple(
+                    _padded_key(x, ax, size)
+                    for x, ax in zip(self.leaves[e], group.pads, strict=True)
+                ),
             )
-        return keys
+            merged = self.groups.setdefault(key, _Group([], size, group.pads))
+            merged.idxs += group.idxs
 
-    def _measure_plain_lengths(self) -> None:
-        """`_measure_lengths` where each mapped argument's examples are single arrays."""
-        ax = self.pad_axes[0]
-        if len(self.pad_axes) == 1 and ax is not None:  # one argument: one comprehension
-            ndims = {x.ndim for (x,) in self.leaves}
-            nd = ndims.pop()
-            if not ndims and -nd <= ax < nd:
-                self.lengths = [x.shape[ax] for (x,) in self.leaves]
-                self.leaf_pad = [[ax % nd]] * self.size
-                return
-        normal: dict = {}  # the padded axes, made non-negative, by the arrays' ndims
-        for e, flat in enumerate(self.leaves):
-            ndims = tuple([x.ndim for x in flat])
-            if ndims not in normal:
-                normal[ndims] = _padding.example_length(flat, self.pad_axes, e)[1]
-            pads = normal[ndims]
-            sizes = {x.shape[ax] for x, ax in zip(flat, pads, strict=True) if ax is not None}
-            if len(sizes) != 1:
-                _padding.example_length(flat, self.pad_axes, e)  # (raises, saying why)
-            self.lengths.append(sizes.pop())
-            self.leaf_pad.append(pads)
-
-    def _measure_lengths(self) -> None:
-        cache: dict = {}
-        for e, (flat, spec) in enumerate(zip(self.leaves, self.specs, strict=True)):
-            axes: list = []
-            start = 0
-            for p, (treedef, count) in enumerate(spec):
-                key = (p, treedef, count)
-                if key not in cache:
-                    example = (
-                        flat[start]
-                        if treedef is None
-                        else optree.tree_unflatten(treedef, flat[start : start + count])
-                    )
-                    cache[key] = _padding.leaf_pad_axes(
-                        self.pad_axes[p], example, treedef, count, f"mapped argument {p}"
-                    )
-                axes += cache[key]
-                start += count
-            length, normal = _padding.example_length(flat, axes, e)
-            self.lengths.append(length)
-            self.leaf_pad.append(normal)
+    def _length(self, e: int) -> tuple[int, list]:
+        """Example `e`'s true length and the padded axis of each of its leaves."""
+        flat, axes, start = self.leaves[e], [], 0
+        for p, (treedef, count) in enumerate(self.specs[e]):
+            example = (
+                flat[start]
+                if treedef is None
+                else optree.tree_unflatten(treedef, list(flat[start : start + count]))
+            )
+            where = f"mapped argument {p}"
+            axes += _padding.leaf_pad_axes(self.pad_axes[p], example, treedef, count, where)
+            start += count
+        return _padding.example_length(flat, axes, e)
 
     def arguments(self, spec: tuple, flat: list, shared: list) -> list:
         """`f`'s positional arguments from the mapped leaves `flat` and the `shared` values."""
@@ -466,6 +438,16 @@ def _stack(column: list) -> Any:
     return np.stack(column)
 
 
+class _Group:
+    """Examples run together: their indices, and in the padded mode their bucket size and
+    the padded axis of each leaf (None where a leaf is not padded)."""
+
+    __slots__ = ("idxs", "size", "pads", "length")
+
+    def __init__(self, idxs: list, size: int | None = None, pads: list | None = None) -> None:
+        self.idxs, self.size, self.pads, self.length = idxs, size, pads, None
+
+
 def _read_only(v: Any) -> Any:
     if type(v) is not np.ndarray or not v.flags.writeable:
         return v
@@ -493,17 +475,18 @@ class _GroupRunner:
         self.padded: list = []  # (group number, padding, example) of padded batched runs
         self.count = 0  # groups run batched so far
 
-    def run(self, idxs: list, results: list) -> None:
+    def run(self, group: _Group, results: list) -> None:
+        idxs = group.idxs
         if len(idxs) < self.min_group:
             for e in idxs:
                 results[e] = self.plan.call(e)
             return
         try:
-            out = self._batched(idxs, "error")
+            out = self._batched(group, "error")
         except FallbackError:  # a NumPy function without a rule: vmap loops over just it
             if self.fallback == "error":
                 raise
-            out = self._batched(idxs, self.fallback)
+            out = self._batched(group, self.fallback)
         except ConcretizationError as error:  # cannot stay batched: the group's own loop
             if self.fallback == "error":
                 raise
@@ -514,8 +497,8 @@ class _GroupRunner:
         self._scatter(out, idxs, results)
         self.count += 1
 
-    def _batched(self, idxs: list, fallback: str) -> Any:
-        plan = self.plan
+    def _batched(self, group: _Group, fallback: str) -> Any:
+        plan, idxs = self.plan, group.idxs
         spec = plan.specs[idxs[0]]
         flat0 = plan.leaves[idxs[0]]
         values, axes = [], []
@@ -525,18 +508,17 @@ class _GroupRunner:
                 axes.append(None)
                 continue
             column = [plan.leaves[e][k] for e in idxs]
-            ax = plan.leaf_pad[idxs[0]][k] if plan.padded else None
+            ax = group.pads[k] if plan.padded else None
             if ax is None:
                 values.append(_stack(column))
             else:
-                size = plan.sizes[idxs[0]]
-                values.append(_padding.stack_padded(column, ax, size, self.pad_value))
+                values.append(_padding.stack_padded(column, ax, group.size, self.pad_value))
             axes.append(0)
         nflat = len(values)
         values += plan.shared
         axes += [None] * len(plan.shared)
         if plan.padded:
-            values.append(np.array([plan.lengths[e] for e in idxs], dtype=np.int64))
+            values.append(plan.lengths[idxs])
             axes.append(0)
 
         nshared = len(plan.shared)
@@ -553,7 +535,10 @@ class _GroupRunner:
     def _scatter(self, out: Any, idxs: list, results: list) -> None:
         plan = self.plan
         if plan.padded and self.record:
-            self.padded += [(self.count, plan.sizes[e] - plan.lengths[e], e) for e in idxs]
+            padding = (plan.sizes[idxs] - plan.lengths[idxs]).tolist()
+            self.padded += [
+                (self.count, pad, e) for pad, e in zip(padding, idxs, strict=True) if pad
+            ]
         if type(out) is np.ndarray and (not plan.padded or self.out_pad is None):
             for e, r in zip(idxs, out, strict=True):
                 results[e] = r
@@ -568,7 +553,7 @@ class _GroupRunner:
         first = treedef.unflatten([column[0] for column in columns])
         axes = _padding.output_pad_axes(self.out_pad, first, len(leaves))
         for e, parts in zip(idxs, zip(*columns, strict=True), strict=True):
-            n = plan.lengths[e]
+            n = int(plan.lengths[e])
             results[e] = treedef.unflatten(
                 [_padding.trim(part, ax, n) for part, ax in zip(parts, axes, strict=True)]
             )
