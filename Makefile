@@ -42,6 +42,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/mlp_grads.py
+	$(PY) benchmarks/ragged.py
 
 clean:
 	rm -rf $(VENV) $(VENV_NP1) .pytest_cache .ruff_cache

@@ -127,9 +127,12 @@ def run_batch(name: str, seqs: list, weights: tuple, repeat: int) -> list[tuple]
     methods: dict[str, Callable[[], list]] = {
         "loop": lambda: [pool_one(x, *weights) for x in seqs],
         "vmapx.map (exact groups)": lambda: vmapx.map(lambda x: pool_one(x, *weights), seqs),
-        "vmapx.map (padded, 8 buckets)": lambda: vmapx.map(
-            pool, seqs, *weights, in_axes=shared, pad_axes=1
-        ),
+        **{
+            f"vmapx.map (padded, {k} buckets)": lambda k=k: vmapx.map(
+                pool, seqs, *weights, in_axes=shared, pad_axes=1, buckets=k
+            )
+            for k in (4, 8, 16)
+        },
         "hand, padded to the longest": lambda: hand_padded(seqs, weights),
         "hand, padded to the same 8 buckets": lambda: hand_padded(seqs, weights, buckets),
     }

@@ -186,6 +186,22 @@ def test_grad_inside_map_gives_the_per_example_gradients() -> None:
     assert_loop(got, [vmapx.grad(loss)(w, x) for x in seqs], rtol=1e-10)
 
 
+def test_per_example_gradients_of_pytree_parameters_over_sequences() -> None:
+    rng = np.random.default_rng(8)
+    seqs = [rng.normal(size=(n, 3)) for n in rng.integers(1, 12, 60)]
+    ys = rng.normal(size=len(seqs))
+    params = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+
+    def seq_loss(params: dict, x: np.ndarray, y: Any) -> Any:
+        return 0.5 * (np.tanh(x @ params["W"] + params["b"]).mean() - y) ** 2
+
+    per_example = vmapx.grad(seq_loss)
+    got = vmapx.map(per_example, params, seqs, ys, in_axes=(None, 0, 0))
+    want = [per_example(params, x, y) for x, y in zip(seqs, ys, strict=True)]
+    assert_loop(got, want, rtol=1e-10)
+    vmapx.check_grads(lambda p: seq_loss(p, seqs[0], ys[0]), (params,), order=1)
+
+
 def test_map_inside_grad_equals_the_loop_and_finite_differences() -> None:
     w, seqs = np.array([0.3, -0.2, 0.5]), sequences(1)
 
@@ -342,7 +358,7 @@ ERRORS = [  # (positional arguments of map, keywords, error, words of the messag
     ((KEEP, [{"a": np.ones(2)}]), {"pad_axes": {"b": 0}}, PaddingError, "does not match"),
     ((KEEP, TWO), {"pad_axes": {"b": 0}}, PaddingError, "a pytree"),
     ((KEEP, [{"a": 1.0}]), {"pad_axes": 0}, PaddingError, "selects no array"),
-    ((lambda x, n: x.sum(), TWO * 5), {"pad_axes": 0, "out_pad_axes": 0}, PaddingError, "range"),
+    ((lambda x, n: x.sum(), TWO * 9), {"pad_axes": 0, "out_pad_axes": 0}, PaddingError, "range"),
 ]
 
 
