@@ -15,13 +15,13 @@ import datetime
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 import vmapx
+from mlp_grads import median_ms
 
 HERE = Path(__file__).resolve().parent
 B, D, H = 4096, 4, 4
@@ -100,16 +100,6 @@ def _pool_batch(x: np.ndarray, n: np.ndarray, w1: np.ndarray, b1: np.ndarray, v:
 def skewed_lengths(rng: np.random.Generator, count: int) -> np.ndarray:
     """Lengths in 1..512, lognormal (median 20): many short sequences, a long tail."""
     return np.clip(np.round(rng.lognormal(np.log(20), 0.9, count)), 1, 512).astype(int)
-
-
-def median_ms(fn: Callable, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
 
 
 def same(got: list, want: list, what: str) -> None:

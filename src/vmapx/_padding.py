@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from ._api import _leaf_axes  # (a pytree prefix of axes to one axis per leaf, as in vmap)
 from .errors import PaddingError
 
 # the most candidate sizes the bucket search looks at (lengths round up to one of them first)
@@ -30,17 +31,14 @@ def leaf_pad_axes(spec: Any, example: Any, treedef: Any, nleaves: int, where: st
             f"vmapx.map: the `pad_axes` entry for {where} is {spec!r}, a pytree, but the "
             "examples of that argument are single arrays; give an int or None"
         )
-    try:
-        subtrees = optree.tree_structure(spec, none_is_leaf=True).flatten_up_to(example)
-    except ValueError as e:
-        raise PaddingError(
+    return _leaf_axes(
+        spec,
+        example,
+        lambda e: PaddingError(
             f"vmapx.map: the `pad_axes` entry for {where} ({spec!r}) does not match the "
             f"structure of its examples: {e}"
-        ) from None
-    axes: list = []
-    for ax, sub in zip(optree.tree_leaves(spec, none_is_leaf=True), subtrees, strict=True):
-        axes.extend([ax] * len(optree.tree_leaves(sub)))
-    return axes
+        ),
+    )
 
 
 def example_length(leaves: list, axes: list, index: int) -> tuple[int, list]:
@@ -177,17 +175,14 @@ def output_pad_axes(spec: Any, out: Any, nleaves: int) -> list:
     """The padded axis of each output leaf, from `out_pad_axes` (int, None or a prefix)."""
     if spec is None or isinstance(spec, numbers.Integral):
         return [spec] * nleaves
-    try:
-        subtrees = optree.tree_structure(spec, none_is_leaf=True).flatten_up_to(out)
-    except ValueError as e:
-        raise PaddingError(
+    return _leaf_axes(
+        spec,
+        out,
+        lambda e: PaddingError(
             f"vmapx.map: `out_pad_axes` ({spec!r}) does not match the structure of the "
             f"function's results: {e}"
-        ) from None
-    axes: list = []
-    for ax, sub in zip(optree.tree_leaves(spec, none_is_leaf=True), subtrees, strict=True):
-        axes.extend([ax] * len(optree.tree_leaves(sub)))
-    return axes
+        ),
+    )
 
 
 # -- the check against the unpadded loop ----------------------------------------------
