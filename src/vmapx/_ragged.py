@@ -78,7 +78,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     - `check`: padded mode: `True` (8 examples) or a number of examples, the most padded
       of each bucket first, whose results are compared with calling `f` on the unpadded
       example; a difference raises `vmapx.errors.PaddingError`.
-    - `min_group_size`: the smallest group run batched.
+    - `min_group_size`: the smallest group run batched (default 8: measured, a batched
+      run of a function of a few dozen NumPy calls starts to pay there).
     - `chunk_size`, `fallback`: passed to each group's `vmap`. A group whose function
       cannot stay batched (Python control flow on values where the examples disagree,
       a result shape that depends on the data) runs example by example, with a
@@ -86,7 +87,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     - `randomness`: only `"error"`: a draw from a `numpy.random.Generator` argument
       raises `vmapx.errors.RandomnessError`, since grouping runs the examples in another
       order than the loop (draw the numbers before the map, in a loop, and map them).
-    - `**kwargs`: passed to `f` unbatched.
+    - `**kwargs`: passed to `f` unbatched (the names above are `map`'s own; bind a
+      keyword of `f` with one of those names with `functools.partial`).
 
     **Padded mode.** With `pad_axes`, examples that differ only in the length of their
     padded axis share a group: each length is rounded up to a bucket size, the arrays are
@@ -326,7 +328,7 @@ class _Plan:
         shared = optree.tree_leaves([self.shared, self.kwargs])
         if any(isinstance(v, np.random.Generator) for v in shared):
             return True
-        return any(
+        return not self.plain and any(
             isinstance(v, np.random.Generator)
             for flat in self.leaves
             for v in flat
