@@ -349,25 +349,22 @@ class _Plan:
     def _merge_padded(self, buckets: Any) -> None:
         """Each exact group's length and padded axes (the same for all its examples), its
         bucket size, and the groups merged by padded signature."""
-        self.lengths = np.zeros(self.size, dtype=np.int64)
-        self.sizes = np.zeros(self.size, dtype=np.int64)
         exact = list(self.groups.values())
         for group in exact:
             group.length, group.pads = self._length(group.idxs[0])
-            self.lengths[group.idxs] = group.length
         counts = [len(g.idxs) for g in exact]
-        sizes = _padding.bucket_sizes([g.length for g in exact], buckets, counts)
+        lengths = [g.length for g in exact]
+        sizes = _padding.bucket_sizes(lengths, buckets, counts)
+        order = np.concatenate([g.idxs for g in exact])  # (one conversion for all examples)
+        self.lengths = np.empty(self.size, dtype=np.int64)
+        self.sizes = np.empty(self.size, dtype=np.int64)
+        self.lengths[order] = np.repeat(lengths, counts)
+        self.sizes[order] = np.repeat(sizes, counts)
         self.groups = {}
         for group, size in zip(exact, sizes.tolist(), strict=True):
-            self.sizes[group.idxs] = size
             e = group.idxs[0]
-            key = (
-                self.specs[e],
-                tuple(
-                    _padded_key(x, ax, size)
-                    for x, ax in zip(self.leaves[e], group.pads, strict=True)
-                ),
-            )
+            pads = zip(self.leaves[e], group.pads, strict=True)
+            key = (self.specs[e], tuple(_padded_key(x, ax, size) for x, ax in pads))
             merged = self.groups.setdefault(key, _Group([], size, group.pads))
             merged.idxs += group.idxs
 
