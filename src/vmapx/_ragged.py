@@ -106,11 +106,11 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     ```python
     >>> import numpy as np, vmapx
     >>> xs = [np.ones(3), np.ones(5), 2 * np.ones(3)]
-    >>> vmapx.map(lambda x: x.sum() * 2, xs)
-    [np.float64(6.0), np.float64(10.0), np.float64(12.0)]
+    >>> [float(r) for r in vmapx.map(lambda x: x.sum() * 2, xs)]
+    [6.0, 10.0, 12.0]
     >>> masked_mean = lambda x, n: np.where(np.arange(x.shape[0]) < n, x, 0).sum() / n
-    >>> vmapx.map(masked_mean, [np.arange(2.0), np.arange(4.0)], pad_axes=0)
-    [np.float64(0.5), np.float64(1.5)]
+    >>> [float(r) for r in vmapx.map(masked_mean, [np.arange(2.0), np.arange(4.0)], pad_axes=0)]
+    [0.5, 1.5]
 
     ```
     """
