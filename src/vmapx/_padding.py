@@ -143,7 +143,10 @@ def stack_padded(leaves: list, axis: int, size: int, pad_value: Any) -> Any:
     shape = list(first.shape)
     shape[axis] = size
     if all(type(x) is np.ndarray for x in leaves):
-        out = np.full((len(leaves), *shape), pad_value, dtype=first.dtype)
+        shape = (len(leaves), *shape)
+        zero = isinstance(pad_value, numbers.Number) and pad_value == 0
+        # (zeros: pages the kernel gives zeroed, touched only where examples are written)
+        out = np.zeros(shape, first.dtype) if zero else np.full(shape, pad_value, first.dtype)
         head = (slice(None),) * axis
         for i, x in enumerate(leaves):
             out[(i, *head, slice(0, x.shape[axis]))] = x
