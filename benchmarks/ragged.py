@@ -113,18 +113,19 @@ def run_batch(name: str, seqs: list, weights: tuple, repeat: int) -> list[tuple]
     """Time every method on one batch; rows of (method, ms)."""
     shared = (0, None, None, None)  # (the weights: the same for every sequence)
     lengths = np.array([s.shape[1] for s in seqs])
-    buckets = vmapx._padding.bucket_sizes(lengths, 8)
+    # the buckets vmapx.map chooses by default (weights: elements per unit of length)
+    buckets = vmapx._padding.bucket_sizes(lengths, "auto", np.full(len(seqs), D))
     methods: dict[str, Callable[[], list]] = {
         "loop": lambda: [pool_one(x, *weights) for x in seqs],
         "vmapx.map (exact groups)": lambda: vmapx.map(lambda x: pool_one(x, *weights), seqs),
         **{
-            f"vmapx.map (padded, {k} buckets)": lambda k=k: vmapx.map(
+            f"vmapx.map (padded, buckets={k!r})": lambda k=k: vmapx.map(
                 pool, seqs, *weights, in_axes=shared, pad_axes=1, buckets=k
             )
-            for k in (4, 8, 16)
+            for k in ("auto", 4, 8, 16)
         },
         "hand, padded to the longest": lambda: hand_padded(seqs, weights),
-        "hand, padded to the same 8 buckets": lambda: hand_padded(seqs, weights, buckets),
+        "hand, padded to the same buckets": lambda: hand_padded(seqs, weights, buckets),
     }
     want = methods["loop"]()
     for method, thunk in methods.items():
@@ -213,9 +214,11 @@ def targets(results: dict) -> list[str]:
         ms = dict(rows)
         best = min(v for m, v in ms.items() if m.startswith("vmapx.map"))
         out.append(_target(f"{name}: vmapx.map (best mode) vs the loop", ms["loop"] / best, 10))
-        padded = ms["vmapx.map (padded, 8 buckets)"]
-        for hand in ("hand, padded to the longest", "hand, padded to the same 8 buckets"):
-            out.append(_target(f"{name}: padded mode (8 buckets) vs {hand}", padded / ms[hand]))
+        padded = ms["vmapx.map (padded, buckets='auto')"]
+        for hand in ("hand, padded to the longest", "hand, padded to the same buckets"):
+            out.append(
+                _target(f"{name}: padded mode (default buckets) vs {hand}", padded / ms[hand])
+            )
         if name.startswith("16"):
             exact = ms["loop"] / ms["vmapx.map (exact groups)"]
             out.append(_target(f"{name}: exact groups, `vmapx.map(f, xs)`, vs the loop", exact, 10))

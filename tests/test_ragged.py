@@ -462,16 +462,31 @@ def test_padded_examples_traced_by_grad() -> None:
 def test_bucket_sizes_are_the_least_padding(seed: int) -> None:
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, 40, int(rng.integers(1, 30)))
+    weights = rng.integers(1, 5, len(lengths)) if seed % 2 else np.ones(len(lengths))
     k = int(rng.integers(1, 5))
-    sizes = _padding.bucket_sizes(lengths, k)
+    sizes = _padding.bucket_sizes(lengths, k, weights)
     assert (sizes >= lengths).all() and len(np.unique(sizes)) <= k
     values = np.unique(lengths)
     best = min(
-        _padding.bucket_sizes(lengths, list(tops) + [values[-1]]).sum()
+        (_padding.bucket_sizes(lengths, list(tops) + [values[-1]]) * weights).sum()
         for r in range(k)
         for tops in itertools.combinations(values[:-1], r)
     )
-    assert sizes.sum() == best
+    assert (sizes * weights).sum() == best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_auto_buckets_trade_padding_against_groups(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 400, int(rng.integers(1, 40)))
+    weights = rng.integers(1, 2000, len(lengths)).astype(float)
+
+    def cost(sizes: np.ndarray) -> float:
+        return (sizes * weights).sum() + _padding.GROUP_COST_ELEMENTS * len(np.unique(sizes))
+
+    auto = cost(_padding.bucket_sizes(lengths, "auto", weights))
+    for k in range(1, len(np.unique(lengths)) + 1):
+        assert auto <= cost(_padding.bucket_sizes(lengths, k, weights)) + 1e-6
 
 
 def test_explicit_bucket_sizes_and_lengths_beyond_them() -> None:
