@@ -489,6 +489,14 @@ def test_auto_buckets_trade_padding_against_groups(seed: int) -> None:
         assert auto <= cost(_padding.bucket_sizes(lengths, k, weights)) + 1e-6
 
 
+@pytest.mark.parametrize("buckets", [1, 5, "auto"])
+def test_buckets_over_many_distinct_lengths(buckets: Any) -> None:
+    lengths = np.random.default_rng(0).integers(0, 5000, 3000)
+    sizes = _padding.bucket_sizes(lengths, buckets)
+    assert (sizes >= lengths).all() and sizes.max() == lengths.max()
+    assert len(np.unique(sizes)) <= (_padding.MAX_AUTO_BUCKETS if buckets == "auto" else buckets)
+
+
 def test_explicit_bucket_sizes_and_lengths_beyond_them() -> None:
     np.testing.assert_array_equal(
         _padding.bucket_sizes(np.array([1, 4, 5, 9, 30]), [4, 8]), [4, 4, 8, 9, 30]
