@@ -11,7 +11,7 @@ from numpy.testing.overrides import (
     get_overridable_numpy_ufuncs,
 )
 
-from ._numpy._dispatch import FUNCTIONS, REFUSED, has_batch_rule
+from ._registry import FUNCTIONS
 
 
 def coverage() -> dict[Callable, str]:
@@ -35,10 +35,12 @@ def coverage() -> dict[Callable, str]:
         report[ufunc] = "refused" if ufunc.__name__ in UFUNCS_NEEDING_OUT else "native"
     for func in sorted(get_overridable_numpy_array_functions(), key=_qualname):
         dispatched = dispatched_as(func)
-        if dispatched in REFUSED:
+        prim = FUNCTIONS.get(dispatched)
+        rules = None if prim is None else prim.rules
+        if rules is not None and rules.refused is not None:
             report[func] = "refused"
         else:
-            report[func] = "native" if has_batch_rule(dispatched) else "fallback"
+            report[func] = "native" if rules is not None and rules.batch else "fallback"
     return report
 
 

@@ -51,9 +51,10 @@ import optree
 
 from . import _autochunk, _core, _replay_memory
 from ._api import _root, fresh_arrays
-from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
-from ._numpy._compat import NUMPY2
-from ._numpy._plain import PLAIN_ARRAYS
+from ._compat import NUMPY2
+from ._core import Trace, Tracer, pop_trace, push_trace
+from ._plain import PLAIN_ARRAYS
+from ._registry import Primitive
 
 MAX_RECORDINGS = 64
 # A recording that makes arrays this large is not replayed: interpreting the calls costs

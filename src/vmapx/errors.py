@@ -59,3 +59,8 @@ class ControlFlowError(VmapxError, ValueError):
 
 class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
+
+
+class RegistrationError(VmapxError, ValueError):
+    """A rule was registered where one already is (pass `replace=True` to mean it), or
+    a registration was malformed."""

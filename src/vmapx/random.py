@@ -37,8 +37,8 @@ import numpy as np
 
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
+from ._compat import signature
 from ._core import _state, user_frame_location
-from ._numpy._compat import signature
 from ._numpy._tracer_api import setitem
 from .errors import RandomnessError, UnsupportedError
 

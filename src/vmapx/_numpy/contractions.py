@@ -26,14 +26,14 @@ from .._batching import (
     BatchTrace,
     align_rank,
     aligned_operands,
-    batch_rules,
+    defbatch,
     is_batched,
     loop_apply,
     unwrap,
     warn_fallback,
 )
-from ._compat import NUMPY2, present
-from ._dispatch import defbatch, get_arg, ufunc_primitive
+from .._compat import NUMPY2, present
+from .._registry import get_arg, register
 from .shapes import flat_shape
 from .ufuncs import gufunc_rule
 
@@ -520,7 +520,7 @@ defbatch(np.einsum, lambda f: _einsum_rule)
 defbatch(np.einsum_path, lambda f: _einsum_path_rule)
 defbatch([np.convolve, np.correlate], _conv_rule)
 defbatch(present(np.linalg, "matmul"), lambda f: _matmul_rule)
-batch_rules[ufunc_primitive(np.matmul, "__call__")] = _matmul_rule
+register(np.matmul, "batch", _matmul_rule)  # over the generic gufunc rule (a default)
 _VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
     ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
     ("matvec", {(2, 1)}, False, -1),
@@ -528,9 +528,8 @@ _VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b
 ]
 for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
     if hasattr(np, _name):
-        batch_rules[ufunc_primitive(getattr(np, _name), "__call__")] = _vector_gufunc_rule(
-            getattr(np, _name), _ndims, _conj_first, _b_axis
-        )
+        _rule = _vector_gufunc_rule(getattr(np, _name), _ndims, _conj_first, _b_axis)
+        register(getattr(np, _name), "batch", _rule)
 
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------

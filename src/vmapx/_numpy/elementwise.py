@@ -19,14 +19,15 @@ from .._batching import (
     align_rank,
     aligned_operands,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     unwrap,
     wrap_tree,
 )
+from .._compat import astype
 from .._core import Tracer, bind
-from ._compat import astype
-from ._dispatch import defbatch, get_arg, primitive, set_arg
+from .._registry import get_arg, primitive, set_arg
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
 from .misc import own_impl

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, aligned_operands, batch_rules, loop_apply, wrap_tree
+from .._batching import BatchTrace, aligned_operands, defbatch, loop_apply, wrap_tree
+from .._compat import numpy_core, present
+from .._registry import register
 from ..errors import UnsupportedError
-from ._compat import numpy_core, present
-from ._dispatch import defbatch, ufunc_primitive
 
 _ELEMENTWISE = [
     "add", "capitalize", "center", "count", "decode", "encode", "endswith", "expandtabs",
@@ -57,4 +57,4 @@ def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 for _ufunc in present(numpy_core.umath, "_partition_index", "_rpartition_index"):
-    batch_rules[ufunc_primitive(_ufunc, "__call__")] = _needs_out_buffers
+    register(_ufunc, "batch", _needs_out_buffers)

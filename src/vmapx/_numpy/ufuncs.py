@@ -16,7 +16,6 @@ import numpy as np
 from numpy.testing.overrides import get_overridable_numpy_ufuncs
 
 from .._autodiff import (
-    ELEMENTWISE_DERIVS,
     NoRule,
     defcomposite,
     defelementwise,
@@ -38,10 +37,10 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
+from .._compat import NUMPY2, astype, present
 from .._core import Tracer
-from ._compat import NUMPY2, astype, present
-from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
-from ._plain import PLAIN_ARRAYS
+from .._plain import PLAIN_ARRAYS
+from .._registry import register, register_ufunc_defaults, ufunc_primitive
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -406,16 +405,23 @@ def at_rule(ufunc: np.ufunc) -> Any:
     return rule
 
 
-def_ufunc_rules(
-    {
-        "__call__": call_rule,
-        "reduce": reduce_rule,
-        "accumulate": accumulate_rule,
-        "reduceat": reduceat_rule,
-        "outer": outer_rule,
-        "at": at_rule,
-    }
-)
+_BATCH_RULES = {
+    "__call__": call_rule,
+    "reduce": reduce_rule,
+    "accumulate": accumulate_rule,
+    "reduceat": reduceat_rule,
+    "outer": outer_rule,
+    "at": at_rule,
+}
+
+
+def _batch_rule_default(prim: Any, ufunc: np.ufunc, method: str) -> None:
+    factory = _BATCH_RULES.get(method)
+    if factory is not None:
+        register(prim, "batch", factory(ufunc))
+
+
+register_ufunc_defaults(_batch_rule_default)
 
 
 # -- derivatives -----------------------------------------------------------------------
@@ -701,7 +707,7 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     `out[j] = ufunc(out[j-1], x[j])`: `b[i] * prod(a[i+1..j])` for `i <= j`, where
     `a`, `b` are the ufunc's partials. Built as a cumulative product over an (n, n)
     array, so it is exact when some partials are zero."""
-    derivs = ELEMENTWISE_DERIVS[ufunc_primitive(ufunc, "__call__")]
+    derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     n = x.shape[-1]
     prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
     a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
@@ -752,8 +758,8 @@ def _scan_vjp(ufunc: np.ufunc) -> Any:
 
 
 def _scan_jacobian_missing(ufunc: np.ufunc) -> bool:
-    derivs = ELEMENTWISE_DERIVS.get(ufunc_primitive(ufunc, "__call__"))
+    derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     return derivs is None or len(derivs) != 2 or None in derivs
 
 
-add_ufunc_hook(_ufunc_method_derivatives)
+register_ufunc_defaults(_ufunc_method_derivatives)
