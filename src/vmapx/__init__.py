@@ -3,6 +3,7 @@
 from . import (
     _numpy,  # noqa: F401  (registers the NumPy surface and its rules)
     errors,
+    extend,
     random,
 )
 from ._ad_api import (
@@ -20,7 +21,7 @@ from ._api import vectorized_map, vmap
 from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from ._config import config
 from ._coverage import coverage
-from ._custom import custom_vmap
+from ._custom import custom_jvp, custom_vjp, custom_vmap
 from ._jit import jit
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
@@ -34,6 +35,8 @@ __all__ = [
     "all_gather",
     "axis_index",
     "cond",
+    "custom_jvp",
+    "custom_vjp",
     "custom_vmap",
     "fori_loop",
     "pmax",
@@ -48,6 +51,7 @@ __all__ = [
     "config",
     "coverage",
     "errors",
+    "extend",
     "grad",
     "hessian",
     "jacfwd",

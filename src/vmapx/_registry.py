@@ -27,6 +27,7 @@ and the public extension API (`vmapx.extend`) write them, through the same `regi
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -169,7 +170,9 @@ def rules_of(func: Any) -> Rules | None:
 _state: dict[str, str | None] = {"default_source": None}
 
 
-def register(func: Any, kind: str, rule: Any, *, replace: bool = False) -> Primitive:
+def register(
+    func: Any, kind: str, rule: Any, *, replace: bool = False, default: bool = False
+) -> Primitive:
     """Register `rule` as the `kind` rule of `func` (a function, ufunc, ufunc method or
     `Primitive`); returns the primitive.
 
@@ -182,6 +185,8 @@ def register(func: Any, kind: str, rule: Any, *, replace: bool = False) -> Primi
     prim = prim_of(func)
     rules = prim.rules
     default_source = _state["default_source"]
+    if default and default_source is None:
+        default_source = registration_site()
     has = getattr(rules, kind) is not None
     if default_source is not None:  # a family default
         if has and kind not in rules.defaults:
@@ -240,15 +245,22 @@ def builder(func: Callable) -> Callable:
 
 
 def registration_site() -> str:
-    """`file:line` of the line that asked for the current registration."""
+    """`file:line` of the line that asked for the current registration (inside vmapx:
+    relative to the package's folder, `vmapx/_numpy/ufuncs.py:460`)."""
     frame = sys._getframe(1)
     here = __file__
     while frame is not None:
         code = frame.f_code
         if code.co_filename != here and code not in _BUILDERS:
-            return f"{code.co_filename}:{frame.f_lineno}"
+            filename = code.co_filename
+            if filename.startswith(_PACKAGE_PARENT):
+                filename = filename[len(_PACKAGE_PARENT) :]
+            return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def registered() -> Iterator[tuple[Any, Primitive]]:

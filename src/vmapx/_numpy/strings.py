@@ -44,8 +44,10 @@ def _broadcasting_rule(func: Callable) -> Callable:
     return rule
 
 
-# `np.strings` is new in NumPy 2: nothing to register on NumPy 1.26
-defbatch(present(getattr(np, "strings", None), *_ELEMENTWISE), _broadcasting_rule)
+# `np.strings` is new in NumPy 2: nothing to register on NumPy 1.26. Its ufuncs
+# (`np.strings.add is np.add`, `isalpha`, `str_len`, ...) batch by the ufunc family's rule
+_STRING_FUNCTIONS = present(getattr(np, "strings", None), *_ELEMENTWISE)
+defbatch([f for f in _STRING_FUNCTIONS if not isinstance(f, np.ufunc)], _broadcasting_rule)
 
 
 def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
