@@ -17,6 +17,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
 	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider

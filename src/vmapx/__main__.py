@@ -6,10 +6,10 @@ from ._coverage import coverage_table
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] == ["coverage"]:
-        print(coverage_table())
+    if argv[1:2] == ["coverage"] and set(argv[2:]) <= {"--rules", "--where"}:
+        print(coverage_table(rules="--rules" in argv, where="--where" in argv))
         return 0
-    print("usage: python -m vmapx coverage", file=sys.stderr)
+    print("usage: python -m vmapx coverage [--rules] [--where]", file=sys.stderr)
     return 2
 
 

@@ -37,7 +37,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
-from .._compat import NUMPY2, astype, present
+from .._compat import NUMPY2, astype
 from .._core import Tracer
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
@@ -539,65 +539,6 @@ def _frexp(x: Any, **kwargs: Any) -> tuple:
 
 defcomposite(np.modf, _modf)
 defcomposite(np.frexp, _frexp)
-
-
-# matmul and the other contractions among the gufuncs
-def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
-    if b.ndim == 1:
-        return g * b if a.ndim == 1 else g[..., None] * b
-    bt = np.swapaxes(b, -1, -2)
-    if a.ndim == 1:
-        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
-    return np.matmul(g, bt)
-
-
-def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
-    if a.ndim == 1:
-        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
-    at = np.swapaxes(a, -1, -2)
-    if b.ndim == 1:
-        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
-    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
-        return at * g
-    return np.matmul(at, g)
-
-
-def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
-    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
-    axes = kwargs.pop("axes", None)
-    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
-        return NotImplemented
-    (a0, a1), (b0, b1), (o0, o1) = axes
-    a = np.moveaxis(a, (a0, a1), (-2, -1))
-    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
-    return np.moveaxis(out, (-2, -1), (o0, o1))
-
-
-defcomposite(np.matmul, _matmul_axes)
-defjvp(
-    np.matmul,
-    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
-    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
-)
-defvjp(
-    np.matmul,
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
-)
-
-
-def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
-    if kwargs.get("axes") is not None:
-        return NotImplemented
-    return np.sum(np.conjugate(a) * b, axis=axis)
-
-
-defcomposite(present(np, "vecdot"), _vecdot)
-if hasattr(np, "matvec"):
-    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
-                 else NotImplemented)  # fmt: skip
-    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
-        ..., 0, :] if not kw else NotImplemented)  # fmt: skip
 
 
 # -- ufunc methods: reduce / accumulate / outer / reduceat ----------------------------
