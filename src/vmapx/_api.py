@@ -8,7 +8,7 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import optree
@@ -29,8 +29,11 @@ ARGUMENT_ADAPTERS: list[Callable[[BatchTrace, Any], Any]] = []
 CALL_ADAPTERS: list[Callable[[Any, str], Any]] = []
 
 
+P = ParamSpec("P")
+
+
 def vmap(
-    f: Callable,
+    f: Callable[P, Any],
     in_axes: Any = 0,
     out_axes: Any = 0,
     *,
@@ -41,7 +44,7 @@ def vmap(
     fallback: str | None = None,
     in_dims: Any = _SENTINEL,
     out_dims: Any = _SENTINEL,
-) -> Callable:
+) -> Callable[P, Any]:
     """Vectorize `f`, written for one example, over a batch axis of its arguments.
 
     `vmap(f)(X)` returns what `np.stack([f(x) for x in X])` returns, computed with

@@ -6,11 +6,6 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
-from numpy.testing.overrides import (
-    get_overridable_numpy_array_functions,
-    get_overridable_numpy_ufuncs,
-)
-
 from ._numpy._dispatch import FUNCTIONS, REFUSED, has_batch_rule
 
 
@@ -30,6 +25,12 @@ def coverage() -> dict[Callable, str]:
 
     ```
     """
+    # (imported here: `numpy.testing` costs more to import than the rest of vmapx)
+    from numpy.testing.overrides import (
+        get_overridable_numpy_array_functions,
+        get_overridable_numpy_ufuncs,
+    )
+
     report: dict[Callable, str] = {}
     for ufunc in sorted(get_overridable_numpy_ufuncs(), key=lambda u: u.__name__):
         report[ufunc] = "refused" if ufunc.__name__ in UFUNCS_NEEDING_OUT else "native"
@@ -61,13 +62,17 @@ def _qualname(func: Callable) -> str:
     return f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', '')}"
 
 
+def _name(func: Callable) -> str:
+    return f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
+
+
 def coverage_table() -> str:
     """The coverage report as a text table with totals (`python -m vmapx coverage`)."""
-    report = coverage()
+    # NumPy lists a `like=` creator twice (its twin is dispatched as the public one, so
+    # both have one status): one row, one count per name
+    report = {_name(func): status for func, status in coverage().items()}
     rows = [f"{'function':<45} status"]
-    for func, status in report.items():
-        name = f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
-        rows.append(f"{name:<45} {status}")
+    rows += [f"{name:<45} {status}" for name, status in report.items()]
     counts = Counter(report.values())
     rows.append("")
     rows.append(

@@ -1,0 +1,64 @@
+"""Every public name of vmapx, imported (`vmapx/__init__.py` loads this module on the
+first use of one of them)."""
+
+from . import (
+    _numpy,  # noqa: F401  (registers the NumPy surface and its rules)
+    errors,
+    random,
+)
+from ._ad_api import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+)
+from ._api import vectorized_map, vmap
+from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
+from ._config import config
+from ._coverage import coverage
+from ._custom import custom_vmap
+from ._jit_api import jit
+from .control_flow import cond, fori_loop, scan, switch, while_loop
+from .errors import PerformanceWarning
+from .testing import check_grads
+
+# isort: split
+from . import _control_ad  # noqa: F401  (derivatives of control flow and collectives)
+
+__all__ = [
+    "PerformanceWarning",
+    "all_gather",
+    "axis_index",
+    "cond",
+    "custom_vmap",
+    "fori_loop",
+    "pmax",
+    "pmean",
+    "pmin",
+    "psum",
+    "random",
+    "scan",
+    "switch",
+    "while_loop",
+    "check_grads",
+    "config",
+    "coverage",
+    "errors",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jit",
+    "jvp",
+    "linearize",
+    "stop_gradient",
+    "value_and_grad",
+    "vectorized_map",
+    "vjp",
+    "vmap",
+]
