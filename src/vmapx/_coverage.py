@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
+
 from ._numpy._dispatch import FUNCTIONS, REFUSED, has_batch_rule
 
 

@@ -150,12 +150,6 @@ class RecordTracer(Tracer):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._read(lambda v: np.asarray(v, dtype=dtype))
 
-    def __repr__(self) -> str:
-        return repr(self.value)  # (printing reads nothing: the recording stays replayable)
-
-    def __str__(self) -> str:
-        return str(self.value)
-
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
 
@@ -296,6 +290,15 @@ class RecordTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
 
+    def record_effect(self, fn: Callable, args: list) -> None:
+        """Record `fn(*args)`, a call made for what it does (no result): every replay
+        makes it (`vmapx.debug.print`)."""
+        step = _Step(fn, _replace(self, tuple(args), _slot, _snapshot), {}, [], _NO_RESULT)
+        step.effect = True
+        self.steps.append(step)
+
+
+_NO_RESULT = optree.tree_structure(None)
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
 _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))

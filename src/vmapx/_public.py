@@ -3,6 +3,7 @@ first use of one of them)."""
 
 from . import (
     _numpy,  # noqa: F401  (registers the NumPy surface and its rules)
+    debug,  # (also: what `print` shows of a traced value)
     errors,
     random,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "axis_index",
     "cond",
     "custom_vmap",
+    "debug",
     "fori_loop",
     "pmax",
     "pmean",

@@ -59,3 +59,9 @@ class ControlFlowError(VmapxError, ValueError):
 
 class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
+
+
+class KeywordArgumentWarning(UserWarning):
+    """A keyword argument that looks like a batch (its leading axis has the batch size)
+    was passed to every example unbatched: `vmap` maps positional arguments only, as
+    `torch.func.vmap` does (`jax.vmap` maps keyword arguments along axis 0)."""
