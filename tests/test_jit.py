@@ -9,19 +9,10 @@ import pytest
 
 import vmapx
 from harness import assert_same, loop_reference
+from harness import counting as _counting
 from vmapx import grad, jit, vmap
 
 RNG = np.random.default_rng(21)
-
-
-def _counting(f):
-    calls = []
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return f(*args, **kwargs)
-
-    return counted, calls
 
 
 def _loss(w, b, x, y):

@@ -10,19 +10,10 @@ import pytest
 
 import vmapx
 from harness import assert_same
+from harness import counting as _counting
 from vmapx import _jit_api, grad, jit, vmap
 
 RNG = np.random.default_rng(5)
-
-
-def _counting(f):
-    calls = []
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return f(*args, **kwargs)
-
-    return counted, calls
 
 
 def _loss(w, x, y):

@@ -12,36 +12,26 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
     from . import debug, errors, random
-    from ._public import (
-        PerformanceWarning,
-        all_gather,
-        axis_index,
-        check_grads,
-        cond,
-        config,
-        coverage,
-        custom_vmap,
-        fori_loop,
+    from ._ad_api import (
         grad,
         hessian,
         jacfwd,
         jacrev,
-        jit,
         jvp,
         linearize,
-        pmax,
-        pmean,
-        pmin,
-        psum,
-        scan,
         stop_gradient,
-        switch,
         value_and_grad,
-        vectorized_map,
         vjp,
-        vmap,
-        while_loop,
     )
+    from ._api import vectorized_map, vmap
+    from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
+    from ._config import config
+    from ._coverage import coverage
+    from ._custom import custom_vmap
+    from ._jit_api import jit
+    from .control_flow import cond, fori_loop, scan, switch, while_loop
+    from .errors import PerformanceWarning
+    from .testing import check_grads
 
 __all__ = [
     "PerformanceWarning",

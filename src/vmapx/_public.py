@@ -1,8 +1,10 @@
 """Every public name of vmapx, imported (`vmapx/__init__.py` loads this module on the
-first use of one of them)."""
+first use of one of them, and its `__all__` lists them)."""
+
+# ruff: noqa: F401  (the names are re-exported by `vmapx/__init__.py`)
 
 from . import (
-    _numpy,  # noqa: F401  (registers the NumPy surface and its rules)
+    _numpy,  # (registers the NumPy surface and its rules)
     debug,  # (also: what `print` shows of a traced value)
     errors,
     random,
@@ -29,38 +31,4 @@ from .errors import PerformanceWarning
 from .testing import check_grads
 
 # isort: split
-from . import _control_ad  # noqa: F401  (derivatives of control flow and collectives)
-
-__all__ = [
-    "PerformanceWarning",
-    "all_gather",
-    "axis_index",
-    "cond",
-    "custom_vmap",
-    "debug",
-    "fori_loop",
-    "pmax",
-    "pmean",
-    "pmin",
-    "psum",
-    "random",
-    "scan",
-    "switch",
-    "while_loop",
-    "check_grads",
-    "config",
-    "coverage",
-    "errors",
-    "grad",
-    "hessian",
-    "jacfwd",
-    "jacrev",
-    "jit",
-    "jvp",
-    "linearize",
-    "stop_gradient",
-    "value_and_grad",
-    "vectorized_map",
-    "vjp",
-    "vmap",
-]
+from . import _control_ad  # (derivatives of control flow and collectives)
