@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import vmapx
+import vmapx.extend  # noqa: F401  (loads every rule vmapx registers)
 from vmapx import _registry
 from vmapx._registry import KINDS, Primitive, register, register_ufunc_defaults
 from vmapx.errors import RegistrationError

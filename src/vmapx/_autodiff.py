@@ -165,9 +165,6 @@ class ADTracer(Tracer):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._leave_error()
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
-
 
 class JVPTracer(ADTracer):
     """A value of forward mode: `primal` and its `tangent` (`None`: zero)."""

@@ -56,12 +56,6 @@ class BatchTracer(Tracer):
         self.val = other.val
         self._version += 1
 
-    def __repr__(self) -> str:
-        return (
-            f"BatchTracer(shape={self.shape}, dtype={self.dtype}, "
-            f"batch_size={self._trace.axis_size})"
-        )
-
     # -- values that must leave the trace (Python control flow) ------------------
     def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""

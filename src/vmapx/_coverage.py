@@ -6,10 +6,6 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
-from numpy.testing.overrides import (
-    get_overridable_numpy_array_functions,
-    get_overridable_numpy_ufuncs,
-)
 
 from ._registry import ALL, FUNCTIONS, UFUNC_PRIMITIVES, Rules, prim_of
 
@@ -30,6 +26,12 @@ def coverage() -> dict[Callable, str]:
 
     ```
     """
+    # (imported here: `numpy.testing` costs more to import than the rest of vmapx)
+    from numpy.testing.overrides import (
+        get_overridable_numpy_array_functions,
+        get_overridable_numpy_ufuncs,
+    )
+
     report: dict[Callable, str] = {}
     for ufunc in sorted(get_overridable_numpy_ufuncs(), key=lambda u: u.__name__):
         report[ufunc] = "refused" if ufunc.__name__ in UFUNCS_NEEDING_OUT else "native"
@@ -61,6 +63,10 @@ def dispatched_as(func: Callable) -> Callable:
 
 def _qualname(func: Callable) -> str:
     return f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', '')}"
+
+
+def _name(func: Callable) -> str:
+    return f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
 
 
 def derivative_status(rules: Rules | None, mode: str) -> str:
@@ -110,13 +116,14 @@ def _rules_for(func: Callable) -> Rules | None:
 def coverage_table(*, rules: bool = False, where: bool = False) -> str:
     """The coverage report as a text table with totals (`python -m vmapx coverage`);
     `rules` adds the derivative columns, `where` the registration sites."""
-    report = rules_report()
+    # NumPy lists a `like=` creator twice (its twin is dispatched as the public one, so
+    # both have one status): one row, one count per name
+    report = {_name(func): entry for func, entry in rules_report().items()}
     header = f"{'function':<45} {'batch':<9}"
     if rules:
         header += f" {'jvp':<11} {'vjp':<11}"
     rows = [header + (" where" if where else "")]
-    for func, entry in report.items():
-        name = f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
+    for name, entry in report.items():
         row = f"{name:<45} {entry['batch']:<9}"
         if rules:
             row += f" {entry['jvp']:<11} {entry['vjp']:<11}"

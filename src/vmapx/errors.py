@@ -64,3 +64,9 @@ class AxisNameError(VmapxError, NameError):
 class RegistrationError(VmapxError, ValueError):
     """A rule was registered where one already is (pass `replace=True` to mean it), or
     a registration was malformed."""
+
+
+class KeywordArgumentWarning(UserWarning):
+    """A keyword argument that looks like a batch (its leading axis has the batch size)
+    was passed to every example unbatched: `vmap` maps positional arguments only, as
+    `torch.func.vmap` does (`jax.vmap` maps keyword arguments along axis 0)."""

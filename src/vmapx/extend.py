@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from . import _numpy  # noqa: F401  (vmapx's own rules first: yours must not replace them)
 from ._api import vmap
 from ._autodiff import NoRule, is_float
 from ._batching import BatchTrace, unwrap

@@ -13,7 +13,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numpy.testing.overrides import get_overridable_numpy_ufuncs
 
 from .._autodiff import (
     NoRule,
@@ -37,7 +36,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
-from .._compat import NUMPY2, astype
+from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
@@ -515,7 +514,7 @@ defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heav
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name
-_UMATH = {u.__name__: u for u in get_overridable_numpy_ufuncs()}
+_UMATH = umath_ufuncs()
 if "_ones_like" in _UMATH:
     defzero(_UMATH["_ones_like"])
 if "clip" in _UMATH:  # the result equals one operand: the derivative goes to it (x first)
