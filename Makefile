@@ -59,6 +59,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/mlp_grads.py
+	$(PY) benchmarks/ragged.py
 
 clean:
 	rm -rf $(VENV) $(VENV_NP1) .venv-python3* .pytest_cache .ruff_cache .mypy_cache

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
     from ._coverage import coverage
     from ._custom import custom_jvp, custom_vjp, custom_vmap
     from ._jit_api import jit
+    from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
     from .control_flow import cond, fori_loop, scan, switch, while_loop
     from .errors import PerformanceWarning
     from .testing import check_grads
@@ -55,6 +56,7 @@ __all__ = [
     "jit",
     "jvp",
     "linearize",
+    "map",
     "pmax",
     "pmean",
     "pmin",

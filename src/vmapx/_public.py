@@ -27,6 +27,7 @@ from ._config import config
 from ._coverage import coverage
 from ._custom import custom_jvp, custom_vjp, custom_vmap
 from ._jit_api import jit
+from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning
 from .testing import check_grads
