@@ -77,6 +77,7 @@ def main() -> None:
     own = vmapx.extend.primitive(np.cosh)
     vmapx.extend.register_jvp(own, lambda p, t: (np.cosh(p[0]), t[0] * np.sinh(p[0])))
     vmapx.grad(lambda v: np.sum(smooth(v) + clipped(v) + own(v)))(x[0])
+    vmapx.map(np.sum, [x[0], x[1, :2]])
     vmapx.random.batch_aware(np.random.default_rng(0))
     vmapx.config.fallback = "warn"
     report: dict[Any, str] = vmapx.coverage()
