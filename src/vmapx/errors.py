@@ -61,6 +61,17 @@ class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
 
 
+class RegistrationError(VmapxError, ValueError):
+    """A rule was registered where one already is (pass `replace=True` to mean it), or
+    a registration was malformed."""
+
+
+class KeywordArgumentWarning(UserWarning):
+    """A keyword argument that looks like a batch (its leading axis has the batch size)
+    was passed to every example unbatched: `vmap` maps positional arguments only, as
+    `torch.func.vmap` does (`jax.vmap` maps keyword arguments along axis 0)."""
+
+
 class RaggedInputError(VmapxError, TypeError):
     """An argument of `vmapx.map` is not a sequence of examples (or a pytree of such
     sequences) where one was expected."""
