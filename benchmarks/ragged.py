@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import vmapx
+from vmapx._padding import bucket_sizes
 
 HERE = Path(__file__).resolve().parent
 B, D, H = 4096, 4, 4
@@ -114,7 +115,7 @@ def run_batch(name: str, seqs: list, weights: tuple, repeat: int) -> list[tuple]
     shared = (0, None, None, None)  # (the weights: the same for every sequence)
     lengths = np.array([s.shape[1] for s in seqs])
     # the buckets vmapx.map chooses by default (weights: elements per unit of length)
-    buckets = vmapx._padding.bucket_sizes(lengths, "auto", np.full(len(seqs), D))
+    buckets = bucket_sizes(lengths, "auto", np.full(len(seqs), D))
     methods: dict[str, Callable[[], list]] = {
         "loop": lambda: [pool_one(x, *weights) for x in seqs],
         "vmapx.map (exact groups)": lambda: vmapx.map(lambda x: pool_one(x, *weights), seqs),

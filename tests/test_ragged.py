@@ -506,3 +506,22 @@ def test_explicit_bucket_sizes_and_lengths_beyond_them() -> None:
 def test_docstring_examples_run() -> None:
     failures, tried = doctest.testmod(_ragged, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert tried and not failures
+
+
+def test_the_ragged_benchmarks_methods_equal_the_loop() -> None:
+    """What `benchmarks/ragged.py` checks before it times anything, at a tiny size."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ragged.py"
+    spec = importlib.util.spec_from_file_location("ragged_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(0)
+    weights = bench.make_weights(rng)
+    seqs = [rng.normal(size=(bench.D, n)) for n in bench.skewed_lengths(rng, 40)]
+    want = [bench.pool_one(x, *weights) for x in seqs]
+    shared = (0, None, None, None)
+    bench.same(vmapx.map(lambda x: bench.pool_one(x, *weights), seqs), want, "exact")
+    bench.same(vmapx.map(bench.pool, seqs, *weights, in_axes=shared, pad_axes=1), want, "padded")
+    bench.same(bench.hand_padded(seqs, weights), want, "hand")
