@@ -9,6 +9,14 @@ FALLBACK_MODES = ("warn", "silent", "error")
 RANDOMNESS_MODES = ("error", "different", "same")
 
 
+def check_workers(workers: object, where: str) -> None:
+    """Raise a clear error for a `workers` setting that is not None or a positive int."""
+    if workers is not None and (
+        not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
+    ):
+        raise ValueError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
+
+
 def _workers_from_environment() -> int | None:
     """`VMAPX_WORKERS` as an int (unset or empty: None)."""
     text = os.environ.get("VMAPX_WORKERS", "")
@@ -53,8 +61,6 @@ class Config:
                 f"vmapx.config.fallback must be one of {FALLBACK_MODES}, got {value!r}"
             )
         if name == "workers":
-            from ._parallel import check_workers
-
             check_workers(value, "vmapx.config")
         super().__setattr__(name, value)
 

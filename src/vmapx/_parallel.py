@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import _core, _progress
+from ._config import config
 
 try:
     import threadpoolctl
@@ -65,19 +66,9 @@ def available_cores() -> int:
 
 def resolve_workers(workers: int | None) -> int:
     """The threads a call uses: `workers`, else `vmapx.config.workers`, else all cores."""
-    from ._config import config
-
     if workers is None:
         workers = config.workers
     return available_cores() if workers is None else workers
-
-
-def check_workers(workers: Any, where: str) -> None:
-    """Raise a clear error for a `workers` setting that is not None or a positive int."""
-    if workers is not None and (
-        not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
-    ):
-        raise ValueError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
 
 
 def can_run_parallel(workers: int, chunks: int) -> bool:

@@ -37,9 +37,8 @@ import numpy as np
 
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
+from ._compat import signature
 from ._core import _state, user_frame_location
-from ._numpy._compat import signature
-from ._numpy._tracer_api import setitem
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -210,7 +209,7 @@ class BatchGenerator:
             v = v[np.arange(trace.axis_size)[:, None], perm]
         else:
             v = v[:, perm]
-        setitem(x, Ellipsis, trace.wrap(np.moveaxis(v, 1, axis + 1)))
+        x[...] = trace.wrap(np.moveaxis(v, 1, axis + 1))  # a functional write of the tracer
 
 
 def _splits(name: str, a: dict) -> bool:
