@@ -200,16 +200,16 @@ def test_peak_memory_is_the_chunks_in_flight():
     assert par < 2 * 2048 * 512 * 8 < whole, (par, whole)  # (the result: 8 MiB)
 
 
-@pytest.mark.skipif(_parallel.threadpoolctl is None, reason="threadpoolctl is not installed")
+@pytest.mark.skipif(_parallel.threadpoolctl() is None, reason="threadpoolctl is not installed")
 def test_blas_threads_are_divided_among_the_workers():
-    controller = _parallel.threadpoolctl.ThreadpoolController()
+    controller = _parallel.threadpoolctl().ThreadpoolController()
     before = [i["num_threads"] for i in controller.info() if i["user_api"] == "blas"]
     if not before:
         pytest.skip("no BLAS library found by threadpoolctl")
     seen: list = []
 
     def f(x):
-        info = _parallel.threadpoolctl.threadpool_info()
+        info = _parallel.threadpoolctl().threadpool_info()
         seen.append(max(i["num_threads"] for i in info if i["user_api"] == "blas"))
         return x @ x.T
 
@@ -221,7 +221,7 @@ def test_blas_threads_are_divided_among_the_workers():
 
 
 def test_without_threadpoolctl(monkeypatch):
-    monkeypatch.setattr(_parallel, "threadpoolctl", None)
+    monkeypatch.setattr(_parallel, "threadpoolctl", lambda: None)
     assert_same(vmap(np.sin, chunk_size=5, workers=2)(X), np.sin(X), rtol=0, atol=0)
 
 

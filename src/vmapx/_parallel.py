@@ -33,27 +33,36 @@ without it BLAS keeps its own setting.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core, _progress
 from ._config import config
 
-try:
-    import threadpoolctl
-except ImportError:  # (optional: BLAS keeps its own threads)
-    threadpoolctl = None  # type: ignore[assignment]
+if TYPE_CHECKING:  # (imported when a pool is first needed: `import vmapx` stays quick)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _local = threading.local()  # `inside`: this thread runs a chunk for the pool
 _blas: dict[str, Any] = {"users": 0, "limiter": None, "controller": None}
+
+
+@functools.cache
+def threadpoolctl() -> Any:
+    """The `threadpoolctl` module, or None where it is not installed (optional: BLAS
+    then keeps its own threads)."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return threadpoolctl
 
 
 def available_cores() -> int:
@@ -185,6 +194,8 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
     """The shared pool, with at least `workers` threads: a larger one replaces it when
     asked (the old one is not shut down: calls in flight still submit to it; its idle
     threads end with the interpreter)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     global _pool, _pool_size
     with _lock:
         if _pool is None or _pool_size < workers:
@@ -196,13 +207,14 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
 @contextmanager
 def _blas_limited(workers: int) -> Iterator[None]:
     """BLAS threads divided among the workers while any parallel call runs."""
-    if threadpoolctl is None:
+    module = threadpoolctl()
+    if module is None:
         yield
         return
     with _lock:
         if _blas["users"] == 0:
             if _blas["controller"] is None:
-                _blas["controller"] = threadpoolctl.ThreadpoolController()
+                _blas["controller"] = module.ThreadpoolController()
             controller = _blas["controller"]
             blas = [info["num_threads"] for info in controller.info() if info["user_api"] == "blas"]
             per_worker = max(1, max(blas, default=1) // workers)
