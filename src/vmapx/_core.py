@@ -73,7 +73,7 @@ class Tracer:
     (`_check_fresh`): NumPy would show the write through the view.
     """
 
-    __slots__ = ("_trace", "_view", "_version")
+    __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _elision
 from .._batching import BatchTracer
 from .._core import Tracer, bind
-from . import _dispatch
+from . import _dispatch, _scalars
 from ._compat import NUMPY2, astype
 from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
 
@@ -41,7 +41,7 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         return None
     prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
     if out is None or all(o is None for o in out):
-        return bind(prim, inputs, kwargs)
+        return _scalars.mark(bind(prim, inputs, kwargs))
     where = kwargs.get("where", True)
     if method == "__call__" and where is not True:
         # `out` keeps its values off the mask: computed everywhere (NumPy's masked-off
@@ -88,6 +88,8 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
     prim = FUNCTIONS.get(func) or _dispatch.primitive(func)
     out = kwargs.get("out")
     if out is None:
+        if func in _scalars.SCALAR_FUNCTIONS:
+            return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     return assign(out, bind(prim, args, kwargs))
@@ -138,7 +140,8 @@ def setitem(target: Tracer, idx: Any, value: Any) -> None:
 
 
 def _getitem(self: Tracer, idx: Any) -> Any:
-    return bind(GETITEM, (self, idx), {})
+    out = bind(GETITEM, (self, idx), {})
+    return _scalars.mark(out) if _scalars.picks_element(idx) else out
 
 
 def _setitem(self: Tracer, idx: Any, value: Any) -> None:
@@ -197,19 +200,21 @@ def _binary(ufunc: np.ufunc) -> tuple:
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=True)
             if out is not None:
-                return out
+                return _scalars.mark(out)
         if fast is not None:
             return fast(self)
-        return bind(prim, (self, other), {})
+        return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=False)
             if out is not None:
-                return out
-        return bind(prim, (other, self), {})
+                return _scalars.mark(out)
+        return _scalars.mark(bind(prim, (other, self), {}))
 
     def iop(self: Tracer, other: Any) -> Tracer:
+        if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
+            return op(self, other)
         if power and (fast := _power_ufunc(self, other)) is not None:
             return assign(self, fast(self))
         result = bind(prim, (self, other), {})
@@ -220,7 +225,7 @@ def _binary(ufunc: np.ufunc) -> tuple:
 
 def _unary(ufunc: np.ufunc) -> Any:
     prim = ufunc_primitive(ufunc, "__call__")
-    return lambda self: bind(prim, (self,), {})
+    return lambda self: _scalars.mark(bind(prim, (self,), {}))
 
 
 _BINARY_OPS = {

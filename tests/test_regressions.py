@@ -1,0 +1,67 @@
+"""Regression tests for defects that gave wrong answers, crashes or wrong refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import check_vmap
+from vmapx import jit, value_and_grad
+
+# -- an in-place operator on a per-example NumPy scalar rebinds it -------------------
+
+
+def _count_plus_half(x):
+    n = np.sum(x > 0)
+    n += 0.5
+    return n
+
+
+def _sum_plus_f64(x):
+    s = x.sum()
+    s += np.float64(0.5)
+    return s
+
+
+def _sum_plus_x(x):
+    s = x.sum()
+    s += x
+    return s
+
+
+def _element_plus_half(x):
+    e = x[0]
+    e *= 1.5
+    return e
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (_count_plus_half, np.array([[1.0, -1.0, 2.0], [3.0, 4.0, -5.0]])),
+        (_sum_plus_f64, np.ones((2, 3), np.float32)),
+        (_sum_plus_x, np.ones((2, 1))),
+        (_sum_plus_x, np.ones((2, 3))),
+        (_element_plus_half, np.arange(6).reshape(2, 3)),
+    ],
+)
+def test_inplace_on_numpy_scalar_rebinds_under_vmap(f, x):
+    check_vmap(f, (x,))
+
+
+def test_inplace_on_0d_array_stays_in_place():
+    def f(x):
+        a = np.where(x > 1, x, 0)
+        b = a
+        a *= 3  # a 0-d array: written in place, `b` sees it
+        return b
+
+    check_vmap(f, (np.arange(3),))
+
+
+@pytest.mark.parametrize("transform", [jit, lambda f: value_and_grad(f)])
+def test_inplace_on_numpy_scalar_rebinds_under_jit_and_grad(transform):
+    x = np.ones(3, np.float32)
+    got = transform(_sum_plus_f64)(x)
+    got = got[0] if isinstance(got, tuple) else got
+    assert np.asarray(got).dtype == _sum_plus_f64(x).dtype == np.float64
