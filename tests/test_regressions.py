@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import vmapx
 from harness import check_vmap
 from vmapx import jit, value_and_grad
 
@@ -65,3 +66,20 @@ def test_inplace_on_numpy_scalar_rebinds_under_jit_and_grad(transform):
     got = transform(_sum_plus_f64)(x)
     got = got[0] if isinstance(got, tuple) else got
     assert np.asarray(got).dtype == _sum_plus_f64(x).dtype == np.float64
+
+
+# -- reverse mode: an in-place write into the differentiated argument ----------------
+
+
+def _write_then_square_sum(a):
+    a[1] = 3.0
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("transform", [vmapx.grad, vmapx.jacrev])
+def test_grad_through_write_into_argument(transform):
+    x = np.arange(5.0)
+    expected = 2 * x
+    expected[1] = 0.0
+    np.testing.assert_allclose(transform(_write_then_square_sum)(x), expected)
+    vmapx.check_grads(_write_then_square_sum, (x,), order=2)

@@ -751,15 +751,17 @@ def jvp_flat(
 
 
 def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list, Any]:
-    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`."""
+    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`, the
+    tracers as they were passed (an in-place write in `f` does not change them)."""
     trace = push_trace(VJPTrace(name))
     try:
         tracers = [trace.new_input(p) for p in primals]
+        inputs = [_snapshot(t) for t in tracers]  # `f` may write into its arguments
         out = f(*tracers)
     finally:
         pop_trace(trace)
         trace.unlock()
-    return trace, tracers, out
+    return trace, inputs, out
 
 
 def strip(trace: Trace, x: Any) -> Any:
