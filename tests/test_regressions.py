@@ -83,3 +83,21 @@ def test_grad_through_write_into_argument(transform):
     expected[1] = 0.0
     np.testing.assert_allclose(transform(_write_then_square_sum)(x), expected)
     vmapx.check_grads(_write_then_square_sum, (x,), order=2)
+
+
+# -- fori_loop with batched bounds: the index is a Python int in the loop -------------
+
+
+def _fori_add_index(lower, c):
+    return vmapx.fori_loop(lower, 3, lambda i, c: c + i, c)
+
+
+def test_fori_loop_batched_lower_keeps_the_loops_dtype():
+    args = (np.array([0, 1, 2]), np.ones(3, np.float32))
+    with pytest.warns(vmapx.PerformanceWarning, match="fori_loop"):
+        got = check_vmap(_fori_add_index, args)
+    assert got.dtype == np.float32
+
+
+def test_fori_loop_batched_bound_same_dtype_stays_batched():
+    check_vmap(_fori_add_index, (np.array([0, 1, 2]), np.ones(3)))

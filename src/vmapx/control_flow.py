@@ -669,11 +669,33 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
             val = body_fun(i, val)
         return val
 
+    trace = (lower if _batched_levels(lower) else upper)._trace
+
     def body(carry: tuple) -> tuple:
         i, val = carry
-        return i + 1, body_fun(i, val)
+        new = body_fun(i, val)
+        _check_index_promotion(trace, val, new)
+        return i + 1, new
 
     return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
+
+
+def _check_index_promotion(trace: Trace, val: Any, new: Any) -> None:
+    """With batched bounds the index is an integer array, not the loop's Python int
+    (which NumPy promotes weakly: float32 + int is float32). Where the body changed the
+    dtype of the value, the array index may be why: the examples run as the loop."""
+    old_leaves, new_leaves = optree.tree_leaves(val), optree.tree_leaves(new)
+    if len(old_leaves) == len(new_leaves) and all(
+        np.result_type(a) == np.result_type(b) for a, b in zip(old_leaves, new_leaves, strict=True)
+    ):
+        return
+    raise trace.concretization(
+        "`fori_loop` with bounds that differ between examples gives `body_fun` the index "
+        "as an integer array, not a Python int, and `body_fun` changed the dtype of the "
+        "loop value (NumPy promotes an integer array, not a Python int, with float32)",
+        "give the loop value the dtype it keeps, e.g. `c + np.float32(i)` or "
+        "`(c + i).astype(c.dtype)`",
+    )
 
 
 def scan(
