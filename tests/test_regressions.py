@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import vmapx
-from harness import check_vmap
-from vmapx import jit, value_and_grad
+from harness import assert_same, check_vmap
+from vmapx import jit, value_and_grad, vmap
 
 # -- an in-place operator on a per-example NumPy scalar rebinds it -------------------
 
@@ -101,3 +101,35 @@ def test_fori_loop_batched_lower_keeps_the_loops_dtype():
 
 def test_fori_loop_batched_bound_same_dtype_stays_batched():
     check_vmap(_fori_add_index, (np.array([0, 1, 2]), np.ones(3)))
+
+
+# -- a random draw of one number is a Python number per example (weakly typed) -------
+
+
+def _times_normal(x, g):
+    return x * g.normal()
+
+
+def _plus_twice_poisson(x, g):
+    return x + 2 * g.poisson(1.5)
+
+
+def _ufunc_of_draw(x, g):
+    return np.add(x, -g.random())
+
+
+def _draw_plus_in_place(x, g):
+    s = g.normal()
+    s += x
+    return s
+
+
+@pytest.mark.parametrize(
+    "f", [_times_normal, _plus_twice_poisson, _ufunc_of_draw, _draw_plus_in_place]
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float16, np.int8])
+def test_draw_of_one_number_promotes_like_a_python_number(f, dtype):
+    x = np.arange(1, 4).astype(dtype)
+    got = vmap(f, in_axes=(0, None), randomness="different")(x, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    assert_same(got, np.stack([f(e, rng) for e in x]), rtol=1e-3)

@@ -39,6 +39,7 @@ from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._core import _state, user_frame_location
 from ._numpy._compat import signature
+from ._numpy._scalars import mark_weak
 from ._numpy._tracer_api import setitem
 from .errors import RandomnessError, UnsupportedError
 
@@ -137,7 +138,9 @@ class BatchGenerator:
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
-            return self._elementwise(name, a)
+            out = self._elementwise(name, a)
+            # one number per example: the loop gets a Python float/int (weakly typed)
+            return out if name == "integers" or a.get("size") is not None else mark_weak(out)
         return self._per_example(name, a)
 
     def _parent_draw(self, name: str, kwargs: dict) -> Any:

@@ -57,3 +57,57 @@ def picks_element(idx: Any) -> bool:
     array), and no boolean index."""
     items = idx if type(idx) is tuple else (idx,)
     return not any(i is Ellipsis or i is None or isinstance(i, bool) for i in items)
+
+
+# -- Python numbers per example (weakly typed) --------------------------------------
+# A random draw of one number gives the loop a Python `float`/`int`, which NumPy
+# promotes weakly (`float32_array * 1.5` is float32). Such tracers carry the Python
+# type in `_scalar`; before a ufunc meets stronger operands they are cast to the dtype
+# NumPy gives that Python type among them. Python arithmetic keeps a Python number.
+
+_PYTHON = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+_PY_TYPES = (bool, int, float, complex)
+
+
+class _Seen:
+    weak = False  # whether a weak tracer was ever made (keeps the common path fast)
+
+
+SEEN = _Seen()
+
+
+def mark_weak(out: Any) -> Any:
+    """Mark a 0-d tracer whose example value is a Python number; return it."""
+    if isinstance(out, Tracer) and out.ndim == 0:
+        out._scalar = _PYTHON[out.dtype.kind]
+        SEEN.weak = True
+    return out
+
+
+def _weak_type(x: Any) -> type | None:
+    if type(x) in _PY_TYPES:
+        return type(x)
+    if isinstance(x, Tracer):
+        t = getattr(x, "_scalar", None)
+        if t.__class__ is type:
+            return t
+    return None
+
+
+def any_weak(operands: tuple) -> bool:
+    """Whether a weakly typed tracer is among `operands`."""
+    return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
+
+
+def strengthen(operands: tuple) -> tuple[tuple, bool]:
+    """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
+    the other operands, and whether all are Python numbers (then the result is one)."""
+    weak = [_weak_type(x) for x in operands]
+    strong = [np.result_type(x) for x, w in zip(operands, weak, strict=True) if w is None]
+    if not strong:
+        return operands, True
+    cast = tuple(
+        x if w is None or not isinstance(x, Tracer) else x.astype(np.result_type(*strong, w(0)))
+        for x, w in zip(operands, weak, strict=True)
+    )
+    return cast, False

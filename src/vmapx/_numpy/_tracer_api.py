@@ -40,6 +40,8 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         assign(target, new)
         return None
     prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
+    if _scalars.SEEN.weak and _scalars.any_weak(inputs):
+        inputs = _scalars.strengthen(inputs)[0]
     if out is None or all(o is None for o in out):
         return _scalars.mark(bind(prim, inputs, kwargs))
     where = kwargs.get("where", True)
@@ -192,8 +194,15 @@ def _binary(ufunc: np.ufunc) -> tuple:
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
 
+    def weak_op(a: Any, b: Any) -> Any:
+        (a, b), python = _scalars.strengthen((a, b))
+        out = bind(prim, (a, b), {})
+        return _scalars.mark_weak(out) if python else _scalars.mark(out)
+
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
+        if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
+            return weak_op(self, other)
         fast = _power_ufunc(self, other) if power else None
         if fast is not None and fast is not np.square:  # (elision squares in place)
             return fast(self)
@@ -206,6 +215,8 @@ def _binary(ufunc: np.ufunc) -> tuple:
         return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
+        if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
+            return weak_op(other, self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=False)
             if out is not None:
@@ -215,6 +226,8 @@ def _binary(ufunc: np.ufunc) -> tuple:
     def iop(self: Tracer, other: Any) -> Tracer:
         if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
             return op(self, other)
+        if _scalars.SEEN.weak and _scalars.any_weak((other,)):
+            other = _scalars.strengthen((self, other))[0][1]
         if power and (fast := _power_ufunc(self, other)) is not None:
             return assign(self, fast(self))
         result = bind(prim, (self, other), {})
@@ -225,7 +238,13 @@ def _binary(ufunc: np.ufunc) -> tuple:
 
 def _unary(ufunc: np.ufunc) -> Any:
     prim = ufunc_primitive(ufunc, "__call__")
-    return lambda self: _scalars.mark(bind(prim, (self,), {}))
+
+    def op(self: Tracer) -> Any:
+        out = bind(prim, (self,), {})
+        weak = _scalars.SEEN.weak and _scalars.any_weak((self,))
+        return _scalars.mark_weak(out) if weak else _scalars.mark(out)
+
+    return op
 
 
 _BINARY_OPS = {
