@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,30 @@ def test_draw_of_one_number_promotes_like_a_python_number(f, dtype):
     got = vmap(f, in_axes=(0, None), randomness="different")(x, np.random.default_rng(0))
     rng = np.random.default_rng(0)
     assert_same(got, np.stack([f(e, rng) for e in x]), rtol=1e-3)
+
+
+# -- nested vmaps with randomness="different" draw the loop's numbers ----------------
+
+
+def _loop_of_loops(f, xs, rng):
+    return np.stack([np.stack([f(x, rng) for x in row]) for row in xs])
+
+
+_NESTED_DRAWS = [
+    lambda x, g: x + g.choice(5, size=3),
+    lambda x, g: x + g.permutation(4),
+    lambda x, g: x + g.integers(0, 9, size=2, dtype=np.int16),
+    lambda x, g: x + g.normal(size=2),
+]
+
+
+@pytest.mark.parametrize("f", _NESTED_DRAWS)
+@pytest.mark.parametrize("chunk_size", [None, 2])
+def test_nested_vmaps_draw_the_loops_numbers(f, chunk_size):
+    xs = np.zeros((3, 4))
+    inner = vmap(f, in_axes=(0, None), randomness="different", chunk_size=chunk_size)
+    outer = vmap(inner, in_axes=(0, None), randomness="different")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = outer(xs, np.random.default_rng(0))
+    assert_same(got, _loop_of_loops(f, xs, np.random.default_rng(0)))

@@ -19,7 +19,9 @@ A generator is never mapped: its `in_axes` entry may be 0 or None and is ignored
 Exactness holds per call: a function that draws twice per example gets every example's
 first draw, then every example's second draw: the loop's numbers in another order
 (independent and identically distributed all the same). Nested vmaps compose: the inner
-vmap's draws go through the outer vmap's generator.
+vmap's draws go through the outer vmap's generator; where the inner vmap splits its batch
+(a per-example method, `chunk_size`, its own loop), the outer vmap runs its examples as
+the loop, so that the numbers stay the loop's.
 
 **Limits.** Only generators that reach `f` as arguments are seen. A generator `f` reaches
 another way (a closure, a global, an object's attribute) and NumPy's legacy functions
@@ -171,6 +173,7 @@ class BatchGenerator:
             if not batched:
                 return self._parent_draw(name, a)
             return self._same_loop(name, a, {})
+        _check_whole_batch(self._parent, f"`{name}` (drawn once per example)")
         return self._loop(lambda **p: self._parent_draw(name, p), a, name)
 
     def _same_loop(self, name: str, params: dict, rest: dict) -> Any:
@@ -214,6 +217,26 @@ class BatchGenerator:
         else:
             v = v[:, perm]
         setitem(x, Ellipsis, trace.wrap(np.moveaxis(v, 1, axis + 1)))
+
+
+def _check_whole_batch(parent: Any, what: str) -> None:
+    """The loop's numbers need every draw of a vmap nested in a vmap with
+    randomness="different" to cover the whole inner batch: the outer generator then
+    draws outer-major, as the loop does. Where the inner vmap splits its batch (per
+    example, in chunks), the enclosing vmap runs its examples as the loop instead."""
+    outer = None
+    while isinstance(parent, BatchGenerator):
+        if parent._mode == "different" and parent._trace is not None:
+            outer = parent._trace
+        parent = parent._parent
+    if outer is not None:
+        raise outer.concretization(
+            f"{what} inside a vmap nested in a vmap with randomness='different', where the "
+            "inner vmap splits its batch (per example, or in chunks): the draws would come "
+            "in another order than the loop's",
+            "leave `chunk_size` off the inner vmap, or draw in the outer function and pass "
+            "the numbers in",
+        )
 
 
 def _splits(name: str, a: dict) -> bool:
@@ -289,15 +312,19 @@ class _CallGenerator:
     stands in for the generator in each example of the per-example loop, restoring the
     state so that the loop draws the loop's numbers."""
 
-    __slots__ = ("parent", "mode", "state", "start", "run_start")
+    __slots__ = ("parent", "mode", "state", "start", "run_start", "runs")
 
     def __init__(self, parent: Any, mode: str) -> None:
         self.parent = parent
         self.mode = mode
         self.state = _root(parent).bit_generator
         self.start = self.run_start = self.state.state
+        self.runs = 0
 
     def bind(self, trace: BatchTrace) -> BatchGenerator:
+        if self.runs and self.mode == "different":
+            _check_whole_batch(self.parent, "a vmap in chunks")
+        self.runs += 1
         if self.mode == "same":  # every chunk replays the one draw
             self.state.state = self.start
         self.run_start = self.state.state
@@ -308,6 +335,8 @@ class _CallGenerator:
         if self.mode == "same":
             self.state.state = self.start
         elif i == 0:  # undo what the batched attempt drew
+            if self.mode == "different":
+                _check_whole_batch(self.parent, "a vmap running per example")
             self.state.state = self.run_start
         return BatchGenerator(None, self.parent, "error") if self.mode == "error" else self.parent
 
