@@ -162,3 +162,25 @@ def test_nested_vmaps_draw_the_loops_numbers(f, chunk_size):
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         got = outer(xs, np.random.default_rng(0))
     assert_same(got, _loop_of_loops(f, xs, np.random.default_rng(0)))
+
+
+# -- randomness="same" inside a cond whose branches split the batch ------------------
+
+
+def _cond_draw(p, g):
+    return vmapx.cond(p > 0, lambda g: g.normal(), lambda g: -g.normal(), g)
+
+
+def _cond_uneven_draws(p, g):
+    y = vmapx.cond(p > 0, lambda g: g.normal(), lambda g: 0.0, g)
+    return y + g.normal()
+
+
+@pytest.mark.parametrize("f", [_cond_draw, _cond_uneven_draws])
+def test_same_randomness_in_cond_branches(f):
+    p = np.array([1.0, -1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmap(f, in_axes=(0, None), randomness="same")(p, np.random.default_rng(0))
+    expected = [f(e, np.random.default_rng(0)) for e in p]
+    assert_same(got, np.stack(expected))

@@ -32,7 +32,7 @@ import optree
 from ._batching import BatchTrace, BatchTracer, batch_rules, bcast_batch, is_batched, unwrap
 from ._core import ConcretizationSignal, Primitive, Trace, Tracer, _state, bind
 from .errors import ControlFlowError, TraceMixError
-from .random import BatchGenerator, subbatch_generator
+from .random import BatchGenerator, SharedDraws, subbatch_generator
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
 
@@ -514,13 +514,17 @@ def _select(index: Any, branches: tuple, operands: tuple, name: str, nested: boo
     if len(taken) <= 1:  # every example agrees: the branch runs on the batch as it is
         return branches[int(taken[0]) if len(taken) else 0](*operands)
     leaves, treedef = optree.tree_flatten(operands)
+    shared = SharedDraws(leaves + _captured_leaves(branches), chain.traces)
     parts = []
     for b in taken:
         idx = np.flatnonzero(flat == b)
         ix = chain.index(idx)
         inputs = [chain.gather(x, ix) for x in leaves]
+        shared.begin()
         pairs, out_def = chain.run(branches[b], inputs, treedef, ix, name)
+        shared.end()
         parts.append((idx, pairs, out_def))
+    shared.settle()
     return chain.stitch(parts, name)
 
 

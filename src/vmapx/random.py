@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import optree
 
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
@@ -102,12 +103,13 @@ class BatchGenerator:
     ```
     """
 
-    __slots__ = ("_trace", "_parent", "_mode")
+    __slots__ = ("_trace", "_parent", "_mode", "_diverged")
 
     def __init__(self, trace: BatchTrace | None, parent: Any, mode: str) -> None:
         self._trace = trace
         self._parent = parent
         self._mode = mode
+        self._diverged = False  # randomness="same", after branches that drew unevenly
 
     @property
     def bit_generator(self) -> np.random.BitGenerator:
@@ -130,6 +132,13 @@ class BatchGenerator:
                 f"randomness='error' (the default) at {user_frame_location()}. Choose "
                 "randomness='different' (every example draws its own numbers: those of the "
                 "per-example loop) or randomness='same' (one draw shared by every example)."
+            )
+        if self._diverged:
+            raise self._trace.concretization(
+                f"`{name}()` with randomness='same' after the branches of a `cond`/`switch` "
+                "drew different amounts of random numbers (the examples' generators are no "
+                "longer in the same state)",
+                "draw the same numbers in every branch, or draw before the branches",
             )
         bound = _SIGNATURES[name].bind(None, *args, **kwargs)
         bound.apply_defaults()
@@ -358,3 +367,41 @@ def _adapt(trace: BatchTrace, leaf: Any) -> Any:
 
 _api.CALL_ADAPTERS.append(_prepare)
 _api.ARGUMENT_ADAPTERS.append(_adapt)
+
+
+class SharedDraws:
+    """Under randomness="same" every example draws the same numbers, also in the branches
+    of a `cond`/`switch` that split the batch: each branch starts from the state the
+    generators had before the first branch. Where the branches leave different states,
+    later draws would differ between the examples: `settle()` makes them run the loop."""
+
+    __slots__ = ("gens", "bits", "start", "ends")
+
+    def __init__(self, leaves: list, traces: list) -> None:
+        self.gens = [
+            g for g in leaves
+            if isinstance(g, BatchGenerator) and g._mode == "same"
+            and any(g._trace is t for t in traces)
+        ]  # fmt: skip
+        self.bits = list({id(b): b for b in (_root(g).bit_generator for g in self.gens)}.values())
+        self.start = [b.state for b in self.bits]
+        self.ends: list = []
+
+    def begin(self) -> None:
+        for bits, state in zip(self.bits, self.start, strict=True):
+            bits.state = state
+
+    def end(self) -> None:
+        self.ends.append([b.state for b in self.bits])
+
+    def settle(self) -> None:
+        """After the branches: where they left different states, a later draw from these
+        generators runs the loop."""
+        if not all(_same_state(e, self.ends[0]) for e in self.ends[1:]):
+            for g in self.gens:
+                g._diverged = True
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    la, lb = optree.tree_leaves(a), optree.tree_leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb, strict=True))
