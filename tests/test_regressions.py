@@ -184,3 +184,34 @@ def test_same_randomness_in_cond_branches(f):
         got = vmap(f, in_axes=(0, None), randomness="same")(p, np.random.default_rng(0))
     expected = [f(e, np.random.default_rng(0)) for e in p]
     assert_same(got, np.stack(expected))
+
+
+# -- derivatives that were NaN where the true derivative is finite --------------------
+
+
+def _sum_eigvalsh(m):
+    return np.sum(np.linalg.eigvalsh(m) ** 2)
+
+
+def _sum_pinv(a):
+    return np.sum(np.linalg.pinv(a))
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (_sum_eigvalsh, np.eye(3)),
+        (_sum_pinv, 0.1 * np.eye(3, 5)),
+        (lambda a: np.linalg.pinv(a, hermitian=True), 2.0 * np.eye(3)),
+        (np.std, np.array([2.0])),
+        (lambda x: np.std(x, axis=1), np.arange(3.0).reshape(3, 1)),
+    ],
+)
+def test_derivative_finite_where_true_derivative_is(f, x):
+    assert np.all(np.isfinite(vmapx.jacrev(f)(x)))
+    vmapx.check_grads(f, (x,), order=1)
+
+
+def test_eigvalsh_gradient_at_repeated_eigenvalues_is_identity():
+    got = vmapx.grad(lambda m: np.sum(np.linalg.eigvalsh(m)))(np.eye(3))
+    np.testing.assert_allclose(got, np.eye(3), atol=1e-12)

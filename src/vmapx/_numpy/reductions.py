@@ -7,6 +7,7 @@ batched value is reshaped to `(B, -1)` first.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -281,6 +282,8 @@ def _variance(nan: bool, root: bool) -> Callable:
                 n = np.reshape(n, tuple(s for i, s in enumerate(n.shape) if i not in axes))
         sq = np.real(d * np.conjugate(d)) if d.dtype.kind == "c" else d * d
         var = np.sum(sq, axis=axes, keepdims=keepdims) / (n - ddof)
+        if root and mask is True and math.prod(x.shape[a] for a in axes) == 1:
+            return var  # identically 0 (its square root has no derivative there)
         return np.sqrt(var) if root else var
 
     return impl
