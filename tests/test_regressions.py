@@ -215,3 +215,29 @@ def test_derivative_finite_where_true_derivative_is(f, x):
 def test_eigvalsh_gradient_at_repeated_eigenvalues_is_identity():
     got = vmapx.grad(lambda m: np.sum(np.linalg.eigvalsh(m)))(np.eye(3))
     np.testing.assert_allclose(got, np.eye(3), atol=1e-12)
+
+
+# -- float()/.item() of a differentiated value is never silently a constant -----------
+
+
+@pytest.mark.parametrize("convert", [float, lambda v: v.item(), complex])
+@pytest.mark.parametrize("transform", [vmapx.grad, vmapx.jacfwd])
+def test_python_number_of_differentiated_value_warns(convert, transform):
+    def f(x):
+        return np.real(x[0] * convert(x[1]))
+
+    with pytest.warns(vmapx.errors.DroppedDerivativeWarning, match="test_regressions.py"):
+        transform(f)(np.array([2.0, 3.0]))
+
+
+def test_python_number_of_differentiated_value_raises_with_fallback_error(monkeypatch):
+    monkeypatch.setattr(vmapx.config, "fallback", "error")
+    with pytest.raises(vmapx.errors.ConcretizationError, match="constant"):
+        vmapx.grad(lambda x: x[0] * float(x[1]))(np.array([2.0, 3.0]))
+
+
+def test_python_number_of_a_constant_is_quiet():
+    out = vmapx.grad(lambda x: x[0] * float(vmapx.stop_gradient(x[1])) + int(x[1]))(
+        np.array([2.0, 3.0])
+    )
+    np.testing.assert_allclose(out, [3.0, 0.0])

@@ -52,6 +52,11 @@ class PerformanceWarning(UserWarning):
     """vmapx ran something per example (a loop) instead of batched."""
 
 
+class DroppedDerivativeWarning(UserWarning):
+    """A value traced by a derivative transform became a Python number (`float(x)`,
+    `x.item()`): the number is a constant, so derivatives do not flow through it."""
+
+
 class ControlFlowError(VmapxError, ValueError):
     """`cond`/`switch`/`while_loop`/`scan` got branches or a body whose results do not fit
     together (different structures or shapes where examples must be stitched)."""
