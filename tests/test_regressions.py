@@ -241,3 +241,47 @@ def test_python_number_of_a_constant_is_quiet():
         np.array([2.0, 3.0])
     )
     np.testing.assert_allclose(out, [3.0, 0.0])
+
+
+# -- NumPy's legacy global random functions inside vmap run as the loop ---------------
+
+
+def _legacy_draws(x):
+    return x + np.random.normal() + np.random.rand(2)
+
+
+def test_legacy_global_random_runs_as_the_loop():
+    xs = np.zeros((4, 2))
+    state = np.random.get_state()
+    try:
+        np.random.seed(0)
+        with pytest.warns(vmapx.PerformanceWarning, match="default_rng"):
+            got = vmap(_legacy_draws)(xs)
+        np.random.seed(0)
+        assert_same(got, np.stack([_legacy_draws(x) for x in xs]))
+    finally:
+        np.random.set_state(state)
+
+
+def test_legacy_global_random_raises_with_fallback_error():
+    state = np.random.get_state()
+    try:
+        with pytest.raises(vmapx.errors.ConcretizationError, match="legacy"):
+            vmap(_legacy_draws, fallback="error")(np.zeros((4, 2)))
+        assert vmapx._legacy_random.moved(vmapx._legacy_random.snapshot()) is False
+    finally:
+        np.random.set_state(state)
+
+
+def test_legacy_state_snapshot_sees_a_cached_gaussian_taken():
+    from vmapx import _legacy_random
+
+    state = np.random.get_state()
+    try:
+        np.random.seed(1)
+        np.random.normal()  # the second of the pair is cached now
+        saved = _legacy_random.snapshot()
+        np.random.normal()  # taken from the cache: the MT19937 words do not move
+        assert _legacy_random.moved(saved)
+    finally:
+        np.random.set_state(state)

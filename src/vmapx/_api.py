@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _autochunk, _config
+from . import _autochunk, _config, _legacy_random
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -355,9 +355,13 @@ def _run(
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        legacy = _legacy_random.snapshot()
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
             _check_outputs_fresh(trace, out)
+            if _legacy_random.moved(legacy):
+                _legacy_random.restore(legacy)  # the loop draws the loop's numbers
+                raise trace.concretization(*_LEGACY_RANDOM)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
@@ -378,6 +382,15 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+_LEGACY_RANDOM = (
+    "NumPy's legacy global random functions (`np.random.normal`, ...) drew inside the "
+    "batched run: called once for the whole batch, they would give every example the "
+    "same numbers",
+    "pass a `numpy.random.Generator` (`np.random.default_rng(seed)`) as an argument and "
+    "draw from it, with vmap(..., randomness='different')",
+)
 
 
 def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:

@@ -24,11 +24,12 @@ vmap's draws go through the outer vmap's generator; where the inner vmap splits 
 the loop, so that the numbers stay the loop's.
 
 **Limits.** Only generators that reach `f` as arguments are seen. A generator `f` reaches
-another way (a closure, a global, an object's attribute) and NumPy's legacy functions
-(`np.random.normal`, ...) draw once for the whole batch, so every example would get the
-same numbers: pass the generator as an argument, or call `vmapx.random.batch_aware(rng)`
-inside `f`. Draws inside a `cond`/`switch`/`while_loop` branch taken by only some
-examples are independent per example, but not in the loop's order.
+another way (a closure, a global, an object's attribute) draws once for the whole batch,
+so every example would get the same numbers: pass the generator as an argument, or call
+`vmapx.random.batch_aware(rng)` inside `f`. NumPy's legacy functions (`np.random.normal`,
+...) are noticed by their global state: `f` runs as the loop (see `vmapx._legacy_random`).
+Draws inside a `cond`/`switch`/`while_loop` branch taken by only some examples are
+independent per example, but not in the loop's order.
 """
 
 from __future__ import annotations
