@@ -285,3 +285,29 @@ def test_legacy_state_snapshot_sees_a_cached_gaussian_taken():
         assert _legacy_random.moved(saved)
     finally:
         np.random.set_state(state)
+
+
+# -- moveaxis/swapaxes: ranges and keyword axes ---------------------------------------
+
+
+def test_moveaxis_with_ranges_under_vmap():
+    check_vmap(lambda a: np.moveaxis(a, range(0, 2), range(1, 3)), (np.ones((2, 3, 4, 5)),))
+
+
+def test_nested_vmap_of_tensordot_batched_on_the_second_operand():
+    a, b = np.arange(120.0).reshape(2, 3, 4, 5), np.arange(90.0).reshape(3, 5, 6)
+    inner = vmap(lambda a, b: np.tensordot(a, b, 1), in_axes=(None, 0))
+    got = vmap(inner, in_axes=(0, None))(a, b)
+    expected = np.stack([np.stack([np.tensordot(x, y, 1) for y in b]) for x in a])
+    assert_same(got, expected)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: np.moveaxis(a, source=0, destination=1),
+        lambda a: np.swapaxes(a, axis1=0, axis2=1),
+    ],
+)
+def test_reverse_mode_of_axis_functions_with_keyword_axes(f):
+    vmapx.check_grads(f, (np.arange(6.0).reshape(2, 3),), order=1)
