@@ -311,3 +311,52 @@ def test_nested_vmap_of_tensordot_batched_on_the_second_operand():
 )
 def test_reverse_mode_of_axis_functions_with_keyword_axes(f):
     vmapx.check_grads(f, (np.arange(6.0).reshape(2, 3),), order=1)
+
+
+# -- in-place operators on indexed places ---------------------------------------------
+
+
+def _add_to_element(v):
+    v = v * 1.0
+    v[1] += v[0] ** 2
+    return v
+
+
+def _add_into_item(x):
+    y = np.zeros_like(x)
+    y[0] += x[1] ** 2
+    return y
+
+
+def _add_to_fancy(x):
+    y = x * 1.0
+    y[[0, 2]] += x[1]
+    return y
+
+
+def _scale_masked(x):
+    y = x * 1.0
+    y[x > 0] *= 3.0
+    return y
+
+
+def _element_read_before_write(x):
+    y = x * 1.0
+    e = y[0]
+    y[0] = 5.0
+    return y * e
+
+
+_INDEXED_WRITES = [_add_to_element, _add_into_item, _add_to_fancy, _scale_masked]
+
+
+@pytest.mark.parametrize("f", [*_INDEXED_WRITES, _element_read_before_write])
+def test_in_place_writes_into_indexed_places_differentiate(f):
+    x = np.array([1.5, -2.0, 3.0])
+    vmapx.check_grads(f, (x,), order=1)
+    assert_same(jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize("f", [_add_to_element, _add_into_item, _add_to_fancy])
+def test_in_place_writes_into_indexed_places_stay_batched(f):
+    check_vmap(f, (np.arange(6.0).reshape(2, 3) - 2,))  # (warnings are errors)

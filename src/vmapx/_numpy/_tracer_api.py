@@ -143,7 +143,21 @@ def setitem(target: Tracer, idx: Any, value: Any) -> None:
 
 def _getitem(self: Tracer, idx: Any) -> Any:
     out = bind(GETITEM, (self, idx), {})
-    return _scalars.mark(out) if _scalars.picks_element(idx) else out
+    if not isinstance(out, Tracer):
+        return out
+    element = _scalars.picks_element(idx) and out.ndim == 0
+    if element or _copies(idx):
+        out._view = None  # NumPy copies (advanced indexing, or a scalar): no memory shared
+    return _scalars.mark(out) if element else out
+
+
+def _copies(idx: Any) -> bool:
+    """Whether `x[idx]` is a copy in NumPy (advanced indexing: a list, a boolean, an
+    index array of one or more axes)."""
+    for i in idx if type(idx) is tuple else (idx,):
+        if type(i) is list or isinstance(i, bool | np.bool_) or getattr(i, "ndim", 0) > 0:
+            return True
+    return False
 
 
 def _setitem(self: Tracer, idx: Any, value: Any) -> None:
