@@ -360,3 +360,16 @@ def test_in_place_writes_into_indexed_places_differentiate(f):
 @pytest.mark.parametrize("f", [_add_to_element, _add_into_item, _add_to_fancy])
 def test_in_place_writes_into_indexed_places_stay_batched(f):
     check_vmap(f, (np.arange(6.0).reshape(2, 3) - 2,))  # (warnings are errors)
+
+
+# -- derivatives of reductions over an empty axis -------------------------------------
+
+
+@pytest.mark.parametrize("reduce", [np.prod, np.mean, np.std, np.var, np.sum, np.nanprod])
+@pytest.mark.parametrize("transform", [vmapx.grad, lambda f: vmapx.jacfwd(f)])
+def test_derivative_of_reduction_over_empty_axis(reduce, transform):
+    x = np.ones((0, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own: mean of empty slice
+        got = transform(lambda x: np.sum(reduce(x, axis=0)))(x)
+    assert_same(got, np.zeros_like(x))
