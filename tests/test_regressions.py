@@ -373,3 +373,31 @@ def test_derivative_of_reduction_over_empty_axis(reduce, transform):
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own: mean of empty slice
         got = transform(lambda x: np.sum(reduce(x, axis=0)))(x)
     assert_same(got, np.zeros_like(x))
+
+
+# -- axis_index inside a branch or a loop condition is a per-example value ------------
+
+
+def _count_up_to_index(x, i):
+    return vmapx.while_loop(lambda x: x < i, lambda x: x + 2, x)
+
+
+def _add_index_where_positive(x, i):
+    return vmapx.cond(x > 0, lambda x: x + i, lambda x: x, x)
+
+
+@pytest.mark.parametrize("f", [_count_up_to_index, _add_index_where_positive])
+def test_axis_index_in_a_branch(f):
+    xs = np.array([0, -1, 1, 0])
+    got = vmap(lambda x: f(x, vmapx.axis_index("i")), axis_name="i")(xs)
+    assert_same(got, np.stack([f(x, i) for i, x in enumerate(xs)]))
+
+
+def test_axis_index_of_two_axes_in_a_nested_branch():
+    def f(x):
+        return vmapx.cond(x > 0, lambda x: x * 0 + vmapx.axis_index(("i", "j")), lambda x: -x, x)
+
+    xs = np.array([[1, -2, 3], [4, 5, -6]])
+    got = vmap(vmap(f, axis_name="j"), axis_name="i")(xs)
+    expected = np.where(xs > 0, np.arange(6).reshape(2, 3), -xs)
+    assert_same(got, expected)

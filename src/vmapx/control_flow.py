@@ -58,12 +58,39 @@ class _Suspended(Trace):
 
 class _InBranch:
     """The axis name of a branch's sub-batch: the names of the vmaps it stands for,
-    which no collective can use there (a collective needs every example)."""
+    which no collective can use there (a collective needs every example), and for each
+    name the number of every example of the sub-batch along that axis and its size
+    (for `axis_index`, a per-example value)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "index", "sizes")
 
-    def __init__(self, traces: list[BatchTrace]) -> None:
-        self.names = [t.axis_name for t in traces if t.axis_name is not None]
+    def __init__(self, traces: list[BatchTrace], ix: tuple) -> None:
+        self.index: dict = {}
+        self.sizes: dict = {}
+        for t, i in zip(traces, ix, strict=True):
+            if isinstance(t.axis_name, _InBranch):  # a branch inside a branch
+                for name, outer in t.axis_name.index.items():
+                    self.index[name] = outer[i]
+                self.sizes.update(t.axis_name.sizes)
+            elif t.axis_name is not None:
+                self.index[t.axis_name] = i
+                self.sizes[t.axis_name] = t.axis_size
+        self.names = list(self.index)
+
+
+def branch_axis_index(names: tuple) -> Any:
+    """`axis_index(names)` inside the innermost branch whose sub-batch has all these
+    axes: each example's number (row-major over the names); None outside one."""
+    for t in reversed(_state.stack):
+        if type(t) is BatchTrace and isinstance(t.axis_name, _InBranch):
+            branch = t.axis_name
+            if not all(n in branch.index for n in names):
+                return None
+            index: Any = 0
+            for n in names:
+                index = index * branch.sizes[n] + branch.index[n]
+            return t.wrap(np.asarray(index, dtype=np.intp))
+    return None
 
 
 def suspended_names(t: Trace) -> list:
@@ -200,7 +227,7 @@ class _Chain:
         """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
-        sub = BatchTrace(len(ix[0]), _InBranch(self.traces), top.fallback, top.randomness)
+        sub = BatchTrace(len(ix[0]), _InBranch(self.traces, ix), top.fallback, top.randomness)
         # the sub-batch takes the chain's innermost slot (traces above keep their levels)
         sub.level = top.level
         stack = _state.stack
