@@ -401,3 +401,34 @@ def test_axis_index_of_two_axes_in_a_nested_branch():
     got = vmap(vmap(f, axis_name="j"), axis_name="i")(xs)
     expected = np.where(xs > 0, np.arange(6).reshape(2, 3), -xs)
     assert_same(got, expected)
+
+
+# -- Generator methods with out= under vmap --------------------------------------------
+
+
+def _fill_random(x, g):
+    g.random(out=x, dtype=x.dtype)
+    return x
+
+
+def _fill_normal_plus_one(x, g):
+    buf = np.zeros_like(x)
+    g.standard_normal(out=buf, dtype=x.dtype)
+    return buf + 1
+
+
+def _fill_plain_buffer(x, g):
+    buf = np.empty(x.shape, x.dtype)
+    g.standard_exponential(out=buf, dtype=x.dtype)
+    return buf * x
+
+
+@pytest.mark.parametrize("f", [_fill_random, _fill_normal_plus_one, _fill_plain_buffer])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_generator_out_under_vmap(f, dtype):
+    xs = np.ones((3, 2), dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)  # a plain buffer loops
+        got = vmap(f, in_axes=(0, None), randomness="different")(xs, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    assert_same(got, np.stack([f(x.copy(), rng) for x in xs]))

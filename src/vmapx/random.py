@@ -44,7 +44,7 @@ from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_ap
 from ._core import _state, user_frame_location
 from ._numpy._compat import signature
 from ._numpy._scalars import mark_weak
-from ._numpy._tracer_api import setitem
+from ._numpy._tracer_api import assign, setitem
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -145,8 +145,9 @@ class BatchGenerator:
         bound.apply_defaults()
         a = dict(bound.arguments)
         del a["self"]
-        if a.pop("out", None) is not None:
-            raise UnsupportedError(f"vmap: `{name}(out=...)` is not supported inside vmap")
+        out = a.pop("out", None)
+        if out is not None:
+            return self._into(name, a, out)
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
@@ -154,6 +155,18 @@ class BatchGenerator:
             # one number per example: the loop gets a Python float/int (weakly typed)
             return out if name == "integers" or a.get("size") is not None else mark_weak(out)
         return self._per_example(name, a)
+
+    def _into(self, name: str, a: dict, out: Any) -> Any:
+        """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it
+        (functionally where `out` is traced)."""
+        if a.get("size") is not None and _shape(a["size"]) != tuple(out.shape):
+            raise ValueError(f"{name}: size must match the shape of out, {tuple(out.shape)}")
+        dtype = np.dtype(a.get("dtype", np.float64))
+        if out.dtype != dtype:
+            raise TypeError(
+                f"Supplied output array has the wrong type. Expected {dtype}, got {out.dtype}"
+            )
+        return assign(out, self._draw(name, (), {**a, "size": tuple(out.shape)}))
 
     def _parent_draw(self, name: str, kwargs: dict) -> Any:
         return getattr(self._parent, name)(**kwargs)
