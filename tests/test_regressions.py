@@ -432,3 +432,19 @@ def test_generator_out_under_vmap(f, dtype):
         got = vmap(f, in_axes=(0, None), randomness="different")(xs, np.random.default_rng(0))
     rng = np.random.default_rng(0)
     assert_same(got, np.stack([f(x.copy(), rng) for x in xs]))
+
+
+# -- an escaped tracer is reported as one ---------------------------------------------
+
+
+@pytest.mark.parametrize("transform", [vmap, vmapx.grad, vmapx.jacfwd])
+def test_asarray_of_escaped_tracer(transform):
+    kept = []
+
+    def f(x):
+        kept.append(x)
+        return np.sum(x * x)
+
+    transform(f)(np.ones((2, 3)) if transform is vmap else np.ones(3))
+    with pytest.raises(vmapx.errors.EscapedTracerError, match="escaped"):
+        np.asarray(kept[0])

@@ -56,6 +56,9 @@ class Trace:
         `np.asarray(x)`, ...). `vmap` overrides it to fall back to a loop."""
         from .errors import ConcretizationError
 
+        if not self.alive:
+            _check_trace(self)  # an escaped tracer: say so
+
         return ConcretizationError(
             f"{self.transform}: {what} at {user_frame_location()}. Fix: {fix}."
         )
