@@ -448,3 +448,39 @@ def test_asarray_of_escaped_tracer(transform):
     transform(f)(np.ones((2, 3)) if transform is vmap else np.ones(3))
     with pytest.raises(vmapx.errors.EscapedTracerError, match="escaped"):
         np.asarray(kept[0])
+
+
+# -- append of a list of traced values; derivatives of linspace and nan_to_num --------
+
+
+def _append_to_list(x):
+    return np.append([x[0], x[1] * 2], x)
+
+
+def test_append_to_a_list_of_traced_values():
+    check_vmap(_append_to_list, (np.arange(6.0).reshape(2, 3),))
+    vmapx.check_grads(_append_to_list, (np.arange(3.0),), order=2)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: np.linspace(a[0], a[1], 5),
+        lambda a: np.linspace(a[0], a[1], 1),
+        lambda a: np.linspace(a[0], a[1], 1, endpoint=False),
+        lambda a: np.linspace(a[0], a[1], 4, endpoint=False, retstep=True)[1],
+    ],
+)
+def test_linspace_derivatives(f):
+    vmapx.check_grads(f, (np.array([1.0, 3.0]),), order=2)
+
+
+def test_nan_to_num_derivatives():
+    x = np.array([1.0, np.nan, np.inf, -np.inf])
+    got = vmapx.grad(lambda x: np.sum(np.nan_to_num(x, posinf=7.0, neginf=-7.0) * 2))(x)
+    assert_same(got, np.array([2.0, 0.0, 0.0, 0.0]))
+
+    def fills(a):
+        return np.nan_to_num(x + 0 * a[3], nan=a[0], posinf=a[1], neginf=a[2]) * a
+
+    vmapx.check_grads(fills, (np.array([0.5, 2.0, -3.0, 4.0]),), order=2)
