@@ -484,3 +484,23 @@ def test_nan_to_num_derivatives():
         return np.nan_to_num(x + 0 * a[3], nan=a[0], posinf=a[1], neginf=a[2]) * a
 
     vmapx.check_grads(fills, (np.array([0.5, 2.0, -3.0, 4.0]),), order=2)
+
+
+# -- a traced value written into a plain array: vmapx's error is what the user sees ---
+
+
+def _write_element_into_plain(x):
+    buf = np.zeros(3)
+    buf[0] = x[0]
+    return buf * x
+
+
+def test_write_into_plain_array_under_vmap_raises_vmapx_error():
+    with pytest.raises(vmapx.errors.ConcretizationError, match="test_regressions.py"):
+        vmap(_write_element_into_plain, fallback="error")(np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize("transform", [vmapx.jacfwd, vmapx.jacrev])
+def test_write_into_plain_array_under_derivatives_raises_vmapx_error(transform):
+    with pytest.raises(vmapx.errors.ConcretizationError, match="test_regressions.py"):
+        transform(_write_element_into_plain)(np.arange(3.0))

@@ -17,7 +17,13 @@ from . import _autochunk, _config, _legacy_random
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
-from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
+from .errors import (
+    AxisSizeError,
+    InAxesError,
+    OutputError,
+    PerformanceWarning,
+    raise_own_cause,
+)
 
 _SENTINEL = object()
 # hooks that swap special arguments (random generators) for batch-aware proxies
@@ -368,6 +374,7 @@ def _run(
         except Exception as error:
             if trace.pending is None:
                 _explain_read_only(error, axes)
+                raise_own_cause(error)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             signal = trace.pending

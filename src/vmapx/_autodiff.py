@@ -71,7 +71,12 @@ from ._batching import BatchTracer, _user_stacklevel
 from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._numpy._compat import astype
 from ._numpy._dispatch import primitive, ufunc_primitive
-from .errors import ConcretizationError, DifferentiationError, DroppedDerivativeWarning
+from .errors import (
+    ConcretizationError,
+    DifferentiationError,
+    DroppedDerivativeWarning,
+    raise_own_cause,
+)
 
 # prim -> rule(args, kwargs, ans, tangents: {argnum: tangent}) -> output tangent (or None)
 jvp_rules: dict[Primitive, Callable] = {}
@@ -763,6 +768,9 @@ def jvp_flat(
     try:
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
 
@@ -782,6 +790,9 @@ def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list,
         tracers = [trace.new_input(p) for p in primals]
         inputs = [_snapshot(t) for t in tracers]  # `f` may write into its arguments
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
         trace.unlock()

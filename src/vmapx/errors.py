@@ -64,3 +64,12 @@ class ControlFlowError(VmapxError, ValueError):
 
 class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
+
+
+def raise_own_cause(error: BaseException) -> None:
+    """NumPy turns an error raised while it converts a value it writes into an array
+    (`buf[0] = x` calls `float(x)`) into its own `ValueError` ("setting an array element
+    with a sequence") with vmapx's error as the cause: raise vmapx's error instead."""
+    cause = error.__cause__
+    if type(error) in (ValueError, TypeError) and isinstance(cause, ConcretizationError):
+        raise cause from None
