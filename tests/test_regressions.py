@@ -504,3 +504,62 @@ def test_write_into_plain_array_under_vmap_raises_vmapx_error():
 def test_write_into_plain_array_under_derivatives_raises_vmapx_error(transform):
     with pytest.raises(vmapx.errors.ConcretizationError, match="test_regressions.py"):
         transform(_write_element_into_plain)(np.arange(3.0))
+
+
+# -- every vmapx error is also the builtin exception of its kind ----------------------
+
+_ERROR_BASES = {
+    "VmapxError": (Exception,),
+    "InAxesError": (vmapx.errors.VmapxError, ValueError),
+    "AxisSizeError": (vmapx.errors.VmapxError, ValueError),
+    "OutputError": (vmapx.errors.VmapxError, TypeError),
+    "ConcretizationError": (vmapx.errors.VmapxError, TypeError),
+    "FallbackError": (vmapx.errors.VmapxError, NotImplementedError),
+    "EscapedTracerError": (vmapx.errors.VmapxError, TypeError),
+    "TraceMixError": (vmapx.errors.VmapxError, TypeError),
+    "UnsupportedError": (vmapx.errors.VmapxError, NotImplementedError, TypeError),
+    "RandomnessError": (vmapx.errors.VmapxError, ValueError),
+    "DifferentiationError": (vmapx.errors.VmapxError, TypeError),
+    "ControlFlowError": (vmapx.errors.VmapxError, ValueError),
+    "AxisNameError": (vmapx.errors.VmapxError, NameError),
+    "PerformanceWarning": (UserWarning,),
+    "DroppedDerivativeWarning": (UserWarning,),
+}
+
+
+def test_every_error_class_and_its_bases():
+    classes = {
+        name: c
+        for name, c in vars(vmapx.errors).items()
+        if isinstance(c, type) and c.__module__ == vmapx.errors.__name__
+    }
+    assert {name: c.__bases__ for name, c in classes.items()} == _ERROR_BASES
+
+
+def _two(x, y):
+    return np.sum(x * y)
+
+
+_BAD_ARGUMENTS = [
+    lambda: vmapx.grad(_two, argnums=2)(np.ones(2), np.ones(2)),
+    lambda: vmapx.grad(_two, argnums="x")(np.ones(2), np.ones(2)),
+    lambda: vmapx.jacrev(_two, argnums=(0, 0))(np.ones(2), np.ones(2)),
+    lambda: vmapx.jacfwd(_two, argnums=5)(np.ones(2), np.ones(2)),
+    lambda: vmapx.grad(lambda x: (np.sum(x),), has_aux=True)(np.ones(2)),
+    lambda: vmapx.vjp(lambda x: (x, x), np.ones(2))[1]((np.ones(2),)),
+    lambda: vmapx.jvp(np.sin, np.ones(2), np.ones(2)),
+    lambda: vmapx.jvp(_two, (np.ones(2), np.ones(2)), (np.ones(2),)),
+]
+
+
+@pytest.mark.parametrize("call", _BAD_ARGUMENTS)
+def test_errors_about_arguments_are_builtin_errors(call):
+    with pytest.raises(vmapx.errors.VmapxError) as info:
+        call()
+    assert isinstance(info.value, ValueError | TypeError)
+
+
+def test_no_derivative_rule_is_a_type_error():
+    with pytest.raises(vmapx.errors.DifferentiationError) as info:
+        vmapx.grad(lambda x: np.sum(np.unique(x)))(np.ones(2))
+    assert isinstance(info.value, TypeError)

@@ -1,4 +1,10 @@
-"""The errors and warnings vmapx raises. Every user-facing error is one of these."""
+"""The errors and warnings vmapx raises. Every user-facing error is one of these.
+
+Each error is also the builtin exception the ecosystem raises for its kind (as JAX
+does): a bad argument is a `ValueError` or `TypeError`, a value that cannot be traced
+or converted (`ConcretizationError`, an escaped tracer, no derivative rule) a
+`TypeError`, something vmapx does not implement a `NotImplementedError`.
+"""
 
 from __future__ import annotations
 
@@ -19,33 +25,34 @@ class OutputError(VmapxError, TypeError):
     """The mapped function returned something that is not an array."""
 
 
-class ConcretizationError(VmapxError):
+class ConcretizationError(VmapxError, TypeError):
     """A batched value had to become a single concrete value (`bool`, `float`,
     `np.asarray`, ...) and `fallback="error"` forbids the per-example loop."""
 
 
-class FallbackError(VmapxError):
+class FallbackError(VmapxError, NotImplementedError):
     """A NumPy function has no batching rule and `fallback="error"` forbids the loop."""
 
 
-class EscapedTracerError(VmapxError):
+class EscapedTracerError(VmapxError, TypeError):
     """A traced value was used after its transform returned."""
 
 
-class TraceMixError(VmapxError):
+class TraceMixError(VmapxError, TypeError):
     """A traced value was used inside a transform it does not belong to."""
 
 
-class UnsupportedError(VmapxError, NotImplementedError):
+class UnsupportedError(VmapxError, NotImplementedError, TypeError):
     """The operation cannot be supported on traced values at all."""
 
 
-class RandomnessError(VmapxError):
+class RandomnessError(VmapxError, ValueError):
     """A random draw inside `vmap` with `randomness="error"`."""
 
 
-class DifferentiationError(VmapxError):
-    """A function has no derivative rule for the requested transform."""
+class DifferentiationError(VmapxError, TypeError):
+    """A function has no derivative rule for the requested transform, or a derivative
+    transform got arguments that do not fit (`argnums`, `has_aux`, cotangents, ...)."""
 
 
 class PerformanceWarning(UserWarning):
