@@ -562,3 +562,27 @@ def test_no_derivative_rule_is_a_type_error():
     with pytest.raises(vmapx.errors.DifferentiationError) as info:
         vmapx.grad(lambda x: np.sum(np.unique(x)))(np.ones(2))
     assert isinstance(info.value, TypeError)
+
+
+# -- y[mask] op= v with a batched mask stays batched -----------------------------------
+
+
+def _scale_where_positive(x, c):
+    y = x * 1.0
+    y[x > 0] *= c
+    y[y < -1] += 1
+    return y
+
+
+def _add_vector_where_positive(x):
+    y = x * 1.0
+    y[x > 0] += x[x > 0]  # as many values as selected elements: only the loop knows
+    return y
+
+
+def test_augmented_assignment_through_batched_mask():
+    xs = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, -0.5]])
+    check_vmap(_scale_where_positive, (xs, np.array([2.0, 3.0])))  # (warnings are errors)
+    check_vmap(_scale_where_positive, (xs, 3.0), in_axes=(0, None))
+    with pytest.warns(vmapx.PerformanceWarning):
+        check_vmap(_add_vector_where_positive, (xs,))

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _elision
 from .._batching import BatchTracer
 from .._core import Tracer, bind
-from . import _dispatch, _scalars
+from . import _dispatch, _masked, _scalars
 from ._compat import NUMPY2, astype
 from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
 
@@ -125,6 +125,10 @@ def _leave_error(value: Tracer) -> BaseException:
 
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
+    if _masked._pending.stand_ins:
+        whole = _masked.written_back(target, idx, value)
+        if whole is not None:
+            idx, value = Ellipsis, whole
     new = bind(SETITEM, (target, idx, value), {})
     trace = target._trace
     if not (isinstance(new, Tracer) and new._trace is trace):
@@ -142,6 +146,10 @@ def setitem(target: Tracer, idx: Any, value: Any) -> None:
 
 
 def _getitem(self: Tracer, idx: Any) -> Any:
+    if type(idx) is BatchTracer:
+        t = _masked.stand_in(self, idx, sys._getframe(1))
+        if t is not None:
+            return t  # `y[mask] op= v`: see `_masked`
     out = bind(GETITEM, (self, idx), {})
     if not isinstance(out, Tracer):
         return out
@@ -240,6 +248,8 @@ def _binary(ufunc: np.ufunc) -> tuple:
     def iop(self: Tracer, other: Any) -> Tracer:
         if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
             return op(self, other)
+        if _masked._pending.stand_ins:
+            _masked.check_operand(self, other)
         if _scalars.SEEN.weak and _scalars.any_weak((other,)):
             other = _scalars.strengthen((self, other))[0][1]
         if power and (fast := _power_ufunc(self, other)) is not None:
