@@ -586,3 +586,20 @@ def test_augmented_assignment_through_batched_mask():
     check_vmap(_scale_where_positive, (xs, 3.0), in_axes=(0, None))
     with pytest.warns(vmapx.PerformanceWarning):
         check_vmap(_add_vector_where_positive, (xs,))
+
+
+# -- an in-place operator that NumPy cannot cast back raises as NumPy does -------------
+
+
+def _scale_ints_in_place(x):
+    y = x * 1
+    y *= 1.5
+    return y
+
+
+@pytest.mark.parametrize("transform", [vmap, jit])
+def test_in_place_operator_that_cannot_cast_raises(transform):
+    with pytest.raises(TypeError, match="[Cc]annot cast"):
+        _scale_ints_in_place(np.arange(3))
+    with pytest.raises(TypeError, match="[Cc]annot cast"):
+        transform(_scale_ints_in_place)(np.arange(6).reshape(2, 3))

@@ -255,6 +255,9 @@ def _binary(ufunc: np.ufunc) -> tuple:
         if power and (fast := _power_ufunc(self, other)) is not None:
             return assign(self, fast(self))
         result = bind(prim, (self, other), {})
+        if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
+            dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
+            ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
         return assign(self, result)
 
     return op, rop, iop
