@@ -603,3 +603,17 @@ def test_in_place_operator_that_cannot_cast_raises(transform):
         _scale_ints_in_place(np.arange(3))
     with pytest.raises(TypeError, match="[Cc]annot cast"):
         transform(_scale_ints_in_place)(np.arange(6).reshape(2, 3))
+
+
+# -- a buffer made from a traced value under vmap(grad) --------------------------------
+
+
+def _sum_through_buffer(x):
+    r = np.zeros_like(x, shape=(3,))
+    r[...] = x
+    return r.sum()
+
+
+def test_vmap_of_grad_through_a_zeros_like_buffer():
+    got = vmap(vmapx.grad(_sum_through_buffer))(np.arange(6.0).reshape(2, 3))
+    assert_same(got, np.ones((2, 3)))
