@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 lint bench coverage clean
+.PHONY: demo test test-numpy1 test-python lint typecheck bench coverage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,26 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
 	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# mypy --strict (pinned in the `lint` extra) on a user's script that uses every public name
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict tests/typing/user_script.py
+
+# the suite on another Python: make test-python PYTHON_OTHER=python3.13 (its own venv)
+PYTHON_OTHER ?= python3.13
+VENV_OTHER := .venv-$(notdir $(PYTHON_OTHER))
+$(VENV_OTHER)/.installed: pyproject.toml
+	$(PYTHON_OTHER) -m venv $(VENV_OTHER)
+	$(VENV_OTHER)/bin/python -m pip install -q --upgrade pip
+	$(VENV_OTHER)/bin/python -m pip install -q -e '.[test]' 'numpy>=2.4,<2.5'
+	touch $@
+
+test-python: $(VENV_OTHER)/.installed
+	$(VENV_OTHER)/bin/python -m pytest -q -p no:cacheprovider
 
 # the suite on NumPy 1.26 (the oldest NumPy vmapx supports); tests of NumPy 2 features skip
 VENV_NP1 := .venv-np1
@@ -42,6 +59,7 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/mlp_grads.py
+	$(PY) benchmarks/ragged.py
 
 clean:
-	rm -rf $(VENV) $(VENV_NP1) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_NP1) .venv-python3* .pytest_cache .ruff_cache .mypy_cache

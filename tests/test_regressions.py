@@ -521,8 +521,12 @@ _ERROR_BASES = {
     "DifferentiationError": (vmapx.errors.VmapxError, TypeError),
     "ControlFlowError": (vmapx.errors.VmapxError, ValueError),
     "AxisNameError": (vmapx.errors.VmapxError, NameError),
+    "RegistrationError": (vmapx.errors.VmapxError, ValueError),
+    "RaggedInputError": (vmapx.errors.VmapxError, TypeError),
+    "PaddingError": (vmapx.errors.VmapxError, ValueError),
     "PerformanceWarning": (UserWarning,),
     "DroppedDerivativeWarning": (UserWarning,),
+    "KeywordArgumentWarning": (UserWarning,),
 }
 
 

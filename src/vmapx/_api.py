@@ -8,12 +8,12 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _legacy_random
+from . import _autochunk, _config, _kwargs_notice, _legacy_random
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -35,8 +35,11 @@ ARGUMENT_ADAPTERS: list[Callable[[BatchTrace, Any], Any]] = []
 CALL_ADAPTERS: list[Callable[[Any, str], Any]] = []
 
 
+P = ParamSpec("P")
+
+
 def vmap(
-    f: Callable,
+    f: Callable[P, Any],
     in_axes: Any = 0,
     out_axes: Any = 0,
     *,
@@ -47,7 +50,7 @@ def vmap(
     fallback: str | None = None,
     in_dims: Any = _SENTINEL,
     out_dims: Any = _SENTINEL,
-) -> Callable:
+) -> Callable[P, Any]:
     """Vectorize `f`, written for one example, over a batch axis of its arguments.
 
     `vmap(f)(X)` returns what `np.stack([f(x) for x in X])` returns, computed with
@@ -138,11 +141,12 @@ def vmap(
 
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
-                 "fallback", "autochunk")  # fmt: skip
+                 "fallback", "autochunk", "kwargs_noticed")  # fmt: skip
 
     def __init__(self, *values: Any) -> None:
-        for name, value in zip(self.__slots__, values, strict=True):
+        for name, value in zip(self.__slots__[:-1], values, strict=True):
             setattr(self, name, value)
+        self.kwargs_noticed = False  # (see `_kwargs_notice`: said once per function)
 
 
 def _check_axes_spec(spec: Any, what: str) -> None:
@@ -168,6 +172,8 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
         if CALL_ADAPTERS:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
+        if kwargs and not opts.kwargs_noticed:
+            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, _user_stacklevel() + 1)
     if opts.chunk_size is not None and size > opts.chunk_size:
         return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size)
     if opts.autochunk is not None and not special:  # (chunks would change random draws)

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._batching import BatchTrace, BatchTracer, batch_rules, bcast_batch, is_batched, unwrap
-from ._core import ConcretizationSignal, Primitive, Trace, Tracer, _state, bind
+from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
+from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
+from ._registry import Primitive, register
 from .errors import ControlFlowError, TraceMixError
 from .random import BatchGenerator, SharedDraws, subbatch_generator
 
@@ -448,7 +449,7 @@ def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return tuple(trace.wrap(o) for o in out)
 
 
-batch_rules[SWITCH] = _switch_rule
+register(SWITCH, "batch", _switch_rule)
 
 
 # -- the public functions ----------------------------------------------------------
@@ -857,4 +858,4 @@ def _while_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> tuple:
     return tuple(_while(lambda s: cond(*s), lambda s: tuple(body(*s)), tuple(args), True))
 
 
-batch_rules[WHILE] = _while_rule
+register(WHILE, "batch", _while_rule)

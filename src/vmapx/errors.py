@@ -73,6 +73,27 @@ class AxisNameError(VmapxError, NameError):
     """A collective (`psum`, ...) named an axis that no enclosing `vmap` has."""
 
 
+class RegistrationError(VmapxError, ValueError):
+    """A rule was registered where one already is (pass `replace=True` to mean it), or
+    a registration was malformed."""
+
+
+class KeywordArgumentWarning(UserWarning):
+    """A keyword argument that looks like a batch (its leading axis has the batch size)
+    was passed to every example unbatched: `vmap` maps positional arguments only, as
+    `torch.func.vmap` does (`jax.vmap` maps keyword arguments along axis 0)."""
+
+
+class RaggedInputError(VmapxError, TypeError):
+    """An argument of `vmapx.map` is not a sequence of examples (or a pytree of such
+    sequences) where one was expected."""
+
+
+class PaddingError(VmapxError, ValueError):
+    """`vmapx.map`'s padded mode cannot pad the examples as asked, or (`check=`) the padded
+    results differ from the unpadded loop's: the function is not mask-aware."""
+
+
 def raise_own_cause(error: BaseException) -> None:
     """NumPy turns an error raised while it converts a value it writes into an array
     (`buf[0] = x` calls `float(x)`) into its own `ValueError` ("setting an array element

@@ -41,10 +41,9 @@ import optree
 
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
+from ._compat import signature
 from ._core import _state, user_frame_location
-from ._numpy._compat import signature
-from ._numpy._scalars import mark_weak
-from ._numpy._tracer_api import assign, setitem
+from ._scalars import mark_weak
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -166,7 +165,8 @@ class BatchGenerator:
             raise TypeError(
                 f"Supplied output array has the wrong type. Expected {dtype}, got {out.dtype}"
             )
-        return assign(out, self._draw(name, (), {**a, "size": tuple(out.shape)}))
+        out[...] = self._draw(name, (), {**a, "size": tuple(out.shape)})  # (functional if traced)
+        return out
 
     def _parent_draw(self, name: str, kwargs: dict) -> Any:
         return getattr(self._parent, name)(**kwargs)
@@ -239,7 +239,7 @@ class BatchGenerator:
             v = v[np.arange(trace.axis_size)[:, None], perm]
         else:
             v = v[:, perm]
-        setitem(x, Ellipsis, trace.wrap(np.moveaxis(v, 1, axis + 1)))
+        x[...] = trace.wrap(np.moveaxis(v, 1, axis + 1))  # a functional write of the tracer
 
 
 def _check_whole_batch(parent: Any, what: str) -> None:

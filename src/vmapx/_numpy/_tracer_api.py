@@ -12,15 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import _elision
-from .._batching import BatchTracer
+from .. import _elision, _scalars
+from .._batching import BatchTracer, defbatch
+from .._compat import NUMPY2, astype
 from .._core import Tracer, bind
-from . import _dispatch, _masked, _scalars
-from ._compat import NUMPY2, astype
-from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
+from .._registry import FUNCTIONS, UFUNC_PRIMITIVES, Primitive, primitive, ufunc_primitive
+from ..errors import UnsupportedError
+from . import _masked
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
-GETITEM = _dispatch.Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
+GETITEM = Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
 
 
 def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:
@@ -29,7 +30,7 @@ def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:
     return out
 
 
-SETITEM = _dispatch.Primitive("ndarray.__setitem__", _setitem_impl)
+SETITEM = Primitive("ndarray.__setitem__", _setitem_impl)
 
 
 def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -39,7 +40,7 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         new = bind(ufunc_primitive(ufunc, "at"), (target, *rest), kwargs)
         assign(target, new)
         return None
-    prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
+    prim = UFUNC_PRIMITIVES.get((ufunc, method)) or ufunc_primitive(ufunc, method)
     if _scalars.SEEN.weak and _scalars.any_weak(inputs):
         inputs = _scalars.strengthen(inputs)[0]
     if out is None or all(o is None for o in out):
@@ -80,14 +81,14 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 # NumPy functions that write into their first argument: handled as functional writes
 IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
 # a traced `dst` never reaches the primitive; one traced only through `src` does
-_dispatch.defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
+defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
-    prim = FUNCTIONS.get(func) or _dispatch.primitive(func)
+    prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:
         if func in _scalars.SCALAR_FUNCTIONS:
@@ -395,7 +396,7 @@ def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect"
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
     if dtype is None or np.dtype(dtype) == self.dtype:
         return self
-    raise _dispatch.UnsupportedError(
+    raise UnsupportedError(
         "`ndarray.view` with another dtype reinterprets memory and cannot be traced; "
         "use `.astype` to convert values"
     )

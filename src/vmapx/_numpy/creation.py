@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, aligned_operands, example_ndim, is_batched, unwrap
-from ._compat import NUMPY2, astype
-from ._dispatch import defbatch, get_arg, set_arg
+from .._batching import BatchTrace, aligned_operands, defbatch, example_ndim, is_batched, unwrap
+from .._compat import NUMPY2, astype
+from .._registry import get_arg, set_arg
 from .shapes import example_shape, per_example
 from .ufuncs import _shift_one
 

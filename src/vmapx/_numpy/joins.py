@@ -14,10 +14,18 @@ from typing import Any
 import numpy as np
 import optree
 
-from .._batching import BatchTrace, bcast_batch, example_ndim, is_batched, unwrap, wrap_tree
+from .._batching import (
+    BatchTrace,
+    bcast_batch,
+    defbatch,
+    example_ndim,
+    is_batched,
+    unwrap,
+    wrap_tree,
+)
+from .._compat import present
 from .._core import Tracer
-from ._compat import present
-from ._dispatch import defbatch, get_arg, set_arg
+from .._registry import get_arg, set_arg
 from .shapes import (
     atleast_shape,
     example_shape,

@@ -30,14 +30,15 @@ from .._batching import (
     align_rank,
     aligned_operands,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     unwrap,
     wrap_tree,
 )
+from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
-from ._compat import NUMPY2, astype, present, vecdot
-from ._dispatch import defbatch, get_arg, set_arg
+from .._registry import get_arg, set_arg
 from .contractions import _dot_rule, _operand, matmul_vals
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one

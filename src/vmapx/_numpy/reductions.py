@@ -14,10 +14,18 @@ from typing import Any
 import numpy as np
 
 from .._autodiff import NoRule, defcomposite, defjvp_argnum, deflinear, defvjp, defvjp_argnum
-from .._batching import BatchTrace, aligned_operands, bcast_batch, example_ndim, is_batched, unwrap
-from ._compat import astype, present
-from ._dispatch import defbatch, get_arg, set_arg
-from ._plain import PLAIN_ARRAYS
+from .._batching import (
+    BatchTrace,
+    aligned_operands,
+    bcast_batch,
+    defbatch,
+    example_ndim,
+    is_batched,
+    unwrap,
+)
+from .._compat import astype, present
+from .._plain import PLAIN_ARRAYS
+from .._registry import get_arg, set_arg
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one
 

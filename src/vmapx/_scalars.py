@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core import Tracer
+from ._core import Tracer
 
 # NumPy functions that return a scalar where their result is 0-d (the ufunc-based and
 # reducing ones); every other function gives a 0-d array (the default: written in place)
