@@ -86,6 +86,25 @@ def test_a_generator_reached_through_a_closure_keeps_the_stream():
     assert set(names) == {threading.current_thread().name}
 
 
+def test_legacy_global_random_in_parallel_chunks_draws_the_loops_numbers():
+    """Chunks on threads that draw from NumPy's global generator run again one after
+    the other (each chunk as the loop): the loop's numbers, in the loop's order."""
+
+    def f(x):
+        return x + np.random.normal() + np.random.rand(3)
+
+    state = np.random.get_state()
+    try:
+        np.random.seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+            got = vmap(f, chunk_size=4, workers=2)(X)
+        np.random.seed(0)
+        assert_same(got, np.stack([f(x) for x in X]), rtol=0, atol=0)
+    finally:
+        np.random.set_state(state)
+
+
 def test_under_an_outer_transform_the_chunks_stay_in_this_thread():
     f, names = _threads_of(lambda v: np.sin(v) * 2.0)
     g = vmapx.grad(lambda x: vmap(f, chunk_size=4, workers=2)(x).sum())(X)

@@ -13,11 +13,17 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _parallel
+from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
-from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
+from .errors import (
+    AxisSizeError,
+    InAxesError,
+    OutputError,
+    PerformanceWarning,
+    raise_own_cause,
+)
 
 _SENTINEL = object()
 # hooks that swap special arguments (random generators) for batch-aware proxies
@@ -383,15 +389,20 @@ def _run(
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        legacy = _legacy_random.snapshot()
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
             _check_outputs_fresh(trace, out)
+            if _legacy_random.moved(legacy):
+                _legacy_random.restore(legacy)  # the loop draws the loop's numbers
+                raise trace.concretization(*_LEGACY_RANDOM)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
         except Exception as error:
             if trace.pending is None:
                 _explain_read_only(error, axes)
+                raise_own_cause(error)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             signal = trace.pending
@@ -406,6 +417,15 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+_LEGACY_RANDOM = (
+    "NumPy's legacy global random functions (`np.random.normal`, ...) drew inside the "
+    "batched run: called once for the whole batch, they would give every example the "
+    "same numbers",
+    "pass a `numpy.random.Generator` (`np.random.default_rng(seed)`) as an argument and "
+    "draw from it, with vmap(..., randomness='different')",
+)
 
 
 def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
@@ -598,7 +618,14 @@ def _chunked(
     def join(result: tuple, start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
+    legacy = _legacy_random.snapshot() if workers > 1 else None
     _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
+    if legacy is not None and _legacy_random.moved(legacy):
+        # (`f` drew from NumPy's legacy global generator, in several threads at once:
+        # again, chunk after chunk, for the loop's numbers)
+        _legacy_random.restore(legacy)
+        joined = _Joined(opts.out_axes, size)
+        _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
     return joined.result()
 
 

@@ -60,17 +60,23 @@ import dis
 import inspect
 import operator
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core, _scaled
-from ._batching import BatchTracer
+from . import _config, _core, _scaled
+from ._batching import BatchTracer, _user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._registry import ALL, Primitive, builder, each_function, register
-from .errors import DifferentiationError
+from .errors import (
+    ConcretizationError,
+    DifferentiationError,
+    DroppedDerivativeWarning,
+    raise_own_cause,
+)
 
 # The rules live in each primitive's record (`vmapx._registry`): `jvp` is
 # `rule(args, kwargs, ans, tangents: {argnum: tangent}) -> output tangent (or None)`,
@@ -123,6 +129,7 @@ class ADTracer(Tracer):
 
     def __float__(self) -> float:
         self._check_not_stored(sys._getframe(1))
+        _dropped_derivative(self, "float()")
         return float(self.primal)
 
     def __int__(self) -> int:
@@ -131,6 +138,7 @@ class ADTracer(Tracer):
 
     def __complex__(self) -> complex:
         self._check_not_stored(sys._getframe(1))
+        _dropped_derivative(self, "complex()")
         return complex(self.primal)
 
     def __index__(self) -> int:
@@ -157,6 +165,7 @@ class ADTracer(Tracer):
 
     def item(self, *args: Any) -> Any:
         """`ndarray.item` of the value (a Python number: not differentiated further)."""
+        _dropped_derivative(self, "`.item()`")
         return self.primal.item(*args)
 
     def tolist(self) -> Any:
@@ -206,6 +215,26 @@ class VJPTracer(ADTracer):
 
 
 # -- shared helpers ------------------------------------------------------------------
+
+
+def _dropped_derivative(x: ADTracer, what: str) -> None:
+    """A differentiated value becomes a Python number, a constant: say so (warn, or raise
+    with `vmapx.config.fallback="error"`; silent with "silent"). `int()` is not reported:
+    its derivative is zero wherever it has one."""
+    if getattr(x, "tangent", None) is None and getattr(x, "node", None) is None:
+        return  # not differentiated
+    if x.dtype.kind not in "fc" or _config.config.fallback == "silent":
+        return
+    transform = x._trace.transform
+    message = (
+        f"{transform}: {what} of a value traced by `{transform}` at {user_frame_location()} "
+        "is a Python number, a constant: derivatives do not flow through it, so the "
+        "result is missing that part. Fix: keep it an array (`x[1]` instead of "
+        "`float(x[1])`); if a constant is meant, write `float(vmapx.stop_gradient(x))`"
+    )
+    if _config.config.fallback == "error":
+        raise ConcretizationError(message + ".")
+    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=_user_stacklevel())
 
 
 def is_float(x: Any) -> bool:
@@ -731,6 +760,9 @@ def jvp_flat(
     try:
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
 
@@ -743,15 +775,20 @@ def jvp_flat(
 
 
 def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list, Any]:
-    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`."""
+    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`, the
+    tracers as they were passed (an in-place write in `f` does not change them)."""
     trace = push_trace(VJPTrace(name))
     try:
         tracers = [trace.new_input(p) for p in primals]
+        inputs = [_snapshot(t) for t in tracers]  # `f` may write into its arguments
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
         trace.unlock()
-    return trace, tracers, out
+    return trace, inputs, out
 
 
 def strip(trace: Trace, x: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config
+from . import _config, _core
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -170,6 +170,8 @@ class BatchTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         """The exception for a value that must leave this trace: an error in
         `fallback="error"` mode, else the signal that re-runs `f` per example."""
+        if not self.alive:
+            _core._check_trace(self)  # an escaped tracer: say so
         location = user_frame_location()
         if self.fallback == "error":
             return ConcretizationError(

@@ -24,7 +24,7 @@ import optree
 from ._batching import BatchTrace, unwrap
 from ._core import _state, bind
 from ._registry import Primitive, register
-from .control_flow import suspended_names
+from .control_flow import branch_axis_index, suspended_names
 from .errors import AxisNameError, ControlFlowError
 
 __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum"]
@@ -228,6 +228,9 @@ def axis_index(axis_name: Any) -> Any:
 
     ```
     """
+    in_branch = branch_axis_index(axis_name if isinstance(axis_name, tuple) else (axis_name,))
+    if in_branch is not None:
+        return in_branch
     index: Any = 0
     for t in _traces(axis_name, "axis_index"):
         index = index * t.axis_size + t.wrap(np.arange(t.axis_size))

@@ -39,6 +39,9 @@ class Trace:
         `np.asarray(x)`, ...). `vmap` overrides it to fall back to a loop."""
         from .errors import ConcretizationError
 
+        if not self.alive:
+            _check_trace(self)  # an escaped tracer: say so
+
         return ConcretizationError(
             f"{self.transform}: {what} at {user_frame_location()}. Fix: {fix}."
         )
@@ -56,7 +59,7 @@ class Tracer:
     (`_check_fresh`): NumPy would show the write through the view.
     """
 
-    __slots__ = ("_trace", "_view", "_version")
+    __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
 

@@ -99,7 +99,7 @@ class Jitted(Generic[P, R]):
         ```python
         >>> import numpy as np, vmapx
         >>> step = vmapx.jit(lambda w, lr: w - lr * np.tanh(w))
-        >>> print(step.lower(np.ones(3), 0.1))
+        >>> print(step.lower(np.ones(3), np.full(3, 0.1)))
         def replay(v0, v1):
             v2 = np.tanh(v0)
             v3 = np.multiply(v1, v2, out=v2)

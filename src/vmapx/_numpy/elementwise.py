@@ -690,6 +690,24 @@ def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *
 defcomposite(np.clip, _clip)
 
 
+def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:  # fmt: skip
+    """`np.nan_to_num` by `np.where` (differentiable in `x` and in the fill values)."""
+    x = as_array(x)
+    if not np.issubdtype(x.dtype, np.inexact):
+        return np.copy(x)
+    if np.iscomplexobj(x):
+        real = _nan_to_num(np.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        return real + 1j * _nan_to_num(np.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+    big = np.finfo(x.dtype).max
+    y = np.where(np.isnan(x), nan, x)
+    y = np.where(np.isposinf(x), big if posinf is None else posinf, y)
+    return astype(np.where(np.isneginf(x), -big if neginf is None else neginf, y), x.dtype)
+
+
+defcomposite(np.nan_to_num, _nan_to_num)
+
+
 def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _ABSENT,
           append: Any = _ABSENT) -> Any:  # fmt: skip
     """`np.diff` as NumPy computes it: neighbouring slices subtracted, `n` times."""

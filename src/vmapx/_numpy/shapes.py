@@ -179,7 +179,7 @@ def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
             for pos, name in zip(positions, names, strict=True):
                 axis = get_arg(args, kwargs, pos, name)
                 if axis is not None:
-                    new = _shift_axis(tuple(axis) if isinstance(axis, list) else axis, nd)
+                    new = _shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
                     args, kwargs = set_arg(args, kwargs, pos, name, new)
             return trace.wrap(func(*args, **kwargs))
 
@@ -716,8 +716,10 @@ defvjp(np.reshape, _unreshape)
 defvjp(np.ravel, _unravel)
 defvjp([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
        _untranspose)  # fmt: skip
-defvjp(np.moveaxis, lambda ans, x, src, dst: lambda g: np.moveaxis(g, dst, src))
-defvjp(np.swapaxes, lambda ans, x, a, b: lambda g: np.swapaxes(g, a, b))
+defvjp(
+    np.moveaxis, lambda ans, x, source, destination: lambda g: np.moveaxis(g, destination, source)
+)
+defvjp(np.swapaxes, lambda ans, x, axis1, axis2: lambda g: np.swapaxes(g, axis1, axis2))
 if hasattr(np, "matrix_transpose"):
     deflinear(np.matrix_transpose)
     defvjp(np.matrix_transpose, lambda ans, x: lambda g: np.swapaxes(g, -1, -2))
