@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 lint bench coverage clean fuzz
+.PHONY: demo test test-numpy1 test-python test-dask lint typecheck bench coverage clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,34 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
 	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# vmap of Dask arrays (on a local cluster too) and vectorize through Dask: the extra vmapx[dask]
+$(VENV)/.dask-installed: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,dask]'
+	touch $@
+
+test-dask: $(VENV)/.dask-installed
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_dask.py tests/test_vectorize.py tests/test_parallel.py tests/test_readme.py
+
+# mypy --strict (pinned in the `lint` extra) on a user's script that uses every public name
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict tests/typing/user_script.py
+
+# the suite on another Python: make test-python PYTHON_OTHER=python3.13 (its own venv)
+PYTHON_OTHER ?= python3.13
+VENV_OTHER := .venv-$(notdir $(PYTHON_OTHER))
+$(VENV_OTHER)/.installed: pyproject.toml
+	$(PYTHON_OTHER) -m venv $(VENV_OTHER)
+	$(VENV_OTHER)/bin/python -m pip install -q --upgrade pip
+	$(VENV_OTHER)/bin/python -m pip install -q -e '.[test]' 'numpy>=2.4,<2.5'
+	touch $@
+
+test-python: $(VENV_OTHER)/.installed
+	$(VENV_OTHER)/bin/python -m pytest -q -p no:cacheprovider
 
 # the suite on NumPy 1.26 (the oldest NumPy vmapx supports); tests of NumPy 2 features skip
 VENV_NP1 := .venv-np1
@@ -47,6 +72,8 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/mlp_grads.py
+	$(PY) benchmarks/ragged.py
+	$(PY) benchmarks/parallel.py
 
 clean:
-	rm -rf $(VENV) $(VENV_NP1) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_NP1) .venv-python3* .pytest_cache .ruff_cache .mypy_cache

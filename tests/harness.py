@@ -116,3 +116,14 @@ def batched_args(make: Callable, in_axes: tuple, size: int, rng: np.random.Gener
         stacked = np.stack([e[j] for e in examples], axis=ax)
         out.append(stacked if size else np.take(stacked, np.arange(0), axis=ax))
     return out
+
+
+def counting(f):
+    """`(f counted, calls)`: `calls` gets an entry per call of the counted `f`."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return f(*args, **kwargs)
+
+    return counted, calls

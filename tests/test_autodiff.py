@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import threading
 
@@ -519,34 +520,41 @@ def test_error_for_wrong_cotangent_and_tangent():
         jacrev(lambda x: x * 1j)(np.ones(2))
 
 
+@contextlib.contextmanager
+def _rules_restored(func):
+    """Put back the rules of `func`'s primitive after the block (tests that swap rules)."""
+    from vmapx._registry import KINDS, prim_of
+
+    rules = prim_of(func).rules
+    saved = {k: getattr(rules, k) for k in KINDS}, dict(rules.sources), set(rules.defaults)
+    try:
+        yield rules
+    finally:
+        for k, v in saved[0].items():
+            setattr(rules, k, v)
+        rules.sources, rules.defaults = saved[1], saved[2]
+
+
 def test_check_grads_detects_a_wrong_rule():
     from vmapx import _autodiff
 
-    prim = _autodiff.prim_of(np.cbrt)
-    saved = _autodiff.vjp_rules[prim], _autodiff.jvp_rules[prim]
-    try:
-        _autodiff.defelementwise(np.cbrt, lambda ans, x: 1 / (2 * ans * ans))  # wrong
+    with _rules_restored(np.cbrt):
+        wrong = lambda ans, x: 1 / (2 * ans * ans)  # noqa: E731
+        _autodiff.defelementwise(np.cbrt, wrong, replace=True)  # a test of a wrong rule
         with pytest.raises(AssertionError, match="JVP"):
             vmapx.check_grads(np.cbrt, (np.array([1.0, 2.0]),), order=1, modes=("fwd",))
         with pytest.raises(AssertionError, match="VJP"):
             vmapx.check_grads(np.cbrt, (np.array([1.0, 2.0]),), order=1, modes=("rev",))
-    finally:
-        _autodiff.vjp_rules[prim], _autodiff.jvp_rules[prim] = saved
 
 
 def test_derived_modes_by_transposition():
     """A primitive with only a VJP rule gets its JVP by transposing it, and vice versa."""
-    from vmapx import _autodiff
-
-    prim = _autodiff.prim_of(np.cbrt)
-    saved = _autodiff.vjp_rules.pop(prim), _autodiff.jvp_rules[prim]
-    try:
+    with _rules_restored(np.cbrt) as rules:
+        vjp_rule = rules.vjp
+        rules.vjp = None
         vmapx.check_grads(np.cbrt, (np.array([1.0, 2.0]),), order=2)
-        _autodiff.vjp_rules[prim] = saved[0]
-        del _autodiff.jvp_rules[prim]
+        rules.vjp, rules.jvp = vjp_rule, None
         vmapx.check_grads(np.cbrt, (np.array([1.0, 2.0]),), order=2)
-    finally:
-        _autodiff.vjp_rules[prim], _autodiff.jvp_rules[prim] = saved
 
 
 def test_docstring_examples():

@@ -46,3 +46,12 @@ def test_vmapx_jit_replays_equal_the_loop(w: Workload) -> None:
         for _ in range(3):
             args = w.inputs(rng, TINY)
             compare(w, jitted(*args), loop(w, args), "vmapx.jit")
+
+
+def test_the_parallel_benchmarks_large_workload() -> None:
+    """w10 of `benchmarks/parallel.py` (256 MiB there), at a tiny size."""
+    from parallel import W10
+
+    args = W10.inputs(np.random.default_rng(0), TINY)
+    compare(W10, W10.hand(*args), loop(W10, args), "hand")
+    compare(W10, W10.vmapx(vmapx)(*args), loop(W10, args), "vmapx")

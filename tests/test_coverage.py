@@ -85,7 +85,7 @@ def test_at_least_250_array_functions_are_native() -> None:
     assert (
         "numpy.linalg" in modules
         and "numpy.fft" in modules
-        or any("fft" in getattr(f, "__module__", "") for f in vmapx._numpy._dispatch.FUNCTIONS)
+        or any("fft" in getattr(f, "__module__", "") for f in vmapx._registry.FUNCTIONS)
     )
 
 
@@ -107,3 +107,29 @@ def test_coverage_command_prints_totals() -> None:
         [sys.executable, "-m", "vmapx", "coverage"], capture_output=True, text=True, check=True
     ).stdout
     assert "numpy.sum " in out and "totals: native" in out
+
+
+def test_rules_report_has_derivative_columns_and_sources() -> None:
+    from vmapx._coverage import coverage_table, rules_report
+
+    report = rules_report()
+    assert report[np.sin]["jvp"] == report[np.sin]["vjp"] == "rule"
+    assert report[np.floor]["jvp"] == "zero"
+    assert report[np.linalg.inv]["vjp"] in ("rule", "transposed")
+    assert "batch=vmapx/_numpy/ufuncs.py:" in report[np.sin]["where"]
+    assert report[np.array2string]["batch"] == "fallback"
+    table = coverage_table(rules=True, where=True)
+    assert "jvp:" in table.splitlines()[-2] and "vjp:" in table.splitlines()[-1]
+    row = next(r for r in table.splitlines() if r.startswith("np.matmul "))
+    assert "native" in row and "contractions.py" in row
+
+
+def test_cli_coverage_flags() -> None:
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-m", "vmapx", "coverage", "--rules", "--where"]
+    out = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert "np.matmul" in out and "vjp:" in out
+    bad = subprocess.run([sys.executable, "-m", "vmapx", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr

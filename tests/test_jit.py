@@ -9,19 +9,10 @@ import pytest
 
 import vmapx
 from harness import assert_same, loop_reference
+from harness import counting as _counting
 from vmapx import grad, jit, vmap
 
 RNG = np.random.default_rng(21)
-
-
-def _counting(f):
-    calls = []
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return f(*args, **kwargs)
-
-    return counted, calls
 
 
 def _loss(w, b, x, y):
@@ -57,14 +48,15 @@ def test_jacobian_rows_replay():
         assert_same(fast(np.eye(8), x), np.diag(2 * x + np.cos(x)), rtol=1e-12, atol=1e-14)
 
 
-def test_a_new_shape_or_argument_value_records_again():
-    f, calls = _counting(lambda x, scale: np.tanh(x) * scale)
+def test_a_new_shape_or_static_argument_value_records_again():
+    f, calls = _counting(lambda x, scale, mode: np.tanh(x) * scale if mode == "a" else x)
     fast = jit(f)
     x3, x4 = RNG.standard_normal(3), RNG.standard_normal(4)
-    assert_same(fast(x3, 2.0), np.tanh(x3) * 2.0)
-    assert_same(fast(x4, 2.0), np.tanh(x4) * 2.0)
-    assert_same(fast(x4, 3.0), np.tanh(x4) * 3.0)
-    assert_same(fast(x4, 3.0), np.tanh(x4) * 3.0)
+    assert_same(fast(x3, 2.0, "a"), np.tanh(x3) * 2.0)
+    assert_same(fast(x4, 2.0, "a"), np.tanh(x4) * 2.0)
+    assert_same(fast(x4, 3.0, "a"), np.tanh(x4) * 3.0)  # a number: a value of the replay
+    assert_same(fast(x4, 3.0, "b"), x4)  # a string: part of the signature
+    assert_same(fast(x4, 5.0, "b"), x4)
     assert len(calls) == 3
 
 
@@ -212,9 +204,9 @@ def test_bad_input():
 def test_docstring_example():
     import doctest
 
-    from vmapx import _jit
+    from vmapx import _jit_api
 
-    failures, tried = doctest.testmod(_jit, optionflags=doctest.NORMALIZE_WHITESPACE)
+    failures, tried = doctest.testmod(_jit_api, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert tried and not failures
 
 

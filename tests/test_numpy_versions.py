@@ -13,7 +13,7 @@ import pytest
 import vmapx
 from harness import check_vmap, loop_reference
 from np_compat import NUMPY2, numpy1_only
-from vmapx._numpy import _compat
+from vmapx import _compat
 
 rng = np.random.default_rng(0)
 

@@ -239,10 +239,6 @@ def test_empty_batch_draws_nothing():
 def test_unsupported():
     with pytest.raises(UnsupportedError, match="RandomState"):
         vmapx.vmap(lambda x, r: x, in_axes=(0, None))(np.zeros(2), np.random.RandomState(0))
-    with pytest.raises(UnsupportedError, match="out="):
-        vmapx.vmap(lambda x, g: g.random(out=x), in_axes=(0, None), randomness="different")(
-            np.zeros((2, 3)), np.random.default_rng(0)
-        )
     with pytest.raises(UnsupportedError, match="spawn"):
         vmapx.vmap(lambda x, g: g.spawn(2), in_axes=(0, None), randomness="different")(
             np.zeros(2), np.random.default_rng(0)

@@ -1,53 +1,55 @@
-"""vmapx: vectorizing map and composable function transforms for plain NumPy code."""
+"""vmapx: vectorizing map and composable function transforms for plain NumPy code.
 
-from . import (
-    _numpy,  # noqa: F401  (registers the NumPy surface and its rules)
-    errors,
-    random,
-)
-from ._ad_api import (
-    grad,
-    hessian,
-    jacfwd,
-    jacrev,
-    jvp,
-    linearize,
-    stop_gradient,
-    value_and_grad,
-    vjp,
-)
-from ._api import vectorized_map, vmap
-from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
-from ._config import config
-from ._coverage import coverage
-from ._custom import custom_vmap
-from ._jit import jit
-from .control_flow import cond, fori_loop, scan, switch, while_loop
-from .errors import PerformanceWarning
-from .testing import check_grads
+`import vmapx` is cheap: the transforms and the NumPy rules they need (and optree,
+`numpy.random`) are imported on the first use of a public name (`vmapx.vmap`, or
+`from vmapx import vmap`), by `__getattr__` below (PEP 562).
+"""
 
-# isort: split
-from . import _control_ad  # noqa: F401  (derivatives of control flow and collectives)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
+    from . import debug, errors, extend, random
+    from ._ad_api import (
+        grad,
+        hessian,
+        jacfwd,
+        jacrev,
+        jvp,
+        linearize,
+        stop_gradient,
+        value_and_grad,
+        vjp,
+    )
+    from ._api import vectorized_map, vmap
+    from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
+    from ._config import config
+    from ._coverage import coverage
+    from ._custom import custom_jvp, custom_vjp, custom_vmap
+    from ._jit_api import jit
+    from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
+    from ._vectorize import vectorize
+    from .control_flow import cond, fori_loop, scan, switch, while_loop
+    from .errors import PerformanceWarning
+    from .testing import check_grads
 
 __all__ = [
     "PerformanceWarning",
     "all_gather",
     "axis_index",
-    "cond",
-    "custom_vmap",
-    "fori_loop",
-    "pmax",
-    "pmean",
-    "pmin",
-    "psum",
-    "random",
-    "scan",
-    "switch",
-    "while_loop",
     "check_grads",
+    "cond",
     "config",
     "coverage",
+    "custom_jvp",
+    "custom_vjp",
+    "custom_vmap",
+    "debug",
     "errors",
+    "extend",
+    "fori_loop",
     "grad",
     "hessian",
     "jacfwd",
@@ -55,10 +57,33 @@ __all__ = [
     "jit",
     "jvp",
     "linearize",
+    "map",
+    "pmax",
+    "pmean",
+    "pmin",
+    "psum",
+    "random",
+    "scan",
     "stop_gradient",
+    "switch",
     "value_and_grad",
+    "vectorize",
     "vectorized_map",
     "vjp",
     "vmap",
+    "while_loop",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'vmapx' has no attribute {name!r}")
+    public = importlib.import_module("._public", __name__)
+    value = getattr(public, name)
+    globals()[name] = value  # (the next lookup is a plain attribute)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -11,7 +11,7 @@ import functools
 import inspect
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import optree
@@ -29,6 +29,8 @@ from ._autodiff import (
 )
 from ._core import Tracer
 from .errors import DifferentiationError
+
+P = ParamSpec("P")  # the differentiated function's parameters, kept by the transforms
 
 
 def _is_leaf(x: Any) -> bool:
@@ -264,9 +266,9 @@ def _scalar_out(name: str, out: Any, holomorphic: bool) -> Any:
 
 
 def value_and_grad(
-    f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable:  # fmt: skip
+) -> Callable[P, Any]:  # fmt: skip
     """Like `grad`, but the function returns `(value, gradient)`.
 
     With `has_aux=True` it returns `((value, aux), gradient)`.
@@ -304,9 +306,9 @@ def _value_and_grad(
 
 
 def grad(
-    f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable:  # fmt: skip
+) -> Callable[P, Any]:  # fmt: skip
     """The gradient of a scalar function, by reverse mode (a tape of VJP closures).
 
     **Arguments:**
@@ -522,9 +524,9 @@ def _offsets(leaves: list) -> list[tuple[int, int]]:
 
 
 def jacrev(
-    f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable:  # fmt: skip
+) -> Callable[P, Any]:  # fmt: skip
     """The Jacobian of `f` by reverse mode: `vmap` of the VJP over the output basis.
 
     Efficient when outputs are fewer than inputs. The Jacobian of an output of shape
@@ -574,9 +576,9 @@ def jacrev(
 
 
 def jacfwd(
-    f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable:  # fmt: skip
+) -> Callable[P, Any]:  # fmt: skip
     """The Jacobian of `f` by forward mode: `vmap` of the JVP over the input basis.
 
     Efficient when inputs are fewer than outputs. Same layout as `jacrev`.
@@ -632,9 +634,9 @@ def jacfwd(
 
 
 def hessian(
-    f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
     holomorphic: bool = False,
-) -> Callable:  # fmt: skip
+) -> Callable[P, Any]:  # fmt: skip
     """The Hessian of a scalar function: `jacfwd(jacrev(f))`.
 
     For an input of shape `T` the Hessian has shape `T + T`.

@@ -8,16 +8,22 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import optree
 
-from . import _autochunk, _config
+from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
-from .errors import AxisSizeError, InAxesError, OutputError, PerformanceWarning
+from .errors import (
+    AxisSizeError,
+    InAxesError,
+    OutputError,
+    PerformanceWarning,
+    raise_own_cause,
+)
 
 _SENTINEL = object()
 # hooks that swap special arguments (random generators) for batch-aware proxies
@@ -29,8 +35,11 @@ ARGUMENT_ADAPTERS: list[Callable[[BatchTrace, Any], Any]] = []
 CALL_ADAPTERS: list[Callable[[Any, str], Any]] = []
 
 
+P = ParamSpec("P")
+
+
 def vmap(
-    f: Callable,
+    f: Callable[P, Any],
     in_axes: Any = 0,
     out_axes: Any = 0,
     *,
@@ -39,9 +48,11 @@ def vmap(
     randomness: str = "error",
     chunk_size: int | str | None = "auto",
     fallback: str | None = None,
+    workers: int | None = None,
+    progress: bool = False,
     in_dims: Any = _SENTINEL,
     out_dims: Any = _SENTINEL,
-) -> Callable:
+) -> Callable[P, Any]:
     """Vectorize `f`, written for one example, over a batch axis of its arguments.
 
     `vmap(f)(X)` returns what `np.stack([f(x) for x in X])` returns, computed with
@@ -70,6 +81,15 @@ def vmap(
       `axis_name` or a random generator argument. `None`: always the whole batch. `f`
       is called once per chunk.
     - `fallback`: `"warn"`, `"silent"` or `"error"` (default: `vmapx.config.fallback`).
+    - `workers`: threads that run the chunks of a chunked call at once (default:
+      `vmapx.config.workers`, else the cores this process may use; `1`: one after the
+      other; always so with `randomness` other than `"error"`). With
+      `chunk_size="auto"`, a whole-batch call of a millisecond or more of CPU runs
+      split among them after its second call, if that is faster. `f`'s calls then
+      overlap in time: see `vmapx._parallel` for what runs concurrently.
+    - `progress`: show a `tqdm` progress bar over the chunks of a chunked call (a call
+      that runs whole shows none: give `chunk_size=` to follow a long batch). Dask
+      arrays compute later: wrap `.compute()` in `dask.diagnostics.ProgressBar()`.
 
     Keyword arguments of the returned function are passed to `f` unbatched.
 
@@ -118,10 +138,12 @@ def vmap(
             "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
             "need the whole batch at once"
         )
+    _config.check_workers(workers, "vmap")
     autochunk = _autochunk.AutoChunk() if auto and axis_name is None else None
     options = _Options(
-        in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk
-    )
+        in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk,
+        workers, progress,
+    )  # fmt: skip
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -132,11 +154,12 @@ def vmap(
 
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
-                 "fallback", "autochunk")  # fmt: skip
+                 "fallback", "autochunk", "workers", "progress", "kwargs_noticed")  # fmt: skip
 
     def __init__(self, *values: Any) -> None:
-        for name, value in zip(self.__slots__, values, strict=True):
+        for name, value in zip(self.__slots__[:-1], values, strict=True):
             setattr(self, name, value)
+        self.kwargs_noticed = False  # (see `_kwargs_notice`: said once per function)
 
 
 def _check_axes_spec(spec: Any, what: str) -> None:
@@ -158,12 +181,18 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
         leaves, treedef, special = list(args), None, False
     else:
         leaves, treedef, axes = _flatten_args(f, opts.in_axes, args)
+        if _dask.any_dask(leaves, kwargs):  # a lazy Dask array, block by block
+            size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
+            return _dask.vmap_blocks(f, opts, leaves, treedef, axes, kwargs, size)
         special = False
         if CALL_ADAPTERS:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
+        if kwargs and not opts.kwargs_noticed:
+            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, _user_stacklevel() + 1)
     if opts.chunk_size is not None and size > opts.chunk_size:
-        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size)
+        workers = 1 if special else _workers(opts)
+        return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, workers)
     if opts.autochunk is not None and not special:  # (chunks would change random draws)
         return _auto_chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
@@ -207,15 +236,18 @@ def _auto_chunked(
     chunk = None if key is None else auto.chunk_for(key)
     start = time.perf_counter()
     if chunk is not None:
-        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk)
+        workers = _workers(opts) if auto.threaded(key) else 1
+        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers)
         auto.observe_chunked(key, time.perf_counter() - start)
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
     made: list = []
+    cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
-    if made and made[0].made >= _autochunk.MIN_BYTES:
-        seconds = time.perf_counter() - start
+    cpu = time.thread_time() - cpu
+    seconds = time.perf_counter() - start
+    if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,
@@ -223,6 +255,8 @@ def _auto_chunked(
             optree.tree_leaves(out, is_leaf=_is_leaf),
             seconds,
             _autochunk.faults() - faulted if check else None,
+            _workers(opts),
+            cpu,
         )
     return out
 
@@ -355,15 +389,20 @@ def _run(
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        legacy = _legacy_random.snapshot()
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
             _check_outputs_fresh(trace, out)
+            if _legacy_random.moved(legacy):
+                _legacy_random.restore(legacy)  # the loop draws the loop's numbers
+                raise trace.concretization(*_LEGACY_RANDOM)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
         except Exception as error:
             if trace.pending is None:
                 _explain_read_only(error, axes)
+                raise_own_cause(error)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             signal = trace.pending
@@ -378,6 +417,15 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+_LEGACY_RANDOM = (
+    "NumPy's legacy global random functions (`np.random.normal`, ...) drew inside the "
+    "batched run: called once for the whole batch, they would give every example the "
+    "same numbers",
+    "pass a `numpy.random.Generator` (`np.random.default_rng(seed)`) as an argument and "
+    "draw from it, with vmap(..., randomness='different')",
+)
 
 
 def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
@@ -556,16 +604,35 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 def _chunked(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    chunk: int,
+    chunk: int, workers: int = 1,
 ) -> Any:  # fmt: skip
+    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`)."""
     joined = _Joined(opts.out_axes, size)
-    for start in range(0, size, chunk):
-        stop = min(start + chunk, size)
+
+    def run(start: int, stop: int) -> tuple:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list = []
         out = _run(f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes)
-        joined.add(out, start, stop, dtypes or None)
+        return out, dtypes or None
+
+    def join(result: tuple, start: int, stop: int) -> None:
+        joined.add(result[0], start, stop, result[1])
+
+    legacy = _legacy_random.snapshot() if workers > 1 else None
+    _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
+    if legacy is not None and _legacy_random.moved(legacy):
+        # (`f` drew from NumPy's legacy global generator, in several threads at once:
+        # again, chunk after chunk, for the loop's numbers)
+        _legacy_random.restore(legacy)
+        joined = _Joined(opts.out_axes, size)
+        _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
     return joined.result()
+
+
+def _workers(opts: _Options) -> int:
+    """Threads for the chunks of a call: one where `f` may draw random numbers (chunk
+    after chunk is how draws continue the loop's stream, see `vmapx.random`)."""
+    return 1 if opts.randomness != "error" else _parallel.resolve_workers(opts.workers)
 
 
 def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:

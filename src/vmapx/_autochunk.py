@@ -28,9 +28,28 @@ value it made and the bytes of all of them. After a whole-batch call,
   count the page faults they take (`resource.getrusage`, where Python has it); if each
   faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks.
 
-A chunked call (after the first, which often pays for memory the whole-batch calls
-gave back) that is slower than the best whole-batch call by `SLOWER` switches
-chunking off for that signature. Results are the same either way (chunks are
+Chunked calls (after the first, which often pays for memory the whole-batch calls
+gave back) whose median of `TRIALS` is slower than the best whole-batch call by `SLOWER`
+switch chunking off for that signature (one call on a busy machine says little).
+
+With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
+`PARALLEL_SECONDS` (of the calling thread's CPU time) runs split among them from the
+next call on: in `workers` chunks, up to `PIECES` per worker for calls of several
+`PIECE_SECONDS`, and chunks of at most `PIECE_RESULT_BYTES` of results (those of the
+chunks in flight, at most `workers`, are what the call holds beyond its output),
+cache-sized where the cache rule says smaller. Not where the call is bound by writing
+its results to memory (its values are mostly results, made at less than
+`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
+The split starts after a second whole-batch call (the first is often slow: cold caches,
+so it would flatter the split), and is judged by the median of `TRIALS` calls
+after the first: not faster by
+`1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
+cores), or, where the batch has enough examples for cache-sized chunks, than as many
+calls in such chunks on one thread (timed first; the threads' chunks are as small:
+large ones page-fault in each thread), the calls follow the rules of one thread from
+then on.
+
+Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
 number of examples (the moved layout of `ufuncs._with_short_last_axis_moved` applies to
 large enough arrays only, and a sum over its long axis then runs pairwise).
@@ -54,6 +73,19 @@ FAULT_CHECKS = 2
 FAULT_SHARE = 1 / 8
 CHUNK_BYTES = 2 << 20
 SLOWER = 1.1  # a chunked call this much slower than the whole batch: chunking off
+# parallel chunks (`vmapx._parallel`): a whole-batch call of at least PARALLEL_SECONDS
+# runs in `workers` chunks, more (up to PIECES per worker, each of about PIECE_SECONDS)
+# for longer calls: fewer in flight at once bounds the memory of their results
+PARALLEL_SECONDS = 1e-3
+PIECE_SECONDS = 4e-3
+PIECES = 4
+PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
+TRIALS = 3  # chunked calls are judged by the median of this many (one says little: noise)
+PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
+# a call whose batched values are mostly its results, made at less CPU time per byte
+# than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
+# 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
+WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
 PAGE = resource.getpagesize() if resource is not None else 4096
 _MAX_SIGNATURES = 64
 
@@ -63,15 +95,26 @@ class _Seen:
     time, the chunked calls so far, and the page-fault checks still to run with what
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
-    __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes")
+    __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
+                 "parallel", "trials", "cpu", "write_bound_cpu", "single", "threads_later",
+                 "baseline")  # fmt: skip
 
-    def __init__(self, chunk: int | None, candidate: int | None, whole_seconds: float) -> None:
+    def __init__(
+        self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
+    ) -> None:
         self.chunk = chunk
         self.candidate = candidate  # the chunk to use if the fault checks say so
         self.whole_seconds = whole_seconds
         self.chunked_calls = 0
         self.checks = 0
         self.fault_bytes = 0
+        self.parallel = parallel  # (split among threads: judged by the best of some calls)
+        self.trials: list[float] = []  # (the judged chunked calls' seconds)
+        self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
+        self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
+        self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
+        self.threads_later = 0  # (chunks on threads to try once those on one are timed)
+        self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
 
 
 class AutoChunk:
@@ -87,6 +130,11 @@ class AutoChunk:
         entry = self.seen.get(key)
         return None if entry is None else entry.chunk
 
+    def threaded(self, key: Any) -> bool:
+        """Whether the chunks of the next call with this signature may run on threads."""
+        entry = self.seen.get(key)
+        return entry is not None and entry.parallel
+
     def counts_faults(self, key: Any) -> bool:
         """Whether the next (whole-batch) call with this signature is a fault check."""
         entry = self.seen.get(key)
@@ -94,34 +142,72 @@ class AutoChunk:
 
     def observe_whole(
         self, key: Any, size: int, trace: Any, results: list, seconds: float,
-        faulted: int | None = None,
+        faulted: int | None = None, workers: int = 1, cpu_seconds: float | None = None,
     ) -> None:  # fmt: skip
         """A whole-batch call that made the values its `trace` counted (`largest`,
         `made`: bytes) and `results`, in `seconds`; `faulted`: the bytes of the pages
-        it faulted in, where it was a fault check."""
+        it faulted in, where it was a fault check; `workers`: the threads later calls
+        may use; `cpu_seconds`: the calling thread's CPU time in the call (default:
+        `seconds`), which decides whether to split it among threads (a busy machine
+        stretches `seconds`, not the work)."""
         entry = self.seen.get(key)
+        arrays = [r.nbytes for r in results if type(r) is np.ndarray]
+        result_bytes, largest_result = sum(arrays), max(arrays, default=0)
+        cpu = seconds if cpu_seconds is None else cpu_seconds
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
+            if entry.parallel and entry.chunk is None and not entry.chunked_calls:
+                self._second_call(entry, size, min(entry.cpu, cpu), workers, result_bytes)
             if faulted is not None and entry.fault_bytes > 0:
                 self._fault_check(entry, faulted)
             return
-        arrays = [r.nbytes for r in results if type(r) is np.ndarray]
-        result_bytes, largest_result = sum(arrays), max(arrays, default=0)
         chunk = max(1, size * CHUNK_BYTES // max(trace.largest, 1))
         if 2 * chunk > size:
             chunk = 0  # (too few examples to split)
         if len(self.seen) >= _MAX_SIGNATURES:
             self.seen.clear()
-        if not chunk:
-            self.seen[key] = _Seen(None, None, seconds)
-            return
         cache_bound = trace.largest >= LARGE_BYTES and (
             trace.largest >= RESULT_RATIO * largest_result
         )
-        self.seen[key] = entry = _Seen(chunk if cache_bound else None, chunk, seconds)
         others = trace.made - result_bytes
-        if not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes):
-            entry.fault_bytes = int(FAULT_SHARE * others)
+        faults = not cache_bound and resource is not None and others >= max(MIN_BYTES, result_bytes)
+        single = (
+            chunk if cache_bound and chunk else None,
+            chunk or None,
+            int(FAULT_SHARE * others) if faults and chunk else 0,
+        )
+        if parallel_chunk(size, cpu, workers, result_bytes):
+            # (decided at the next call: the first is often slow, with cold caches)
+            self.seen[key] = entry = _Seen(None, None, seconds, parallel=True)
+            entry.cpu, entry.single = cpu, single
+            if 2 * result_bytes >= trace.made:  # (values mostly results: maybe write-bound)
+                entry.write_bound_cpu = WRITE_BOUND_SECONDS_PER_BYTE * trace.made
+            return
+        self.seen[key] = entry = _Seen(single[0], single[1], seconds)
+        entry.fault_bytes = single[2]
+
+    def _second_call(
+        self, entry: _Seen, size: int, cpu: float, workers: int, result_bytes: int
+    ) -> None:
+        """Split among threads from now on, or keep whole: decided on the faster of the
+        first two calls' CPU times (the first's caches and pages are cold)."""
+        entry.cpu = cpu
+        split = parallel_chunk(size, cpu, workers, result_bytes)
+        small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
+        if not split or cpu < entry.write_bound_cpu:
+            self._one_thread(entry)
+        elif small:  # (timed on one thread first: threads must beat them, in chunks as small)
+            self._one_thread(entry)
+            entry.chunk, entry.threads_later = small, min(small, split)
+        else:
+            entry.chunk = entry.candidate = split
+
+    def _one_thread(self, entry: _Seen) -> None:
+        """From now on the rules of one thread (cache-sized chunks, fault checks)."""
+        entry.parallel = False
+        entry.chunk, entry.candidate, entry.fault_bytes = entry.single
+        entry.chunked_calls = entry.checks = 0
+        entry.trials = []
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -136,8 +222,32 @@ class AutoChunk:
         if entry is None:
             return
         entry.chunked_calls += 1
-        if entry.chunked_calls > 1 and seconds > SLOWER * entry.whole_seconds:
-            entry.chunk = None
+        if entry.chunked_calls < 2 or len(entry.trials) >= TRIALS:
+            return  # (the first may pay for memory the whole-batch calls gave back)
+        entry.trials.append(seconds)
+        if len(entry.trials) != TRIALS:
+            return
+        typical = sorted(entry.trials)[TRIALS // 2]
+        if not entry.parallel:
+            if typical > SLOWER * entry.whole_seconds:
+                entry.chunk = None
+            elif entry.threads_later:  # (now on threads)
+                entry.parallel, entry.baseline = True, typical
+                entry.chunk, entry.threads_later = entry.threads_later, 0
+                entry.chunked_calls, entry.trials = 0, []
+            return
+        if typical > PARALLEL_GAIN * (entry.baseline or entry.whole_seconds):
+            self._one_thread(entry)
+
+
+def parallel_chunk(size: int, seconds: float, workers: int, result_bytes: int = 0) -> int:
+    """Examples per chunk for `workers` threads after a whole call of `seconds` whose
+    results had `result_bytes` (0: no parallel chunks)."""
+    if workers < 2 or seconds < PARALLEL_SECONDS or size < 2:
+        return 0
+    pieces = workers * min(PIECES, max(1, int(seconds / PIECE_SECONDS)))
+    pieces = max(pieces, -(-result_bytes // PIECE_RESULT_BYTES))
+    return -(-size // min(pieces, size))
 
 
 def signature(size: int, leaves: list, axes: list) -> tuple:

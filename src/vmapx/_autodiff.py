@@ -60,29 +60,30 @@ import dis
 import inspect
 import operator
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core, _scaled
-from ._batching import BatchTracer
-from ._core import Primitive, Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
-from ._numpy._compat import astype
-from ._numpy._dispatch import primitive, ufunc_primitive
-from .errors import DifferentiationError
+from . import _config, _core, _scaled
+from ._batching import BatchTracer, _user_stacklevel
+from ._compat import astype
+from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._registry import ALL, Primitive, builder, each_function, register
+from .errors import (
+    ConcretizationError,
+    DifferentiationError,
+    DroppedDerivativeWarning,
+    raise_own_cause,
+)
 
-# prim -> rule(args, kwargs, ans, tangents: {argnum: tangent}) -> output tangent (or None)
-jvp_rules: dict[Primitive, Callable] = {}
-# prim -> rule(argnums, ans, args, kwargs) -> (g -> sequence of cotangents, one per argnum)
-vjp_rules: dict[Primitive, Callable] = {}
-# prim -> impl(*args, **kwargs) computing the primitive with differentiable NumPy calls
-composites: dict[Primitive, Callable] = {}
-# prim -> argnums whose derivative is zero (`ALL` = every operand)
-zero_argnums: dict[Primitive, Any] = {}
-# primitives registered by `deflinear` (no VJP by transposing their JVP)
-linear_prims: set[Primitive] = set()
-ALL = "all"
+# The rules live in each primitive's record (`vmapx._registry`): `jvp` is
+# `rule(args, kwargs, ans, tangents: {argnum: tangent}) -> output tangent (or None)`,
+# `vjp` is `rule(argnums, ans, args, kwargs) -> (g -> cotangents, one per argnum)`,
+# `composite` is `impl(*args, **kwargs)` computing the primitive with differentiable
+# NumPy calls, `zero` the argnums whose derivative is zero (`ALL` = every operand),
+# `linear` marks primitives registered by `deflinear` (no VJP by transposing their JVP).
 _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 
@@ -128,6 +129,7 @@ class ADTracer(Tracer):
 
     def __float__(self) -> float:
         self._check_not_stored(sys._getframe(1))
+        _dropped_derivative(self, "float()")
         return float(self.primal)
 
     def __int__(self) -> int:
@@ -136,6 +138,7 @@ class ADTracer(Tracer):
 
     def __complex__(self) -> complex:
         self._check_not_stored(sys._getframe(1))
+        _dropped_derivative(self, "complex()")
         return complex(self.primal)
 
     def __index__(self) -> int:
@@ -162,6 +165,7 @@ class ADTracer(Tracer):
 
     def item(self, *args: Any) -> Any:
         """`ndarray.item` of the value (a Python number: not differentiated further)."""
+        _dropped_derivative(self, "`.item()`")
         return self.primal.item(*args)
 
     def tolist(self) -> Any:
@@ -169,9 +173,6 @@ class ADTracer(Tracer):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._leave_error()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
 
 
 class JVPTracer(ADTracer):
@@ -214,6 +215,26 @@ class VJPTracer(ADTracer):
 
 
 # -- shared helpers ------------------------------------------------------------------
+
+
+def _dropped_derivative(x: ADTracer, what: str) -> None:
+    """A differentiated value becomes a Python number, a constant: say so (warn, or raise
+    with `vmapx.config.fallback="error"`; silent with "silent"). `int()` is not reported:
+    its derivative is zero wherever it has one."""
+    if getattr(x, "tangent", None) is None and getattr(x, "node", None) is None:
+        return  # not differentiated
+    if x.dtype.kind not in "fc" or _config.config.fallback == "silent":
+        return
+    transform = x._trace.transform
+    message = (
+        f"{transform}: {what} of a value traced by `{transform}` at {user_frame_location()} "
+        "is a Python number, a constant: derivatives do not flow through it, so the "
+        "result is missing that part. Fix: keep it an array (`x[1]` instead of "
+        "`float(x[1])`); if a constant is meant, write `float(vmapx.stop_gradient(x))`"
+    )
+    if _config.config.fallback == "error":
+        raise ConcretizationError(message + ".")
+    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=_user_stacklevel())
 
 
 def is_float(x: Any) -> bool:
@@ -399,7 +420,7 @@ def _argnum_name(argnum: Any) -> str:
 
 def _zero_filter(prim: Primitive, argnums: list, tracers: list) -> tuple[list, list] | None:
     """Drop operands of zero derivative; `None` when none is left."""
-    zero = zero_argnums.get(prim)
+    zero = prim.rules.zero
     if zero is None:
         return argnums, tracers
     if zero is ALL:
@@ -422,7 +443,7 @@ class ADTrace(Trace):
     __slots__ = ()
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
-        comp = composites.get(prim)
+        comp = prim.rules.composite
         if comp is not None:
             out = comp(*args, **kwargs)
             if out is not NotImplemented:
@@ -456,7 +477,7 @@ class JVPTrace(ADTrace):
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
         ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
-        rule = jvp_rules.get(prim)
+        rule = prim.rules.jvp
         if rule is None:
             rule = _jvp_from_vjp(self, prim)
         tangents = {a: t.tangent for a, t in zip(argnums, tracers, strict=True)}
@@ -484,7 +505,7 @@ class JVPTrace(ADTrace):
 
 def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
     """A JVP rule from the VJP rule: `J t` is the VJP of the linear map `g -> J^T g`."""
-    rule = vjp_rules.get(prim)
+    rule = prim.rules.vjp
     if rule is None:
         raise _no_rule(trace, prim, None, "forward-mode (JVP) or reverse-mode (VJP)")
 
@@ -605,7 +626,7 @@ class VJPTrace(ADTrace):
         self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
         ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
-        rule = vjp_rules.get(prim)
+        rule = prim.rules.vjp
         if rule is None:
             rule = _vjp_from_jvp(self, prim)
         primals = self.keep(primals)
@@ -633,8 +654,8 @@ class VJPTrace(ADTrace):
 
 def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
     """A VJP rule from the JVP rule, by reverse mode through the (linear) JVP."""
-    rule = jvp_rules.get(prim)
-    if rule is None or prim in linear_prims:
+    rule = prim.rules.jvp
+    if rule is None or prim.rules.linear:
         raise _no_rule(trace, prim, None, "reverse-mode (VJP)")
 
     def vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
@@ -739,6 +760,9 @@ def jvp_flat(
     try:
         tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
 
@@ -751,15 +775,20 @@ def jvp_flat(
 
 
 def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list, Any]:
-    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`."""
+    """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`, the
+    tracers as they were passed (an in-place write in `f` does not change them)."""
     trace = push_trace(VJPTrace(name))
     try:
         tracers = [trace.new_input(p) for p in primals]
+        inputs = [_snapshot(t) for t in tracers]  # `f` may write into its arguments
         out = f(*tracers)
+    except Exception as error:
+        raise_own_cause(error)
+        raise
     finally:
         pop_trace(trace)
         trace.unlock()
-    return trace, tracers, out
+    return trace, inputs, out
 
 
 def strip(trace: Trace, x: Any) -> Any:
@@ -787,27 +816,14 @@ def stop_gradient_leaf(x: Any) -> Any:
 # -- registrars ----------------------------------------------------------------------
 
 
-def prim_of(func: Any) -> Primitive:
-    """The primitive of a NumPy function, ufunc (its call), ufunc method or `Primitive`."""
-    if isinstance(func, Primitive):
-        return func
-    if isinstance(func, np.ufunc):
-        return ufunc_primitive(func, "__call__")
-    owner = getattr(func, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return ufunc_primitive(owner, func.__name__)
-    return primitive(func)
-
-
-def _funcs(funcs: Any) -> list:
-    return list(funcs) if isinstance(funcs, list | tuple) else [funcs]
-
-
 def _argnums(argnums: Any, n: int) -> tuple:
     return tuple(range(n)) if argnums is None else tuple(argnums)
 
 
-def defvjp(func: Any, *makers: Callable | None, argnums: Iterable | None = None) -> None:
+@builder
+def defvjp(
+    func: Any, *makers: Callable | None, argnums: Iterable | None = None, replace: bool = False
+) -> None:
     """Register VJP makers, one per argnum: `maker(ans, *args, **kwargs) -> (g -> ct)`."""
     table = dict(zip(_argnums(argnums, len(makers)), makers, strict=True))
 
@@ -819,7 +835,7 @@ def defvjp(func: Any, *makers: Callable | None, argnums: Iterable | None = None)
             return _zero_pullback
         return m(ans, *args, **kwargs)
 
-    defvjp_argnum(func, maker)
+    defvjp_argnum(func, maker, replace=replace)
 
 
 _MISSING = object()
@@ -829,7 +845,8 @@ def _zero_pullback(g: Any) -> None:
     return None
 
 
-def defvjp_argnum(func: Any, maker: Callable) -> None:
+@builder
+def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
     """Register `maker(argnum, ans, args, kwargs) -> (g -> ct)` for every operand."""
 
     def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
@@ -841,18 +858,22 @@ def defvjp_argnum(func: Any, maker: Callable) -> None:
             return lambda g: (pull(g),)
         return lambda g: [p(g) for p in pulls]
 
-    for f in _funcs(func):
-        vjp_rules[prim_of(f)] = rule
+    for f in each_function(func):
+        register(f, "vjp", rule, replace=replace)
 
 
-def defvjp_argnums(func: Any, maker: Callable) -> None:
+@builder
+def defvjp_argnums(func: Any, maker: Callable, *, replace: bool = False) -> None:
     """Register `maker(argnums, ans, args, kwargs) -> (g -> cotangents)`, one call for
     all traced operands (for rules that share work between them)."""
-    for f in _funcs(func):
-        vjp_rules[prim_of(f)] = maker
+    for f in each_function(func):
+        register(f, "vjp", maker, replace=replace)
 
 
-def defjvp(func: Any, *jvps: Callable | None, argnums: Iterable | None = None) -> None:
+@builder
+def defjvp(
+    func: Any, *jvps: Callable | None, argnums: Iterable | None = None, replace: bool = False
+) -> None:
     """Register JVPs, one per argnum: `jvp(t, ans, *args, **kwargs) -> output tangent`."""
     table = dict(zip(_argnums(argnums, len(jvps)), jvps, strict=True))
 
@@ -862,10 +883,11 @@ def defjvp(func: Any, *jvps: Callable | None, argnums: Iterable | None = None) -
             raise NoRule(argnum, "jvp")
         return None if fn is None else fn(t, ans, *args, **kwargs)
 
-    defjvp_argnum(func, jvp)
+    defjvp_argnum(func, jvp, replace=replace)
 
 
-def defjvp_argnum(func: Any, jvp: Callable) -> None:
+@builder
+def defjvp_argnum(func: Any, jvp: Callable, *, replace: bool = False) -> None:
     """Register `jvp(argnum, t, ans, args, kwargs) -> output tangent` for every operand."""
 
     def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
@@ -874,23 +896,24 @@ def defjvp_argnum(func: Any, jvp: Callable) -> None:
             out = add_any(out, jvp(argnum, t, ans, args, kwargs))
         return out
 
-    for f in _funcs(func):
-        jvp_rules[prim_of(f)] = rule
+    for f in each_function(func):
+        register(f, "jvp", rule, replace=replace)
 
 
-def defjvp_argnums(func: Any, rule: Callable) -> None:
+@builder
+def defjvp_argnums(func: Any, rule: Callable, *, replace: bool = False) -> None:
     """Register `rule(args, kwargs, ans, tangents: {argnum: t}) -> output tangent`."""
-    for f in _funcs(func):
-        jvp_rules[prim_of(f)] = rule
+    for f in each_function(func):
+        register(f, "jvp", rule, replace=replace)
 
 
-def deflinear(func: Any, argnums: Iterable = (0,)) -> None:
+@builder
+def deflinear(func: Any, argnums: Iterable = (0,), *, replace: bool = False) -> None:
     """`func` is linear in the operands `argnums` jointly (an argnum `(i, "*")` means
     every item of sequence argument `i`): its JVP is `func` applied to the tangents."""
     argnums = tuple(argnums)
-    for f in _funcs(func):
-        prim = prim_of(f)
-        linear_prims.add(prim)
+    for f in each_function(func):
+        prim = register(f, "linear", True, replace=replace)
 
         def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
             for a in tangents:
@@ -901,7 +924,7 @@ def deflinear(func: Any, argnums: Iterable = (0,)) -> None:
                 kwargs = {k: tangents.get(k, v) for k, v in kwargs.items()}
             return bind(prim, new_args, kwargs)
 
-        jvp_rules[prim] = rule
+        register(prim, "jvp", rule, replace=replace)
 
 
 def _covered(argnum: Any, argnums: tuple) -> bool:
@@ -933,9 +956,11 @@ def _tangent_or_zeros(tangents: dict, argnum: Any, x: Any) -> Any:
     return np.zeros_like(x) if hasattr(x, "shape") else 0.0 * x
 
 
+@builder
 def defelementwise(
-    func: Any, *derivs: Callable | float | None, argnums: Iterable | None = None
-) -> None:
+    func: Any, *derivs: Callable | float | None, argnums: Iterable | None = None,
+    replace: bool = False,
+) -> None:  # fmt: skip
     """Elementwise `func` from its partials `deriv(ans, *args)` (a number for a constant,
     `None` for zero): JVP `t * deriv`, VJP `g * deriv` (summed over broadcast axes by
     the engine)."""
@@ -955,10 +980,10 @@ def defelementwise(
             return _zero_pullback
         return _PartialPullback(d, ans, args)
 
-    defjvp_argnum(func, jvp)
-    defvjp_argnum(func, maker)
-    for f in _funcs(func):
-        ELEMENTWISE_DERIVS[prim_of(f)] = derivs
+    defjvp_argnum(func, jvp, replace=replace)
+    defvjp_argnum(func, maker, replace=replace)
+    for f in each_function(func):
+        register(f, "partials", derivs, replace=replace)
 
 
 class _PartialPullback:
@@ -1026,18 +1051,15 @@ def partial(d: Any, ans: Any, *args: Any) -> Any:
     return d(ans, *args) if callable(d) else d
 
 
-# prim -> the partials given to `defelementwise` (used by generic scans and reductions)
-ELEMENTWISE_DERIVS: dict[Primitive, tuple] = {}
-
-
-def defzero(func: Any, argnums: Iterable | None = None) -> None:
+@builder
+def defzero(func: Any, argnums: Iterable | None = None, *, replace: bool = False) -> None:
     """The result of `func` has zero derivative with respect to `argnums` (all if None)."""
-    for f in _funcs(func):
-        prim = prim_of(f)
-        zero_argnums[prim] = ALL if argnums is None else frozenset(argnums)
+    for f in each_function(func):
+        register(f, "zero", ALL if argnums is None else frozenset(argnums), replace=replace)
 
 
-def defcomposite(func: Any, impl: Callable) -> None:
+@builder
+def defcomposite(func: Any, impl: Callable, *, replace: bool = False) -> None:
     """Under differentiation compute `func(*args, **kwargs)` as `impl(*args, **kwargs)`."""
-    for f in _funcs(func):
-        composites[prim_of(f)] = impl
+    for f in each_function(func):
+        register(f, "composite", impl, replace=replace)

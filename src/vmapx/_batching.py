@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import optree
 
-from . import _config
-from ._core import ConcretizationSignal, Primitive, Trace, Tracer, user_frame_location
-from .errors import ConcretizationError, FallbackError, PerformanceWarning
+from . import _config, _core
+from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
+from ._registry import Primitive, builder, each_function, prim_of, register
+from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
 
 BatchRule = Callable[["BatchTrace", tuple, dict], Any]
-batch_rules: dict[Primitive, BatchRule] = {}
 
 
 class BatchTracer(Tracer):
@@ -55,12 +55,6 @@ class BatchTracer(Tracer):
     def _become(self, other: Tracer) -> None:
         self.val = other.val
         self._version += 1
-
-    def __repr__(self) -> str:
-        return (
-            f"BatchTracer(shape={self.shape}, dtype={self.dtype}, "
-            f"batch_size={self._trace.axis_size})"
-        )
 
     # -- values that must leave the trace (Python control flow) ------------------
     def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
@@ -166,7 +160,7 @@ class BatchTrace(Trace):
         return BatchTracer(self, val)
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
-        rule = batch_rules.get(prim)
+        rule = prim.rules.batch
         if rule is None:
             out = loop_rule(self, prim, args, kwargs)
         else:
@@ -176,6 +170,8 @@ class BatchTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         """The exception for a value that must leave this trace: an error in
         `fallback="error"` mode, else the signal that re-runs `f` per example."""
+        if not self.alive:
+            _core._check_trace(self)  # an escaped tracer: say so
         location = user_frame_location()
         if self.fallback == "error":
             return ConcretizationError(
@@ -355,3 +351,35 @@ def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> An
         **optree.tree_map(dummy, kwargs, is_leaf=is_leaf, none_is_leaf=True),
     )
     return optree.tree_map(lambda r: trace.wrap(np.zeros_like(r, shape=(0, *np.shape(r)))), example)
+
+
+# -- registering batch rules ---------------------------------------------------------
+
+
+@builder
+def defbatch(
+    funcs: Callable | Iterable[Callable], rule: Callable, *, may_view: bool = False,
+    replace: bool = False,
+) -> None:  # fmt: skip
+    """Register `rule(func)` as the batch rule of each function in `funcs`.
+
+    `rule` is a factory: it receives the function and returns the
+    `rule(trace, args, kwargs)` callable, so one family helper serves many functions.
+    """
+    for func in each_function(funcs):
+        prim = prim_of(func)
+        if may_view:
+            prim.may_view = True
+        register(prim, "batch", rule(func), replace=replace)
+
+
+@builder
+def refuse(func: Callable, why: str) -> None:
+    """Mark a function as impossible on traced values, with the reason."""
+    prim = prim_of(func)
+
+    def rule(trace: Any, args: tuple, kwargs: dict) -> Any:
+        raise UnsupportedError(f"vmap: `{prim.name}` cannot be used on batched values: {why}")
+
+    register(prim, "batch", rule)
+    register(prim, "refused", why)

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._batching import BatchTrace, batch_rules, unwrap
-from ._core import Primitive, _state, bind
-from .control_flow import suspended_names
+from ._batching import BatchTrace, unwrap
+from ._core import _state, bind
+from ._registry import Primitive, register
+from .control_flow import branch_axis_index, suspended_names
 from .errors import AxisNameError, ControlFlowError
 
 __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum"]
@@ -83,7 +84,7 @@ def _collective(name: str, reduce: Callable[[Any], Any], gathers: bool = False) 
             return reduce(v) if batched else impl(v, (trace,))
         return trace.wrap(v) if batched else v
 
-    batch_rules[prim] = rule
+    register(prim, "batch", rule)
     return prim
 
 
@@ -111,7 +112,7 @@ def _psum_scatter_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(np.sum(v, axis=0))
 
 
-batch_rules[PSUM_SCATTER] = _psum_scatter_rule
+register(PSUM_SCATTER, "batch", _psum_scatter_rule)
 
 
 def _apply(prim: Primitive, x: Any, axis_name: Any, what: str) -> Any:
@@ -227,6 +228,9 @@ def axis_index(axis_name: Any) -> Any:
 
     ```
     """
+    in_branch = branch_axis_index(axis_name if isinstance(axis_name, tuple) else (axis_name,))
+    if in_branch is not None:
+        return in_branch
     index: Any = 0
     for t in _traces(axis_name, "axis_index"):
         index = index * t.axis_size + t.wrap(np.arange(t.axis_size))

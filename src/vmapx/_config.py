@@ -9,6 +9,27 @@ FALLBACK_MODES = ("warn", "silent", "error")
 RANDOMNESS_MODES = ("error", "different", "same")
 
 
+def check_workers(workers: object, where: str) -> None:
+    """Raise a clear error for a `workers` setting that is not None or a positive int."""
+    if workers is not None and (
+        not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
+    ):
+        raise ValueError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
+
+
+def _workers_from_environment() -> int | None:
+    """`VMAPX_WORKERS` as an int (unset or empty: None)."""
+    text = os.environ.get("VMAPX_WORKERS", "")
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"vmapx: the environment variable VMAPX_WORKERS must be a positive int, got {text!r}"
+        ) from None
+
+
 @dataclass
 class Config:
     """vmapx's global settings.
@@ -24,17 +45,23 @@ class Config:
     - `elide`: let a binary operator on a batched temporary (`(a - b) ** 2`) compute
       into the temporary's memory, as NumPy does for plain arrays (see
       `vmapx._elision`). On by default; `VMAPX_ELIDE=0` turns it off.
+    - `workers`: threads that run the chunks of a chunked `vmap` call at once (see
+      `vmapx._parallel`); None (the default): the cores this process may use; 1: one
+      chunk after the other. Set by `VMAPX_WORKERS`; `vmap(..., workers=)` overrides it.
     """
 
     fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
     checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
     elide: bool = os.environ.get("VMAPX_ELIDE", "1") not in ("", "0")
+    workers: int | None = _workers_from_environment()
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "fallback" and value not in FALLBACK_MODES:
             raise ValueError(
                 f"vmapx.config.fallback must be one of {FALLBACK_MODES}, got {value!r}"
             )
+        if name == "workers":
+            check_workers(value, "vmapx.config")
         super().__setattr__(name, value)
 
 

@@ -22,7 +22,8 @@ import numpy as np
 from ._ad_api import jvp, vjp
 from ._autodiff import defjvp, defjvp_argnums, deflinear, defvjp, defvjp_argnums, defzero, is_float
 from ._collectives import ALL_GATHER, PMAX, PMEAN, PMIN, PSUM, PSUM_SCATTER
-from ._core import Primitive, bind
+from ._core import bind
+from ._registry import Primitive
 from .control_flow import SWITCH, WHILE, _Fn
 
 # -- `SWITCH`: the switch of the branches' JVPs / VJPs --------------------------------

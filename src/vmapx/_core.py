@@ -13,29 +13,12 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import EscapedTracerError, TraceMixError
 
-
-class Primitive:
-    """A NumPy callable seen by the transforms.
-
-    `impl` runs the operation on plain values; `name` is what messages show.
-    `may_view` marks operations whose NumPy result can be a view of an input,
-    so that an in-place write through either one can be detected.
-    """
-
-    __slots__ = ("name", "impl", "may_view", "__weakref__")
-
-    def __init__(self, name: str, impl: Callable, *, may_view: bool = False) -> None:
-        self.name = name
-        self.impl = impl
-        self.may_view = may_view
-
-    def __repr__(self) -> str:
-        return f"Primitive({self.name})"
+if TYPE_CHECKING:
+    from ._registry import Primitive
 
 
 class Trace:
@@ -56,6 +39,9 @@ class Trace:
         `np.asarray(x)`, ...). `vmap` overrides it to fall back to a loop."""
         from .errors import ConcretizationError
 
+        if not self.alive:
+            _check_trace(self)  # an escaped tracer: say so
+
         return ConcretizationError(
             f"{self.transform}: {what} at {user_frame_location()}. Fix: {fix}."
         )
@@ -73,7 +59,7 @@ class Tracer:
     (`_check_fresh`): NumPy would show the write through the view.
     """
 
-    __slots__ = ("_trace", "_view", "_version")
+    __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
 

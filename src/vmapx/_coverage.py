@@ -6,12 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
-from numpy.testing.overrides import (
-    get_overridable_numpy_array_functions,
-    get_overridable_numpy_ufuncs,
-)
 
-from ._numpy._dispatch import FUNCTIONS, REFUSED, has_batch_rule
+from ._registry import ALL, FUNCTIONS, UFUNC_PRIMITIVES, Rules, prim_of
 
 
 def coverage() -> dict[Callable, str]:
@@ -30,15 +26,23 @@ def coverage() -> dict[Callable, str]:
 
     ```
     """
+    # (imported here: `numpy.testing` costs more to import than the rest of vmapx)
+    from numpy.testing.overrides import (
+        get_overridable_numpy_array_functions,
+        get_overridable_numpy_ufuncs,
+    )
+
     report: dict[Callable, str] = {}
     for ufunc in sorted(get_overridable_numpy_ufuncs(), key=lambda u: u.__name__):
         report[ufunc] = "refused" if ufunc.__name__ in UFUNCS_NEEDING_OUT else "native"
     for func in sorted(get_overridable_numpy_array_functions(), key=_qualname):
         dispatched = dispatched_as(func)
-        if dispatched in REFUSED:
+        prim = FUNCTIONS.get(dispatched)
+        rules = None if prim is None else prim.rules
+        if rules is not None and rules.refused is not None:
             report[func] = "refused"
         else:
-            report[func] = "native" if has_batch_rule(dispatched) else "fallback"
+            report[func] = "native" if rules is not None and rules.batch else "fallback"
     return report
 
 
@@ -61,18 +65,78 @@ def _qualname(func: Callable) -> str:
     return f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', '')}"
 
 
-def coverage_table() -> str:
-    """The coverage report as a text table with totals (`python -m vmapx coverage`)."""
-    report = coverage()
-    rows = [f"{'function':<45} status"]
-    for func, status in report.items():
-        name = f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
-        rows.append(f"{name:<45} {status}")
-    counts = Counter(report.values())
+def _name(func: Callable) -> str:
+    return f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
+
+
+def derivative_status(rules: Rules | None, mode: str) -> str:
+    """How a function is differentiated in `mode` (`"jvp"` or `"vjp"`): `"rule"` (its
+    own), `"transposed"` (from the other mode's rule), `"composite"` (computed with
+    other differentiable functions), `"zero"` (no derivative), or `"-"` (none: the
+    transforms raise a `DifferentiationError` naming it)."""
+    if rules is None:
+        return "-"
+    other = "vjp" if mode == "jvp" else "jvp"
+    if rules.zero is ALL:
+        return "zero"
+    if getattr(rules, mode) is not None:
+        return "rule"
+    if getattr(rules, other) is not None and not (mode == "vjp" and rules.linear):
+        return "transposed"
+    if rules.composite is not None:
+        return "composite"
+    return "-"
+
+
+def rules_report() -> dict[Callable, dict[str, str]]:
+    """Per overridable NumPy function and ufunc: `batch` (as `coverage()`), `jvp` and
+    `vjp` (see `derivative_status`), and `where`: each registered rule kind with the
+    `file:line` that registered it."""
+    report = {}
+    for func, status in coverage().items():
+        rules = _rules_for(func)
+        report[func] = {
+            "batch": status,
+            "jvp": derivative_status(rules, "jvp"),
+            "vjp": derivative_status(rules, "vjp"),
+            "where": ""
+            if rules is None
+            else " ".join(f"{k}={v}" for k, v in rules.sources.items()),  # fmt: skip
+        }
+    return report
+
+
+def _rules_for(func: Callable) -> Rules | None:
+    if isinstance(func, np.ufunc):
+        return prim_of(func).rules if (func, "__call__") in UFUNC_PRIMITIVES else None
+    prim = FUNCTIONS.get(dispatched_as(func))
+    return None if prim is None else prim.rules
+
+
+def coverage_table(*, rules: bool = False, where: bool = False) -> str:
+    """The coverage report as a text table with totals (`python -m vmapx coverage`);
+    `rules` adds the derivative columns, `where` the registration sites."""
+    # NumPy lists a `like=` creator twice (its twin is dispatched as the public one, so
+    # both have one status): one row, one count per name
+    report = {_name(func): entry for func, entry in rules_report().items()}
+    header = f"{'function':<45} {'batch':<9}"
+    if rules:
+        header += f" {'jvp':<11} {'vjp':<11}"
+    rows = [header + (" where" if where else "")]
+    for name, entry in report.items():
+        row = f"{name:<45} {entry['batch']:<9}"
+        if rules:
+            row += f" {entry['jvp']:<11} {entry['vjp']:<11}"
+        rows.append((row + (" " + entry["where"] if where else "")).rstrip())
+    counts = Counter(e["batch"] for e in report.values())
     rows.append("")
     rows.append(
         "totals: "
         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("native", "fallback", "refused"))
         + f" (of {len(report)})"
     )
+    if rules:
+        for mode in ("jvp", "vjp"):
+            c = Counter(e[mode] for e in report.values())
+            rows.append(f"{mode}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     return "\n".join(rows)

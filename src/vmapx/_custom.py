@@ -1,29 +1,24 @@
-"""`custom_vmap`: a function whose batched implementation its author gives.
+"""`custom_vmap`, `custom_jvp`, `custom_vjp`: functions whose rules their author gives.
 
-The escape hatch for code vmapx cannot see into (a compiled extension, a hand-tuned
-batched kernel): under `vmap`, the rule runs once on the whole batch instead of the
-function running once per example.
+Decorators on `vmapx.extend`'s primitives: the decorated function is one step to the
+transforms, handled by the rule its author registers with the decorator's method
+(registered in the one registry, like vmapx's own rules). Calling the method again
+replaces that function's rule.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any
 
-import numpy as np
-import optree
+from ._registry import builder
+from .extend import PrimitiveFunction, register_batch_rule, register_jvp, register_vjp
 
-from ._batching import BatchTrace, unwrap
-from ._core import find_top_trace
-from .errors import OutputError
+__all__ = ["custom_jvp", "custom_vjp", "custom_vmap"]
 
-__all__ = ["custom_vmap"]
-
-VmapRule = Callable[..., tuple[Any, Any]]
+VmapRule = Callable
 
 
-class custom_vmap:  # noqa: N801 (a decorator, named like JAX's)
+class custom_vmap(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX's)
     """Give a function its own batched implementation (JAX's `custom_vmap`).
 
     Decorate the function, then register the rule with `@f.def_vmap`. The rule is
@@ -35,8 +30,9 @@ class custom_vmap:  # noqa: N801 (a decorator, named like JAX's)
     which are batched. Without a transform, or outside `vmap`, the function itself runs.
     Keyword arguments are passed to both unbatched.
 
-    Only the innermost transform sees the rule: under `vmap(grad(f))` the function
-    itself runs (batched through its NumPy calls where it can be).
+    Only `vmap` uses the rule: under `vmap(grad(f))` the function itself is
+    differentiated (batched through its NumPy calls where it can be). Give it derivative
+    rules with `vmapx.extend.register_jvp`/`register_vjp` if it has none.
 
     **Example:**
 
@@ -54,59 +50,75 @@ class custom_vmap:  # noqa: N801 (a decorator, named like JAX's)
     ```
     """
 
-    def __init__(self, fun: Callable) -> None:
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.vmap_rule: VmapRule | None = None
-
+    @builder
     def def_vmap(self, rule: VmapRule) -> VmapRule:
         """Register `rule(axis_size, in_batched, *args) -> (out, out_batched)`."""
-        if not callable(rule):
-            raise TypeError(f"custom_vmap: the rule must be callable, got {type(rule).__name__}")
-        self.vmap_rule = rule
+        register_batch_rule(self, rule, replace=True)  # this function's own rule: the newest
         return rule
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, treedef = optree.tree_flatten(args)
-        trace = find_top_trace(tuple(leaves))
-        if self.vmap_rule is None or type(trace) is not BatchTrace:
-            return self.fun(*args, **kwargs)
-        name = getattr(self.fun, "__name__", "function")
-        if find_top_trace((), kwargs) is trace:
-            raise TypeError(
-                f"custom_vmap: `{name}` got a batched keyword argument; keyword arguments "
-                "are passed to the rule unbatched, so pass batched values positionally"
-            )
-        pairs = [unwrap(trace, x) for x in leaves]
-        in_batched = list(treedef.unflatten([b for _, b in pairs]))
-        values = treedef.unflatten([v for v, _ in pairs])
-        result = self.vmap_rule(trace.axis_size, in_batched, *values, **kwargs)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise OutputError(
-                f"custom_vmap: the rule of `{name}` must return a pair `(out, out_batched)`, "
-                f"got {type(result).__name__}"
-            )
-        return _wrap(trace, *result, name)
+
+class custom_jvp(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX's)
+    """Give a function its own forward-mode derivative (JAX's `custom_jvp`).
+
+    Decorate the function, then its JVP with `@f.defjvp`:
+    `jvp(primals, tangents) -> (primal_out, tangent_out)`, one primal and one tangent
+    per positional argument. Reverse mode (`grad`, `vjp`, `jacrev`) transposes it, so
+    write it with NumPy operations that are linear in the tangents. It composes with
+    `vmap`, `jit`, `jacfwd`, `hessian` and the other transforms.
+
+    **Example:** a numerically stable derivative of `log(1 + exp(x))`:
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> @vmapx.custom_jvp
+    ... def log1pexp(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t * (1 - 1 / (1 + np.exp(x)))
+    >>> vmapx.vmap(vmapx.grad(log1pexp))(np.array([0.0, 2.0, 100.0]))
+    array([0.5       , 0.88079708, 1.        ])
+
+    ```
+    """
+
+    @builder
+    def defjvp(self, jvp: Callable) -> Callable:
+        """Register `jvp(primals, tangents) -> (primal_out, tangent_out)`."""
+        register_jvp(self, jvp, replace=True)  # this function's own rule: the newest
+        return jvp
 
 
-def _wrap(trace: BatchTrace, out: Any, out_batched: Any, name: str) -> Any:
-    try:
-        flags = optree.tree_broadcast_prefix(out_batched, out)
-    except ValueError as e:
-        raise OutputError(
-            f"custom_vmap: the rule of `{name}` returned `out_batched`={out_batched!r}, which "
-            f"does not fit the structure of its output: {e}"
-        ) from None
+class custom_vjp(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX's)
+    """Give a function its own reverse-mode derivative (JAX's `custom_vjp`).
 
-    def wrap(x: Any, batched: bool) -> Any:
-        if not batched:
-            return x
-        if np.ndim(x) == 0 or np.shape(x)[0] != trace.axis_size:
-            raise OutputError(
-                f"custom_vmap: the rule of `{name}` marked an output of shape "
-                f"{np.shape(x)} as batched, but batched outputs need the batch "
-                f"({trace.axis_size} examples) on axis 0"
-            )
-        return trace.wrap(x)
+    Decorate the function, then call `f.defvjp(fwd, bwd)`: `fwd(*args) -> (out,
+    residuals)` and `bwd(residuals, g) -> cotangents` (a tuple, one per positional
+    argument, `None` for zero). Forward mode (`jvp`, `jacfwd`) transposes it. It
+    composes with `vmap`, `jit` and the other transforms.
 
-    return optree.tree_map(wrap, out, flags)
+    **Example:** clip the gradient that flows back through a function:
+
+    ```python
+    >>> import numpy as np, vmapx
+    >>> @vmapx.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> def fwd(x):
+    ...     return x, None
+    >>> def bwd(_, g):
+    ...     return (np.clip(g, -1.0, 1.0),)
+    >>> clip_gradient.defvjp(fwd, bwd)
+    >>> vmapx.grad(lambda x: np.sum(clip_gradient(3.0 * x)))(np.ones(2))
+    array([3., 3.])
+    >>> vmapx.grad(lambda x: np.sum(3.0 * clip_gradient(x)))(np.ones(2))
+    array([1., 1.])
+
+    ```
+    """
+
+    @builder
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Register `fwd(*args) -> (out, residuals)` and `bwd(residuals, g) -> cotangents`."""
+        register_vjp(self, fwd, bwd, replace=True)  # this function's own rule: the newest

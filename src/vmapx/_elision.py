@@ -38,7 +38,7 @@ import numpy as np
 
 from . import _config, _core
 from ._batching import BatchTrace, BatchTracer, aligned_operands
-from ._numpy._compat import NUMPY2
+from ._compat import NUMPY2
 
 # the operators whose result has the operands' dtype for inexact operands
 ELIDABLE = frozenset((np.add, np.subtract, np.multiply, np.true_divide, np.power))

@@ -25,8 +25,11 @@ an argument), and for random generator arguments (a replay would repeat the numb
 What `jit` cannot see is Python state outside the arguments: a global, a closure, an
 attribute read by `f` is frozen at its value during the recording, as in `jax.jit` (a
 writable array a NumPy call used is kept as a copy of the values that call saw).
-Non-array arguments (numbers, strings, ...) are part of the signature, so each value
-records once (at most `MAX_RECORDINGS` signatures per function; beyond that `f` runs).
+Number arguments (Python and NumPy numbers, not bools) are traced inputs of the
+recording (`ScalarTracer`): a learning rate that changes on every call replays one
+recording. Where Python code reads such a number (`range(n)`, `if lr > 0`), the next
+call records it as a constant (part of the signature), as are other non-array
+arguments (strings, bools, ...) and those marked static (`vmapx._jit_api`).
 Results are new arrays on every call (copies where a result would be an argument's
 memory or a value kept in the recording). A replay writes an elementwise result into
 an operand that no later step reads (`vmapx._replay_memory`), so it allocates about as
@@ -43,6 +46,7 @@ from __future__ import annotations
 import functools
 import keyword
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -51,11 +55,11 @@ import optree
 
 from . import _autochunk, _core, _replay_memory
 from ._api import _root, fresh_arrays
-from ._core import Primitive, Trace, Tracer, pop_trace, push_trace
-from ._numpy._compat import NUMPY2
-from ._numpy._plain import PLAIN_ARRAYS
+from ._compat import NUMPY2
+from ._core import Trace, Tracer, pop_trace, push_trace
+from ._plain import PLAIN_ARRAYS
+from ._registry import Primitive
 
-MAX_RECORDINGS = 64
 # A recording that makes arrays this large is not replayed: interpreting the calls costs
 # little next to NumPy's work there, and `vmap` itself does better on large arrays
 # (chunks that stay in the cache, temporaries reused in place) than a fixed replay.
@@ -76,14 +80,18 @@ class NotRecordable(BaseException):  # noqa: N818 (a signal, not an error)
 class RecordTracer(Tracer):
     """A concrete array, and where the recording keeps it (`slot`)."""
 
-    __slots__ = ("value", "slot")
+    __slots__ = ("value", "slot", "sources")
 
-    def __init__(self, trace: RecordTrace, value: Any, slot: int) -> None:
+    def __init__(
+        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset | None = None
+    ) -> None:
         self._trace = trace
         self._view = None
         self._version = 0
         self.value = value
         self.slot = slot
+        # the number arguments this value depends on, if it depends on no array argument
+        self.sources = sources
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -108,7 +116,12 @@ class RecordTracer(Tracer):
 
     # Python looks at the value: right now, but another value could go another way
     def _read(self, convert: Callable) -> Any:
-        self._trace.replayable = False
+        trace = self._trace
+        if self.sources:  # a value of number arguments only: record them as constants
+            trace.static_needed |= self.sources
+        elif trace.replayable:
+            trace.replayable = False
+            trace.why = f"Python reads a value at {_core.user_frame_location()}"
         return convert(self.value)
 
     def __bool__(self) -> bool:
@@ -138,11 +151,63 @@ class RecordTracer(Tracer):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._read(lambda v: np.asarray(v, dtype=dtype))
 
-    def __repr__(self) -> str:
-        return f"RecordTracer(shape={self.shape}, dtype={self.dtype})"
-
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
+
+
+class ScalarTracer(RecordTracer):
+    """A number argument (`lr=0.1`) of a recording: a value of the replay, not part of
+    the signature. Python arithmetic among numbers is recorded as Python arithmetic
+    (`operator.mul`: Python's own results, weak in NumPy 2's promotion); with arrays
+    it is NumPy's (which sees the Python number itself)."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.result_type(self.value)
+
+
+def _number_operator(op: Callable, reflected: bool) -> Callable:
+    fallback = op.__name__
+
+    def method(self: ScalarTracer, other: Any) -> Any:
+        trace = self._trace
+        if type(other) in _NUMBERS or (type(other) is ScalarTracer and other._trace is trace):
+            args = (other, self) if reflected else (self, other)
+            return trace.process(_python_primitive(op), args, {})
+        name = f"__r{fallback.strip('_')}__" if reflected else f"__{fallback.strip('_')}__"
+        return getattr(Tracer, name)(self, other)
+
+    return method
+
+
+def _number_unary(op: Callable) -> Callable:
+    def method(self: ScalarTracer) -> Any:
+        return self._trace.process(_python_primitive(op), (self,), {})
+
+    return method
+
+
+_NUMBERS = (int, float, complex, bool)
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+            operator.mod, operator.pow):  # fmt: skip
+    _name = _op.__name__.strip("_")
+    setattr(ScalarTracer, f"__{_name}__", _number_operator(_op, False))
+    setattr(ScalarTracer, f"__r{_name}__", _number_operator(_op, True))
+for _op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+    setattr(ScalarTracer, f"__{_op.__name__.strip('_')}__", _number_operator(_op, False))
+for _op in (operator.neg, operator.pos, operator.abs):
+    setattr(ScalarTracer, f"__{_op.__name__.strip('_')}__", _number_unary(_op))
+
+
+@functools.cache
+def _python_primitive(op: Callable) -> Primitive:
+    return Primitive(f"operator.{op.__name__}", op)
+
+
+def _is_python_op(impl: Callable) -> bool:
+    return getattr(impl, "__module__", None) in ("_operator", "operator")
 
 
 class _Slot:
@@ -155,13 +220,16 @@ class _Slot:
 class RecordTrace(Trace):
     """Runs each NumPy call on the concrete arrays and records it as a step."""
 
-    __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest")
+    __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest", "why",
+                 "static_needed")  # fmt: skip
 
     def __init__(self, n_inputs: int) -> None:
         super().__init__("jit")
         self.steps: list[_Step] = []
         self.slots = n_inputs
         self.replayable = True
+        self.why = ""  # why not, in words
+        self.static_needed: set[int] = set()  # number arguments Python read
         self.owners = _replay_memory.Owners()
         self.layouts: list = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
@@ -177,7 +245,10 @@ class RecordTrace(Trace):
             out = impl(*values, **kw_values)
         except BaseException:
             self.replayable = False  # code may catch it and take another path
+            self.why = self.why or f"`{prim.name}` raised"
             raise
+        sources = _sources(self, (args, kwargs))
+        python_op = _is_python_op(impl)
         if prim.impl in _SHAPE_ONLY and not _has_tracer(self, (args[1:], kwargs)):
             return out  # depends on the shape and dtype only: a constant of the recording
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
@@ -185,9 +256,14 @@ class RecordTrace(Trace):
         outs: list = []
         wrapped: list = []
         for leaf in leaves:
-            if isinstance(leaf, np.ndarray | np.generic):
+            if python_op and type(leaf) in _NUMBERS:  # (arithmetic of number arguments)
                 outs.append(self.slots)
-                wrapped.append(RecordTracer(self, leaf, self.slots))
+                wrapped.append(ScalarTracer(self, leaf, self.slots, sources))
+                self.layouts.append(_replay_memory.Layout(False, None, np.asarray(leaf)))
+                self.slots += 1
+            elif isinstance(leaf, np.ndarray | np.generic):
+                outs.append(self.slots)
+                wrapped.append(RecordTracer(self, leaf, self.slots, sources))
                 # (an operand returned as it is, `np.real(x)` of a real `x`: not new memory)
                 fresh = id(leaf) not in operands
                 self.layouts.append(self.owners.layout(leaf, self.slots, fresh))
@@ -195,7 +271,11 @@ class RecordTrace(Trace):
                 self.largest = max(self.largest, leaf.nbytes)
             else:
                 if leaf is None or prim.impl not in _STATIC_RESULTS:
-                    self.replayable = False  # a Python value computed from the arrays
+                    if sources:
+                        self.static_needed |= sources
+                    elif self.replayable:  # a Python value computed from the arrays
+                        self.replayable = False
+                        self.why = f"`{prim.name}` returned {type(leaf).__name__}"
                 outs.append(None)
                 wrapped.append(leaf)
         step = _Step(impl, _replace(self, args, _slot, _snapshot), kwargs and {
@@ -211,6 +291,15 @@ class RecordTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
 
+    def record_effect(self, fn: Callable, args: list) -> None:
+        """Record `fn(*args)`, a call made for what it does (no result): every replay
+        makes it (`vmapx.debug.print`)."""
+        step = _Step(fn, _replace(self, tuple(args), _slot, _snapshot), {}, [], _NO_RESULT)
+        step.effect = True
+        self.steps.append(step)
+
+
+_NO_RESULT = optree.tree_structure(None)
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
 _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
@@ -229,6 +318,27 @@ def _functional_at(ufunc: np.ufunc) -> Callable:
     return at
 
 
+def _sources(trace: RecordTrace, x: Any) -> frozenset | None:
+    """The number arguments the tracers in `x` depend on, if they depend on no array
+    argument (else None)."""
+    found: set = set()
+    for t in _tracers_in(trace, x):
+        if not t.sources:
+            return None
+        found |= t.sources
+    return frozenset(found) if found else None
+
+
+def _tracers_in(trace: RecordTrace, x: Any) -> list:
+    if type(x) in (RecordTracer, ScalarTracer) and x._trace is trace:
+        return [x]
+    if type(x) in (list, tuple):
+        return [t for v in x for t in _tracers_in(trace, v)]
+    if type(x) is dict:
+        return [t for v in x.values() for t in _tracers_in(trace, v)]
+    return []
+
+
 def _arrays_in(x: Any) -> list:
     """The NumPy arrays in `x` (an argument: lists, tuples and dicts walked)."""
     if type(x) is np.ndarray:
@@ -241,7 +351,7 @@ def _arrays_in(x: Any) -> list:
 
 
 def _has_tracer(trace: RecordTrace, x: Any) -> bool:
-    if type(x) is RecordTracer and x._trace is trace:
+    if type(x) in (RecordTracer, ScalarTracer) and x._trace is trace:
         return True
     if type(x) in (list, tuple):
         return any(_has_tracer(trace, v) for v in x)
@@ -257,7 +367,7 @@ def _replace(
     """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
     by `by(t)` (their values to compute, their slots to record) and, if `array` is
     given, its other arrays `a` by `array(a)`."""
-    if type(x) is RecordTracer and x._trace is trace:
+    if type(x) in (RecordTracer, ScalarTracer) and x._trace is trace:
         return by(x)
     if type(x) in (list, tuple):
         return type(x)(_replace(trace, v, by, array) for v in x)
@@ -294,7 +404,7 @@ class _Step:
     `outs` (None for a static result), `single` when it is one array."""
 
     __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single", "reads", "positional",
-                 "into", "method")  # fmt: skip
+                 "into", "method", "effect")  # fmt: skip
 
     def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
         self.impl = impl
@@ -308,6 +418,7 @@ class _Step:
         self.outs = outs
         self.treedef = treedef
         self.single = outs[0] if treedef.num_leaves == 1 and treedef.num_nodes == 1 else None
+        self.effect = False  # a call made for what it does (`vmapx.debug.print`), no result
 
 
 class _Program:
@@ -315,12 +426,12 @@ class _Program:
     code: a local variable per slot, one line per NumPy call), and where the results
     are."""
 
-    __slots__ = ("replay", "out_tree", "constant", "checked")
+    __slots__ = ("replay", "out_tree", "constant", "checked", "text")
 
     def __init__(
         self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
     ) -> None:
-        self.replay = _compile(steps, n_inputs, outputs)
+        self.replay, self.text = _compile(steps, n_inputs, outputs)
         self.out_tree = out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
@@ -383,14 +494,17 @@ def _droppable(step: _Step, layouts: list) -> bool:
     or a `np.frompyfunc` ufunc of Python objects, stay)."""
     impl = step.impl
     if type(impl) is np.ufunc:
-        return all(layouts[o].dtype != object for o in step.outs if o is not None)
+        return all(layouts[o].dtype != object for o in step.outs if o is not None) and not any(
+            type(layouts[r]) is NumberLayout for r in step.reads
+        )
     if impl is operator.getitem:  # indices fixed by the recording: errors are too
         return not _slots_in(step.args[1:])
     return impl in _DROPPABLE
 
 
-def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
-    """`replay(*inputs) -> results`: the steps as Python source, compiled once."""
+def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
+    """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
+    source as a person reads it (NumPy's functions by name, other constants listed)."""
     names: dict[str, Any] = {}
 
     def const(value: Any) -> str:
@@ -419,15 +533,77 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> Callable:
             call = f"{call_args[0]}.{step.method}({', '.join(call_args[1:])})"
         else:
             call = f"{const(step.impl)}({', '.join(call_args)})"
-        if step.single is not None:
+        if step.effect:
+            lines.append(f"    {call}")
+        elif step.single is not None:
             lines.append(f"    v{step.single} = {call}")
         else:
             targets = "".join(f"v{o}, " if o is not None else "_, " for o in step.outs)
             lines.append(f"    {targets}= {const(step.treedef)}.flatten_up_to({call})")
     results = ", ".join(f"v{o.index}" if type(o) is _Slot else const(o) for o in outputs)
     lines.append(f"    return [{results}]")
-    exec("\n".join(lines), names)  # noqa: S102 (our own generated source)
-    return names["replay"]
+    source = "\n".join(lines)
+    exec(source, names)  # noqa: S102 (our own generated source)
+    return names["replay"], _readable(source, names)
+
+
+def _readable(source: str, names: dict) -> str:
+    """`source` with NumPy's functions and small constants written out; the other
+    constants (arrays, pytree structures) keep their names and are listed below it."""
+    listed: list[str] = []
+
+    def show(match: re.Match) -> str:
+        name = match.group(0)
+        value = names[name]
+        spelled = _spelled(value)
+        if spelled is None:
+            listed.append(f"#   {name} = {_described(value)}")
+            return name
+        return spelled
+
+    text = re.sub(r"\bc\d+\b", show, source)
+    return text + ("\n# where\n" + "\n".join(dict.fromkeys(listed)) if listed else "")
+
+
+def _spelled(value: Any) -> str | None:
+    """`value` as Python source, where that is short and exact; else None."""
+    if isinstance(value, np.ufunc):
+        return f"np.{value.__name__}"
+    if callable(value) and not isinstance(value, type):
+        module = getattr(value, "__module__", None) or ""
+        name = getattr(value, "__name__", None)
+        if module in ("_operator", "operator"):
+            return f"operator.{name}"
+        for prefix, namespace in _NAMESPACES:
+            if name is not None and getattr(namespace, name, None) is value:
+                return f"{prefix}{name}"
+        return None
+    if value is None or type(value) in (bool, int, float, complex, str, slice):
+        return repr(value)
+    if value is Ellipsis:
+        return "..."
+    if type(value) in (tuple, list):
+        items = [_spelled(v) for v in value]
+        if all(item is not None for item in items):
+            inner = ", ".join(items) + ("," if type(value) is tuple and len(items) == 1 else "")
+            return f"({inner})" if type(value) is tuple else f"[{inner}]"
+    if isinstance(value, np.dtype):
+        return f"np.dtype({value.str!r})"
+    if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biufc":
+        return f"np.{value.dtype.name}({value.item()!r})"
+    return None
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        if value.size <= 6:
+            return repr(value)
+        return f"<{value.dtype} array of shape {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+_NAMESPACES = (("np.", np), ("np.linalg.", np.linalg), ("np.fft.", np.fft))
 
 
 _NOT_REPLAYABLE = object()
@@ -439,124 +615,74 @@ def _run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
     return optree.tree_unflatten(tree, fresh_arrays(leaves, arrays))
 
 
-def jit(f: Callable) -> Callable:
-    """`f` with its NumPy calls recorded once per signature and replayed afterwards.
-
-    For repeated calls of a function of small arrays (per-example gradients, Jacobian
-    rows), whose time is mostly vmapx's per-call interpretation: the replay runs only
-    the NumPy calls. The result is always what `f` returns; where replaying could
-    differ (Python code that reads a value, random generator arguments, ...), `f`
-    runs. Python state other than the arguments (globals, closures) is read once, when
-    a signature is recorded. See `vmapx._jit` for the rules.
-
-    **Arguments:**
-
-    - `f`: any function of arrays and pytrees of arrays, usually a vmapx transform
-      (`vmapx.jit(vmapx.vmap(vmapx.grad(loss)))`).
-
-    **Returns:** a function with the same arguments and results as `f`.
-
-    **Example:**
-
-    ```python
-    >>> import numpy as np, vmapx
-    >>> per_example = vmapx.jit(vmapx.vmap(vmapx.grad(lambda w, x: np.sum((x @ w) ** 2)),
-    ...                                    in_axes=(None, 0)))
-    >>> per_example(np.ones(3), np.ones((2, 3))).shape
-    (2, 3)
-
-    ```
-    """
-    if not callable(f):
-        raise TypeError(f"jit: `f` must be callable, got {type(f).__name__}")
-    programs: dict[Any, Any] = {}
-
-    @functools.wraps(f)
-    def jitted(*args: Any, **kwargs: Any) -> Any:
-        if _core._state.stack:  # inside a transform: the arguments may be tracers
-            return f(*args, **kwargs)
-        if not kwargs and all(type(a) is np.ndarray for a in args):  # the common case
-            leaves, treedef = list(args), _flat_treedef(len(args))
-        else:
-            leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
-        key = _signature(leaves, treedef)
-        arrays = [x for x in leaves if type(x) is np.ndarray]
-        program = None if key is None else programs.get(key)
-        if program is not None and program is not _NOT_REPLAYABLE:
-            return program.run(arrays)
-        if key is None or program is _NOT_REPLAYABLE or len(programs) >= MAX_RECORDINGS:
-            return _run_plainly(f, args, kwargs, arrays)
-        program, out = _record(f, leaves, treedef)
-        programs[key] = program
-        return out
-
-    return jitted
+class NumberLayout(_replay_memory.Layout):
+    """The layout of a number argument's slot (never written; a Python int can make a
+    NumPy call raise, an `OverflowError`: such calls are never left out)."""
 
 
-@functools.lru_cache(maxsize=32)
-def _flat_treedef(n: int) -> Any:
-    """The structure of `(args, kwargs)` for `n` arrays and no keywords."""
-    return optree.tree_structure(((np.empty(0),) * n, {}), none_is_leaf=True)
+class NotReplayable:
+    """A signature whose calls run `f`: `why`, in words; `static`: the positions of the
+    number arguments that Python code read (they are recorded as constants next time)."""
+
+    __slots__ = ("why", "static")
+
+    def __init__(self, why: str, static: frozenset = frozenset()) -> None:
+        self.why = why
+        self.static = static
 
 
-def _signature(leaves: list, treedef: Any) -> tuple | None:
-    """What a recording depends on, or None where nothing can be recorded."""
-    parts: list = [treedef]
-    first: dict[int, int] = {}
-    for i, x in enumerate(leaves):
-        t = type(x)
-        if t is np.ndarray:
-            # (strides too: whether a NumPy call returns a view or a copy depends on them)
-            parts.append((x.shape, x.dtype.str, x.strides, first.setdefault(id(x), i)))
-        elif isinstance(x, Tracer | np.random.Generator | np.random.BitGenerator):
-            return None
-        else:
-            try:
-                hash(x)
-            except TypeError:
-                return None
-            parts.append((t, x))
-    return tuple(parts)
-
-
-def _record(f: Callable, leaves: list, treedef: Any) -> tuple[Any, Any]:
-    """Run `f` recording its NumPy calls: `(program or _NOT_REPLAYABLE, f's result)`."""
-    positions = [i for i, x in enumerate(leaves) if type(x) is np.ndarray]
+def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
+    """Run `f` recording its NumPy calls, with the array leaves and the leaves at the
+    positions `numbers` traced: `(_Program or NotReplayable, f's result)`."""
+    positions = [
+        i for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers
+    ]  # fmt: skip
     inputs = [leaves[i] for i in positions]
     trace = push_trace(RecordTrace(len(positions)))
-    trace.layouts = [_replay_memory.Layout(False, None, x) for x in inputs]
+    trace.layouts = [
+        NumberLayout(False, None, np.asarray(x)) if i in numbers
+        else _replay_memory.Layout(False, None, x)
+        for i, x in zip(positions, inputs, strict=True)
+    ]  # fmt: skip
     try:
         wrapped = list(leaves)
         for slot, i in enumerate(positions):
-            wrapped[i] = RecordTracer(trace, leaves[i], slot)
+            kind = ScalarTracer if i in numbers else RecordTracer
+            wrapped[i] = kind(trace, leaves[i], slot, frozenset((slot,)) if i in numbers else None)
         args, kwargs = optree.tree_unflatten(treedef, wrapped)
         try:
             out = f(*args, **kwargs)
-        except NotRecordable:
+        except NotRecordable as e:
             trace.replayable = False
+            trace.why = trace.why or str(e)
             out = _NOT_REPLAYABLE
     finally:
         pop_trace(trace)
+    static = frozenset(positions[slot] for slot in trace.static_needed)
     if out is _NOT_REPLAYABLE:  # run it again, plainly
         args, kwargs = optree.tree_unflatten(treedef, leaves)
-        return _NOT_REPLAYABLE, _run_plainly(f, args, kwargs, inputs)
+        return NotReplayable(trace.why, static), _run_plainly(f, args, kwargs, inputs)
     out_leaves, out_tree = optree.tree_flatten(out, none_is_leaf=True)
-    ours = [type(x) is RecordTracer and x._trace is trace for x in out_leaves]
+    ours = [type(x) in (RecordTracer, ScalarTracer) and x._trace is trace for x in out_leaves]
     results = [x.value if mine else x for x, mine in zip(out_leaves, ours, strict=True)]
     if any(isinstance(x, Tracer) for x in results):
         trace.replayable = False  # a tracer of another transform came out (an error below)
+        trace.why = "a traced value of another transform came out"
     constant = [not mine for mine in ours]
     result = optree.tree_unflatten(out_tree, fresh_arrays(results, inputs, constant))
-    if not trace.replayable or trace.largest >= LARGE_BYTES:
-        return _NOT_REPLAYABLE, result
+    if not trace.replayable or static:
+        return NotReplayable(trace.why or "Python reads a number argument", static), result
+    if trace.largest >= LARGE_BYTES:
+        return NotReplayable(f"it makes arrays of {LARGE_BYTES} bytes or more"), result
     outputs = [
         _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
     ]  # fmt: skip
-    steps = [s for s in trace.steps if any(o is not None for o in s.outs)]  # (no statics)
+    steps = [s for s in trace.steps if any(o is not None for o in s.outs) or s.effect]
     if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
-        return _NOT_REPLAYABLE, result  # (a keyword the generated code cannot spell)
+        return NotReplayable("a keyword the generated code cannot spell"), result
     slots = [o.index for o in outputs if type(o) is _Slot]
     steps = _live(steps, slots, trace.layouts)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
-    return _Program(steps, len(inputs), outputs, out_tree, fresh_outputs), result
+    program = _Program(steps, len(inputs), outputs, out_tree, fresh_outputs)
+    return program, result

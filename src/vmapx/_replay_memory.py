@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._numpy._compat import NUMPY2
+from ._compat import NUMPY2
 
 
 class Layout:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ._compat import astype
 from ._core import Tracer
-from ._numpy._compat import astype
 
 
 class Scaled:

@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._batching import BatchTrace, BatchTracer, batch_rules, bcast_batch, is_batched, unwrap
-from ._core import ConcretizationSignal, Primitive, Trace, Tracer, _state, bind
+from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
+from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
+from ._registry import Primitive, register
 from .errors import ControlFlowError, TraceMixError
-from .random import BatchGenerator, subbatch_generator
+from .random import BatchGenerator, SharedDraws, subbatch_generator
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
 
@@ -58,12 +59,39 @@ class _Suspended(Trace):
 
 class _InBranch:
     """The axis name of a branch's sub-batch: the names of the vmaps it stands for,
-    which no collective can use there (a collective needs every example)."""
+    which no collective can use there (a collective needs every example), and for each
+    name the number of every example of the sub-batch along that axis and its size
+    (for `axis_index`, a per-example value)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "index", "sizes")
 
-    def __init__(self, traces: list[BatchTrace]) -> None:
-        self.names = [t.axis_name for t in traces if t.axis_name is not None]
+    def __init__(self, traces: list[BatchTrace], ix: tuple) -> None:
+        self.index: dict = {}
+        self.sizes: dict = {}
+        for t, i in zip(traces, ix, strict=True):
+            if isinstance(t.axis_name, _InBranch):  # a branch inside a branch
+                for name, outer in t.axis_name.index.items():
+                    self.index[name] = outer[i]
+                self.sizes.update(t.axis_name.sizes)
+            elif t.axis_name is not None:
+                self.index[t.axis_name] = i
+                self.sizes[t.axis_name] = t.axis_size
+        self.names = list(self.index)
+
+
+def branch_axis_index(names: tuple) -> Any:
+    """`axis_index(names)` inside the innermost branch whose sub-batch has all these
+    axes: each example's number (row-major over the names); None outside one."""
+    for t in reversed(_state.stack):
+        if type(t) is BatchTrace and isinstance(t.axis_name, _InBranch):
+            branch = t.axis_name
+            if not all(n in branch.index for n in names):
+                return None
+            index: Any = 0
+            for n in names:
+                index = index * branch.sizes[n] + branch.index[n]
+            return t.wrap(np.asarray(index, dtype=np.intp))
+    return None
 
 
 def suspended_names(t: Trace) -> list:
@@ -200,7 +228,7 @@ class _Chain:
         """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
-        sub = BatchTrace(len(ix[0]), _InBranch(self.traces), top.fallback, top.randomness)
+        sub = BatchTrace(len(ix[0]), _InBranch(self.traces, ix), top.fallback, top.randomness)
         # the sub-batch takes the chain's innermost slot (traces above keep their levels)
         sub.level = top.level
         stack = _state.stack
@@ -421,7 +449,7 @@ def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return tuple(trace.wrap(o) for o in out)
 
 
-batch_rules[SWITCH] = _switch_rule
+register(SWITCH, "batch", _switch_rule)
 
 
 # -- the public functions ----------------------------------------------------------
@@ -514,13 +542,17 @@ def _select(index: Any, branches: tuple, operands: tuple, name: str, nested: boo
     if len(taken) <= 1:  # every example agrees: the branch runs on the batch as it is
         return branches[int(taken[0]) if len(taken) else 0](*operands)
     leaves, treedef = optree.tree_flatten(operands)
+    shared = SharedDraws(leaves + _captured_leaves(branches), chain.traces)
     parts = []
     for b in taken:
         idx = np.flatnonzero(flat == b)
         ix = chain.index(idx)
         inputs = [chain.gather(x, ix) for x in leaves]
+        shared.begin()
         pairs, out_def = chain.run(branches[b], inputs, treedef, ix, name)
+        shared.end()
         parts.append((idx, pairs, out_def))
+    shared.settle()
     return chain.stitch(parts, name)
 
 
@@ -669,11 +701,33 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
             val = body_fun(i, val)
         return val
 
+    trace = (lower if _batched_levels(lower) else upper)._trace
+
     def body(carry: tuple) -> tuple:
         i, val = carry
-        return i + 1, body_fun(i, val)
+        new = body_fun(i, val)
+        _check_index_promotion(trace, val, new)
+        return i + 1, new
 
     return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
+
+
+def _check_index_promotion(trace: Trace, val: Any, new: Any) -> None:
+    """With batched bounds the index is an integer array, not the loop's Python int
+    (which NumPy promotes weakly: float32 + int is float32). Where the body changed the
+    dtype of the value, the array index may be why: the examples run as the loop."""
+    old_leaves, new_leaves = optree.tree_leaves(val), optree.tree_leaves(new)
+    if len(old_leaves) == len(new_leaves) and all(
+        np.result_type(a) == np.result_type(b) for a, b in zip(old_leaves, new_leaves, strict=True)
+    ):
+        return
+    raise trace.concretization(
+        "`fori_loop` with bounds that differ between examples gives `body_fun` the index "
+        "as an integer array, not a Python int, and `body_fun` changed the dtype of the "
+        "loop value (NumPy promotes an integer array, not a Python int, with float32)",
+        "give the loop value the dtype it keeps, e.g. `c + np.float32(i)` or "
+        "`(c + i).astype(c.dtype)`",
+    )
 
 
 def scan(
@@ -804,4 +858,4 @@ def _while_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> tuple:
     return tuple(_while(lambda s: cond(*s), lambda s: tuple(body(*s)), tuple(args), True))
 
 
-batch_rules[WHILE] = _while_rule
+register(WHILE, "batch", _while_rule)

@@ -19,14 +19,17 @@ A generator is never mapped: its `in_axes` entry may be 0 or None and is ignored
 Exactness holds per call: a function that draws twice per example gets every example's
 first draw, then every example's second draw: the loop's numbers in another order
 (independent and identically distributed all the same). Nested vmaps compose: the inner
-vmap's draws go through the outer vmap's generator.
+vmap's draws go through the outer vmap's generator; where the inner vmap splits its batch
+(a per-example method, `chunk_size`, its own loop), the outer vmap runs its examples as
+the loop, so that the numbers stay the loop's.
 
 **Limits.** Only generators that reach `f` as arguments are seen. A generator `f` reaches
-another way (a closure, a global, an object's attribute) and NumPy's legacy functions
-(`np.random.normal`, ...) draw once for the whole batch, so every example would get the
-same numbers: pass the generator as an argument, or call `vmapx.random.batch_aware(rng)`
-inside `f`. Draws inside a `cond`/`switch`/`while_loop` branch taken by only some
-examples are independent per example, but not in the loop's order.
+another way (a closure, a global, an object's attribute) draws once for the whole batch,
+so every example would get the same numbers: pass the generator as an argument, or call
+`vmapx.random.batch_aware(rng)` inside `f`. NumPy's legacy functions (`np.random.normal`,
+...) are noticed by their global state: `f` runs as the loop (see `vmapx._legacy_random`).
+Draws inside a `cond`/`switch`/`while_loop` branch taken by only some examples are
+independent per example, but not in the loop's order.
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import optree
 
 from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
+from ._compat import signature
 from ._core import _state, user_frame_location
-from ._numpy._compat import signature
-from ._numpy._tracer_api import setitem
+from ._scalars import mark_weak
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -99,12 +103,13 @@ class BatchGenerator:
     ```
     """
 
-    __slots__ = ("_trace", "_parent", "_mode")
+    __slots__ = ("_trace", "_parent", "_mode", "_diverged")
 
     def __init__(self, trace: BatchTrace | None, parent: Any, mode: str) -> None:
         self._trace = trace
         self._parent = parent
         self._mode = mode
+        self._diverged = False  # randomness="same", after branches that drew unevenly
 
     @property
     def bit_generator(self) -> np.random.BitGenerator:
@@ -128,17 +133,40 @@ class BatchGenerator:
                 "randomness='different' (every example draws its own numbers: those of the "
                 "per-example loop) or randomness='same' (one draw shared by every example)."
             )
+        if self._diverged:
+            raise self._trace.concretization(
+                f"`{name}()` with randomness='same' after the branches of a `cond`/`switch` "
+                "drew different amounts of random numbers (the examples' generators are no "
+                "longer in the same state)",
+                "draw the same numbers in every branch, or draw before the branches",
+            )
         bound = _SIGNATURES[name].bind(None, *args, **kwargs)
         bound.apply_defaults()
         a = dict(bound.arguments)
         del a["self"]
-        if a.pop("out", None) is not None:
-            raise UnsupportedError(f"vmap: `{name}(out=...)` is not supported inside vmap")
+        out = a.pop("out", None)
+        if out is not None:
+            return self._into(name, a, out)
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
-            return self._elementwise(name, a)
+            out = self._elementwise(name, a)
+            # one number per example: the loop gets a Python float/int (weakly typed)
+            return out if name == "integers" or a.get("size") is not None else mark_weak(out)
         return self._per_example(name, a)
+
+    def _into(self, name: str, a: dict, out: Any) -> Any:
+        """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it
+        (functionally where `out` is traced)."""
+        if a.get("size") is not None and _shape(a["size"]) != tuple(out.shape):
+            raise ValueError(f"{name}: size must match the shape of out, {tuple(out.shape)}")
+        dtype = np.dtype(a.get("dtype", np.float64))
+        if out.dtype != dtype:
+            raise TypeError(
+                f"Supplied output array has the wrong type. Expected {dtype}, got {out.dtype}"
+            )
+        out[...] = self._draw(name, (), {**a, "size": tuple(out.shape)})  # (functional if traced)
+        return out
 
     def _parent_draw(self, name: str, kwargs: dict) -> Any:
         return getattr(self._parent, name)(**kwargs)
@@ -168,6 +196,7 @@ class BatchGenerator:
             if not batched:
                 return self._parent_draw(name, a)
             return self._same_loop(name, a, {})
+        _check_whole_batch(self._parent, f"`{name}` (drawn once per example)")
         return self._loop(lambda **p: self._parent_draw(name, p), a, name)
 
     def _same_loop(self, name: str, params: dict, rest: dict) -> Any:
@@ -210,7 +239,27 @@ class BatchGenerator:
             v = v[np.arange(trace.axis_size)[:, None], perm]
         else:
             v = v[:, perm]
-        setitem(x, Ellipsis, trace.wrap(np.moveaxis(v, 1, axis + 1)))
+        x[...] = trace.wrap(np.moveaxis(v, 1, axis + 1))  # a functional write of the tracer
+
+
+def _check_whole_batch(parent: Any, what: str) -> None:
+    """The loop's numbers need every draw of a vmap nested in a vmap with
+    randomness="different" to cover the whole inner batch: the outer generator then
+    draws outer-major, as the loop does. Where the inner vmap splits its batch (per
+    example, in chunks), the enclosing vmap runs its examples as the loop instead."""
+    outer = None
+    while isinstance(parent, BatchGenerator):
+        if parent._mode == "different" and parent._trace is not None:
+            outer = parent._trace
+        parent = parent._parent
+    if outer is not None:
+        raise outer.concretization(
+            f"{what} inside a vmap nested in a vmap with randomness='different', where the "
+            "inner vmap splits its batch (per example, or in chunks): the draws would come "
+            "in another order than the loop's",
+            "leave `chunk_size` off the inner vmap, or draw in the outer function and pass "
+            "the numbers in",
+        )
 
 
 def _splits(name: str, a: dict) -> bool:
@@ -286,15 +335,19 @@ class _CallGenerator:
     stands in for the generator in each example of the per-example loop, restoring the
     state so that the loop draws the loop's numbers."""
 
-    __slots__ = ("parent", "mode", "state", "start", "run_start")
+    __slots__ = ("parent", "mode", "state", "start", "run_start", "runs")
 
     def __init__(self, parent: Any, mode: str) -> None:
         self.parent = parent
         self.mode = mode
         self.state = _root(parent).bit_generator
         self.start = self.run_start = self.state.state
+        self.runs = 0
 
     def bind(self, trace: BatchTrace) -> BatchGenerator:
+        if self.runs and self.mode == "different":
+            _check_whole_batch(self.parent, "a vmap in chunks")
+        self.runs += 1
         if self.mode == "same":  # every chunk replays the one draw
             self.state.state = self.start
         self.run_start = self.state.state
@@ -305,6 +358,8 @@ class _CallGenerator:
         if self.mode == "same":
             self.state.state = self.start
         elif i == 0:  # undo what the batched attempt drew
+            if self.mode == "different":
+                _check_whole_batch(self.parent, "a vmap running per example")
             self.state.state = self.run_start
         return BatchGenerator(None, self.parent, "error") if self.mode == "error" else self.parent
 
@@ -326,3 +381,41 @@ def _adapt(trace: BatchTrace, leaf: Any) -> Any:
 
 _api.CALL_ADAPTERS.append(_prepare)
 _api.ARGUMENT_ADAPTERS.append(_adapt)
+
+
+class SharedDraws:
+    """Under randomness="same" every example draws the same numbers, also in the branches
+    of a `cond`/`switch` that split the batch: each branch starts from the state the
+    generators had before the first branch. Where the branches leave different states,
+    later draws would differ between the examples: `settle()` makes them run the loop."""
+
+    __slots__ = ("gens", "bits", "start", "ends")
+
+    def __init__(self, leaves: list, traces: list) -> None:
+        self.gens = [
+            g for g in leaves
+            if isinstance(g, BatchGenerator) and g._mode == "same"
+            and any(g._trace is t for t in traces)
+        ]  # fmt: skip
+        self.bits = list({id(b): b for b in (_root(g).bit_generator for g in self.gens)}.values())
+        self.start = [b.state for b in self.bits]
+        self.ends: list = []
+
+    def begin(self) -> None:
+        for bits, state in zip(self.bits, self.start, strict=True):
+            bits.state = state
+
+    def end(self) -> None:
+        self.ends.append([b.state for b in self.bits])
+
+    def settle(self) -> None:
+        """After the branches: where they left different states, a later draw from these
+        generators runs the loop."""
+        if not all(_same_state(e, self.ends[0]) for e in self.ends[1:]):
+            for g in self.gens:
+                g._diverged = True
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    la, lb = optree.tree_leaves(a), optree.tree_leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb, strict=True))

@@ -12,15 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import _elision
-from .._batching import BatchTracer
+from .. import _elision, _scalars
+from .._batching import BatchTracer, defbatch
+from .._compat import NUMPY2, astype
 from .._core import Tracer, bind
-from . import _dispatch
-from ._compat import NUMPY2, astype
-from ._dispatch import _UFUNC_PRIMS, FUNCTIONS, ufunc_primitive
+from .._registry import FUNCTIONS, UFUNC_PRIMITIVES, Primitive, primitive, ufunc_primitive
+from ..errors import UnsupportedError
+from . import _masked
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
-GETITEM = _dispatch.Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
+GETITEM = Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
 
 
 def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:
@@ -29,7 +30,7 @@ def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:
     return out
 
 
-SETITEM = _dispatch.Primitive("ndarray.__setitem__", _setitem_impl)
+SETITEM = Primitive("ndarray.__setitem__", _setitem_impl)
 
 
 def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -39,9 +40,11 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         new = bind(ufunc_primitive(ufunc, "at"), (target, *rest), kwargs)
         assign(target, new)
         return None
-    prim = _UFUNC_PRIMS.get((ufunc, method)) or ufunc_primitive(ufunc, method)
+    prim = UFUNC_PRIMITIVES.get((ufunc, method)) or ufunc_primitive(ufunc, method)
+    if _scalars.SEEN.weak and _scalars.any_weak(inputs):
+        inputs = _scalars.strengthen(inputs)[0]
     if out is None or all(o is None for o in out):
-        return bind(prim, inputs, kwargs)
+        return _scalars.mark(bind(prim, inputs, kwargs))
     where = kwargs.get("where", True)
     if method == "__call__" and where is not True:
         # `out` keeps its values off the mask: computed everywhere (NumPy's masked-off
@@ -78,16 +81,18 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 # NumPy functions that write into their first argument: handled as functional writes
 IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
 # a traced `dst` never reaches the primitive; one traced only through `src` does
-_dispatch.defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
+defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
 
 
 def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
-    prim = FUNCTIONS.get(func) or _dispatch.primitive(func)
+    prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:
+        if func in _scalars.SCALAR_FUNCTIONS:
+            return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     return assign(out, bind(prim, args, kwargs))
@@ -121,6 +126,10 @@ def _leave_error(value: Tracer) -> BaseException:
 
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
+    if _masked._pending.stand_ins:
+        whole = _masked.written_back(target, idx, value)
+        if whole is not None:
+            idx, value = Ellipsis, whole
     new = bind(SETITEM, (target, idx, value), {})
     trace = target._trace
     if not (isinstance(new, Tracer) and new._trace is trace):
@@ -138,7 +147,26 @@ def setitem(target: Tracer, idx: Any, value: Any) -> None:
 
 
 def _getitem(self: Tracer, idx: Any) -> Any:
-    return bind(GETITEM, (self, idx), {})
+    if type(idx) is BatchTracer:
+        t = _masked.stand_in(self, idx, sys._getframe(1))
+        if t is not None:
+            return t  # `y[mask] op= v`: see `_masked`
+    out = bind(GETITEM, (self, idx), {})
+    if not isinstance(out, Tracer):
+        return out
+    element = _scalars.picks_element(idx) and out.ndim == 0
+    if element or _copies(idx):
+        out._view = None  # NumPy copies (advanced indexing, or a scalar): no memory shared
+    return _scalars.mark(out) if element else out
+
+
+def _copies(idx: Any) -> bool:
+    """Whether `x[idx]` is a copy in NumPy (advanced indexing: a list, a boolean, an
+    index array of one or more axes)."""
+    for i in idx if type(idx) is tuple else (idx,):
+        if type(i) is list or isinstance(i, bool | np.bool_) or getattr(i, "ndim", 0) > 0:
+            return True
+    return False
 
 
 def _setitem(self: Tracer, idx: Any, value: Any) -> None:
@@ -189,30 +217,48 @@ def _binary(ufunc: np.ufunc) -> tuple:
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
 
+    def weak_op(a: Any, b: Any) -> Any:
+        (a, b), python = _scalars.strengthen((a, b))
+        out = bind(prim, (a, b), {})
+        return _scalars.mark_weak(out) if python else _scalars.mark(out)
+
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
+        if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
+            return weak_op(self, other)
         fast = _power_ufunc(self, other) if power else None
         if fast is not None and fast is not np.square:  # (elision squares in place)
             return fast(self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=True)
             if out is not None:
-                return out
+                return _scalars.mark(out)
         if fast is not None:
             return fast(self)
-        return bind(prim, (self, other), {})
+        return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
+        if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
+            return weak_op(other, self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
             out = _elision.into_temporary(ufunc, self, other, sys._getframe(1), left=False)
             if out is not None:
-                return out
-        return bind(prim, (other, self), {})
+                return _scalars.mark(out)
+        return _scalars.mark(bind(prim, (other, self), {}))
 
     def iop(self: Tracer, other: Any) -> Tracer:
+        if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
+            return op(self, other)
+        if _masked._pending.stand_ins:
+            _masked.check_operand(self, other)
+        if _scalars.SEEN.weak and _scalars.any_weak((other,)):
+            other = _scalars.strengthen((self, other))[0][1]
         if power and (fast := _power_ufunc(self, other)) is not None:
             return assign(self, fast(self))
         result = bind(prim, (self, other), {})
+        if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
+            dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
+            ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
         return assign(self, result)
 
     return op, rop, iop
@@ -220,7 +266,13 @@ def _binary(ufunc: np.ufunc) -> tuple:
 
 def _unary(ufunc: np.ufunc) -> Any:
     prim = ufunc_primitive(ufunc, "__call__")
-    return lambda self: bind(prim, (self,), {})
+
+    def op(self: Tracer) -> Any:
+        out = bind(prim, (self,), {})
+        weak = _scalars.SEEN.weak and _scalars.any_weak((self,))
+        return _scalars.mark_weak(out) if weak else _scalars.mark(out)
+
+    return op
 
 
 _BINARY_OPS = {
@@ -344,7 +396,7 @@ def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect"
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
     if dtype is None or np.dtype(dtype) == self.dtype:
         return self
-    raise _dispatch.UnsupportedError(
+    raise UnsupportedError(
         "`ndarray.view` with another dtype reinterprets memory and cannot be traced; "
         "use `.astype` to convert values"
     )

@@ -22,18 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite, defjvp, defjvp_argnum, defvjp, defvjp_argnum
 from .._batching import (
     BatchTrace,
     align_rank,
     aligned_operands,
-    batch_rules,
+    defbatch,
     is_batched,
     loop_apply,
     unwrap,
     warn_fallback,
 )
-from ._compat import NUMPY2, present
-from ._dispatch import defbatch, get_arg, ufunc_primitive
+from .._compat import NUMPY2, present
+from .._registry import get_arg, register
 from .shapes import flat_shape
 from .ufuncs import gufunc_rule
 
@@ -520,7 +521,7 @@ defbatch(np.einsum, lambda f: _einsum_rule)
 defbatch(np.einsum_path, lambda f: _einsum_path_rule)
 defbatch([np.convolve, np.correlate], _conv_rule)
 defbatch(present(np.linalg, "matmul"), lambda f: _matmul_rule)
-batch_rules[ufunc_primitive(np.matmul, "__call__")] = _matmul_rule
+register(np.matmul, "batch", _matmul_rule)  # over the generic gufunc rule (a default)
 _VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
     ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
     ("matvec", {(2, 1)}, False, -1),
@@ -528,9 +529,67 @@ _VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b
 ]
 for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
     if hasattr(np, _name):
-        batch_rules[ufunc_primitive(getattr(np, _name), "__call__")] = _vector_gufunc_rule(
-            getattr(np, _name), _ndims, _conj_first, _b_axis
-        )
+        _rule = _vector_gufunc_rule(getattr(np, _name), _ndims, _conj_first, _b_axis)
+        register(getattr(np, _name), "batch", _rule)
+
+
+# matmul and the other contractions among the gufuncs: derivatives
+def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
+    if b.ndim == 1:
+        return g * b if a.ndim == 1 else g[..., None] * b
+    bt = np.swapaxes(b, -1, -2)
+    if a.ndim == 1:
+        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
+    return np.matmul(g, bt)
+
+
+def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 1:
+        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
+    at = np.swapaxes(a, -1, -2)
+    if b.ndim == 1:
+        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
+    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
+        return at * g
+    return np.matmul(at, g)
+
+
+def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
+    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
+    axes = kwargs.pop("axes", None)
+    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
+        return NotImplemented
+    (a0, a1), (b0, b1), (o0, o1) = axes
+    a = np.moveaxis(a, (a0, a1), (-2, -1))
+    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
+    return np.moveaxis(out, (-2, -1), (o0, o1))
+
+
+defcomposite(np.matmul, _matmul_axes)
+defjvp(
+    np.matmul,
+    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
+    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
+)
+defvjp(
+    np.matmul,
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
+)
+
+
+def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
+    if kwargs.get("axes") is not None:
+        return NotImplemented
+    return np.sum(np.conjugate(a) * b, axis=axis)
+
+
+defcomposite(present(np, "vecdot"), _vecdot)
+if hasattr(np, "matvec"):
+    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
+                 else NotImplemented)  # fmt: skip
+    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
+        ..., 0, :] if not kw else NotImplemented)  # fmt: skip
 
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
@@ -539,8 +598,6 @@ for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
 # reshapes (`defcomposite`); `einsum` and `convolve` have their own rules: a multilinear
 # JVP, and a VJP that is the same kind of contraction with the cotangent in the place
 # of the operand (JAX's convention for complex values: the transpose, no conjugate).
-
-from .._autodiff import defcomposite, defjvp, defjvp_argnum, defvjp, defvjp_argnum  # noqa: E402
 
 
 def _tensordot_impl(a: Any, b: Any, axes: Any = 2) -> Any:

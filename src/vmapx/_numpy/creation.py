@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, aligned_operands, example_ndim, is_batched, unwrap
-from ._compat import NUMPY2, astype
-from ._dispatch import defbatch, get_arg, set_arg
+from .._batching import BatchTrace, aligned_operands, defbatch, example_ndim, is_batched, unwrap
+from .._compat import NUMPY2, astype
+from .._registry import get_arg, set_arg
 from .shapes import example_shape, per_example
 from .ufuncs import _shift_one
 
@@ -231,15 +231,18 @@ defzero(
 def _linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
               retstep: bool = False, dtype: Any = None, axis: int = 0,
               **kwargs: Any) -> Any:  # fmt: skip
-    """`np.linspace` as NumPy computes it, in differentiable calls (`num >= 2`)."""
+    """`np.linspace` as NumPy computes it, in differentiable calls."""
     div = num - 1 if endpoint else num
-    if div <= 0 or kwargs.get("like") is not None:
+    if kwargs.get("like") is not None:
         return NotImplemented
     delta = stop - start
-    step = delta / div
     ramp = np.arange(num).reshape((num,) + (1,) * np.ndim(delta))
-    y = ramp * step + start
-    if endpoint:
+    if div > 0:
+        step = delta / div
+        y = ramp * step + start
+    else:  # one point (or none): NumPy's step is nan
+        step, y = np.nan, ramp * delta + start
+    if endpoint and num > 1:
         y = np.concatenate([y[:-1], np.expand_dims(stop + np.zeros_like(y[-1]), 0)])
     if axis != 0:
         y = np.moveaxis(y, 0, axis)

@@ -19,14 +19,15 @@ from .._batching import (
     align_rank,
     aligned_operands,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     unwrap,
     wrap_tree,
 )
+from .._compat import astype
 from .._core import Tracer, bind
-from ._compat import astype
-from ._dispatch import defbatch, get_arg, primitive, set_arg
+from .._registry import get_arg, primitive, set_arg
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
 from .misc import own_impl
@@ -557,10 +558,9 @@ defbatch(np.piecewise, _piecewise_rule)
 # have rules (slicing, subtraction, concatenate). `unwrap` adds whole periods: its
 # derivative is the identity in `p` (and the number of periods added, in `period`).
 # Functions that apply a user's function differentiate that function.
+import functools  # noqa: E402
 import math  # noqa: E402
 import warnings  # noqa: E402
-
-import numpy.polynomial.chebyshev as _cheb  # noqa: E402
 
 from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero  # noqa: E402
 from .misc import as_array, composite_by_rule  # noqa: E402
@@ -628,11 +628,18 @@ def _cephes_series(table: Any) -> Any:
 # series in Cephes' tables). Its derivative I1 from the same series, rearranged so that
 # nothing cancels: x e^|x| P(|x|/4 - 1) on [0, 8] (A + A'/4 = (x/4 + ...) P: a division
 # by 4 + 4 t), sign(x) e^|x| Q(16/|x| - 1) / sqrt|x| above (Q = B (1 - 1/2x) - 32/x^2 B').
-_A, _B = _cephes_series(_i0A), _cephes_series(_i0B)
-_I1_NEAR = _cheb.chebdiv(_cheb.chebadd(_A, _cheb.chebder(_A) / 4), [4.0, 4.0])[0].tolist()
-_I1_FAR = _cheb.chebsub(
-    _cheb.chebmul(_B, [31 / 32, -1 / 32]), _cheb.chebmul(_cheb.chebder(_B), [1.5, 2.0, 0.5]) / 16
-).tolist()
+@functools.cache
+def _i1_series() -> tuple[list, list]:
+    """The coefficients of P and Q (computed on first use: `numpy.polynomial` is slow to
+    import)."""
+    import numpy.polynomial.chebyshev as cheb
+
+    a, b = _cephes_series(_i0A), _cephes_series(_i0B)
+    near = cheb.chebdiv(cheb.chebadd(a, cheb.chebder(a) / 4), [4.0, 4.0])[0].tolist()
+    far = cheb.chebsub(
+        cheb.chebmul(b, [31 / 32, -1 / 32]), cheb.chebmul(cheb.chebder(b), [1.5, 2.0, 0.5]) / 16
+    ).tolist()
+    return near, far
 
 
 def _chebval(t: Any, c: list) -> Any:
@@ -650,8 +657,9 @@ def _i0_partial(ans: Any, x: Any) -> Any:
     near = ax <= 8.0
     xn = np.where(near, ax, 0.0)  # each series on its own interval (no 1/0, no overflow)
     xf = np.where(near, 16.0, ax)
-    inner = x * np.exp(xn) * _chebval(xn / 4 - 1, _I1_NEAR)
-    outer = np.sign(x) * np.exp(xf) * _chebval(16 / xf - 1, _I1_FAR) / np.sqrt(xf)
+    series_near, series_far = _i1_series()
+    inner = x * np.exp(xn) * _chebval(xn / 4 - 1, series_near)
+    outer = np.sign(x) * np.exp(xf) * _chebval(16 / xf - 1, series_far) / np.sqrt(xf)
     return np.where(near, inner, outer)
 
 
@@ -680,6 +688,24 @@ def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *
 
 
 defcomposite(np.clip, _clip)
+
+
+def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:  # fmt: skip
+    """`np.nan_to_num` by `np.where` (differentiable in `x` and in the fill values)."""
+    x = as_array(x)
+    if not np.issubdtype(x.dtype, np.inexact):
+        return np.copy(x)
+    if np.iscomplexobj(x):
+        real = _nan_to_num(np.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        return real + 1j * _nan_to_num(np.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+    big = np.finfo(x.dtype).max
+    y = np.where(np.isnan(x), nan, x)
+    y = np.where(np.isposinf(x), big if posinf is None else posinf, y)
+    return astype(np.where(np.isneginf(x), -big if neginf is None else neginf, y), x.dtype)
+
+
+defcomposite(np.nan_to_num, _nan_to_num)
 
 
 def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _ABSENT,

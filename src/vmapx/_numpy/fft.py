@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, _user_stacklevel, example_ndim, unwrap
-from ._compat import astype
-from ._dispatch import defbatch, get_arg, set_arg
+from .._batching import BatchTrace, _user_stacklevel, defbatch, example_ndim, unwrap
+from .._compat import astype
+from .._registry import get_arg, set_arg
 from .ufuncs import _shift_one
 
 # NumPy's own deprecation: repeated so that vmap warns as the loop does

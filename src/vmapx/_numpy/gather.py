@@ -24,16 +24,16 @@ from .._batching import (
     BatchTrace,
     align_rank,
     aligned_operands,
-    batch_rules,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     loop_apply,
     unwrap,
 )
+from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
-from ._compat import normalize_axis_index, normalize_axis_tuple, put
-from ._dispatch import defbatch, get_arg, primitive, set_arg
+from .._registry import get_arg, primitive, register, set_arg
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
 from .shapes import flat_shape, value_and_axis
@@ -486,7 +486,7 @@ def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
     `IN_PLACE` entry that writes the new value back into a traced target."""
     prim = primitive(func)
     prim.impl = impl
-    batch_rules[prim] = rule
+    register(prim, "batch", rule)
 
     def write(*args: Any, **kwargs: Any) -> None:
         target = args[0] if args else next(iter(kwargs.values()))

@@ -17,14 +17,14 @@ from .._batching import (
     BatchTracer,
     align_rank,
     aligned_operands,
-    batch_rules,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     unwrap,
 )
 from .._core import Tracer, bind
-from ._dispatch import defbatch
+from .._registry import Primitive, register, register_ufunc_defaults
 from ._tracer_api import GETITEM, SETITEM
 
 
@@ -298,8 +298,8 @@ def _example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
     return tuple(v.shape[1:]) if b else tuple(np.shape(v))
 
 
-batch_rules[GETITEM] = getitem_rule
-batch_rules[SETITEM] = setitem_rule
+register(GETITEM, "batch", getitem_rule)
+register(SETITEM, "batch", setitem_rule)
 
 
 def _where_rule(func: Any) -> Any:
@@ -330,7 +330,6 @@ from .._autodiff import (  # noqa: E402
     stop_gradient_leaf,
 )
 from ..errors import DifferentiationError  # noqa: E402
-from ._dispatch import add_ufunc_hook  # noqa: E402
 from .ufuncs import at_rule  # noqa: E402
 
 
@@ -340,8 +339,8 @@ def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:
     return out
 
 
-SCATTER_ADD = _core.Primitive("scatter_add", _scatter_add_impl)
-batch_rules[SCATTER_ADD] = at_rule(np.add)
+SCATTER_ADD = Primitive("scatter_add", _scatter_add_impl)
+register(SCATTER_ADD, "batch", at_rule(np.add))
 
 
 def _is_basic(idx: Any) -> bool:
@@ -440,5 +439,5 @@ def _at_hook(prim: Any, ufunc: np.ufunc, method: str) -> None:
         defcomposite(prim, _at_composite(ufunc))
 
 
-add_ufunc_hook(_at_hook)
+register_ufunc_defaults(_at_hook)
 # -- end of derivatives ------------------------------------------------------------------

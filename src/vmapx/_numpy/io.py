@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dispatch import refuse
+from .._batching import refuse
 
 _SAVE = "save the result that `vmap` returns, outside the vmapped function"
 for _func in (np.save, np.savez, np.savez_compressed, np.savetxt):

@@ -12,10 +12,20 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import optree
 
-from .._batching import BatchTrace, bcast_batch, example_ndim, is_batched, unwrap, wrap_tree
-from ._compat import present
-from ._dispatch import defbatch, get_arg, set_arg
+from .._batching import (
+    BatchTrace,
+    bcast_batch,
+    defbatch,
+    example_ndim,
+    is_batched,
+    unwrap,
+    wrap_tree,
+)
+from .._compat import present
+from .._core import Tracer
+from .._registry import get_arg, set_arg
 from .shapes import (
     atleast_shape,
     example_shape,
@@ -199,9 +209,18 @@ defbatch(list(_SPLITS), _split_rule, may_view=True)
 # -- append, insert, delete ------------------------------------------------------------
 
 
+def traced_sequence(x: Any) -> Any:
+    """A list or tuple holding traced values as the array `np.asarray` makes of it (by
+    `np.stack`, which traces); anything else as it is."""
+    if type(x) in (list, tuple) and x and any(isinstance(e, Tracer) for e in optree.tree_leaves(x)):
+        return np.stack([traced_sequence(e) for e in x])
+    return x
+
+
 def _append_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         arr, values = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "values")
+        arr, values = traced_sequence(arr), traced_sequence(values)
         axis = get_arg(args, kwargs, 2, "axis")
         if axis is None:  # both are flattened first
             arrays = [
@@ -303,6 +322,7 @@ def _stacker_impl(func: Callable) -> Callable:
 
 
 def _append_impl(arr: Any, values: Any, axis: Any = None) -> Any:
+    arr, values = traced_sequence(arr), traced_sequence(values)
     if axis is None:
         arr, values, axis = np.ravel(arr), np.ravel(values), 0
     return np.concatenate((arr, values), axis=axis)

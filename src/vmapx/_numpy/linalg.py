@@ -30,14 +30,15 @@ from .._batching import (
     align_rank,
     aligned_operands,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     unwrap,
     wrap_tree,
 )
+from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
-from ._compat import NUMPY2, astype, present, vecdot
-from ._dispatch import defbatch, get_arg, set_arg
+from .._registry import get_arg, set_arg
 from .contractions import _dot_rule, _operand, matmul_vals
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one
@@ -622,7 +623,17 @@ def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
 
 _defjvp_multi(np.linalg.eig, _eig_jvp)
 defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
-defcomposite(np.linalg.eigvalsh, lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0])  # noqa: N803
+
+
+def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803
+    """dw = diag(V^H dA V): the eigenvectors' derivative (undefined where eigenvalues
+    repeat) is not needed."""
+    v = np.linalg.eigh(a, UPLO)[1]
+    da = _from_triangle(t, UPLO.upper() == "U")
+    return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
+
+
+defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
 
 
 def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
@@ -700,23 +711,6 @@ defzero([np.linalg.matrix_rank])
 
 
 # -- compositions ---------------------------------------------------------------------
-
-_NOVALUE = np._NoValue  # NumPy's "not given" default of `pinv(rtol=)`
-
-
-def _pinv_impl(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NOVALUE) -> Any:
-    """V diag(1/s) U^H with singular values at most `rcond * s_max` dropped."""
-    if rcond is None:
-        if rtol is _NOVALUE:
-            rcond = 1e-15
-        elif rtol is None:
-            rcond = max(np.shape(a)[-2:]) * np.finfo(a.dtype).eps
-        else:
-            rcond = rtol
-    u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
-    keep = s > np.expand_dims(rcond, -1) * np.max(s, axis=-1, keepdims=True)
-    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
-    return np.matmul(_h(vh), inv_s[..., None] * _h(u))
 
 
 def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
@@ -879,7 +873,56 @@ def _diagonal_impl(x: Any, offset: int = 0) -> Any:
     return x[..., idx + start_r, idx + start_c]
 
 
-defcomposite(np.linalg.pinv, _pinv_impl)
+_NOVALUE = np._NoValue  # NumPy's "not given" default of `pinv(rtol=)`
+
+
+def _pinv_jvp(t: Any, ans: Any, a: Any, rcond: Any = None, hermitian: bool = False, *,
+              rtol: Any = _NOVALUE) -> Any:  # fmt: skip
+    """Golub and Pereyra's derivative of P = pinv(A) where no singular value is cut off
+    (no singular vectors, so repeated singular values are fine):
+    -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+    if hermitian:  # NumPy reads one triangle (through eigh)
+        a, t = _from_triangle(a, False), _from_triangle(t, False)
+    p = ans
+    m, n = np.shape(a)[-2:]
+    ap = np.matmul(a, p)  # the projector onto the kept left singular vectors
+    if not bool(np.all(np.real(np.trace(ap, axis1=-2, axis2=-1)) > min(m, n) - 0.5)):
+        return _truncated_pinv_jvp(t, a, rcond, hermitian, rtol)
+    th = _h(t)
+    left = np.eye(m, dtype=p.dtype) - ap
+    right = np.eye(n, dtype=p.dtype) - np.matmul(p, a)
+    return (
+        -np.matmul(p, np.matmul(t, p))
+        + np.matmul(np.matmul(p, _h(p)), np.matmul(th, left))
+        + np.matmul(right, np.matmul(th, np.matmul(_h(p), p)))
+    )
+
+
+def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) -> Any:
+    """The derivative of V diag(1/s) U^H with the singular values at most
+    `rcond * s_max` dropped, through the SVD's."""
+    if rcond is None:
+        if rtol is _NOVALUE:
+            rcond = 1e-15
+        elif rtol is None:
+            rcond = max(np.shape(a)[-2:]) * np.finfo(a.dtype).eps
+        else:
+            rcond = rtol
+    ans = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    du, ds, dvh = _svd_jvp(t, ans, a, full_matrices=False)
+    u, s, vh = ans
+    keep = s > np.expand_dims(rcond, -1) * np.max(s, axis=-1, keepdims=True)
+    safe = np.where(keep, s, 1)
+    inv_s, d_inv = np.where(keep, 1 / safe, 0), np.where(keep, -ds / (safe * safe), 0)
+    v, dv = _h(vh), _h(dvh)
+    return (
+        np.matmul(dv, inv_s[..., None] * _h(u))
+        + np.matmul(v, d_inv[..., None] * _h(u))
+        + np.matmul(v, inv_s[..., None] * _h(du))
+    )
+
+
+defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
 defcomposite(np.linalg.lstsq, _lstsq_impl)
 defcomposite(np.linalg.norm, _norm_impl)
 defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)

@@ -22,15 +22,16 @@ from .._batching import (
     _user_stacklevel,
     align_rank,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     loop_apply,
     loop_rule,
     unwrap,
 )
+from .._compat import RankWarning, trapezoid
 from .._core import Tracer, pop_trace, push_trace
-from ._compat import RankWarning, trapezoid
-from ._dispatch import defbatch, primitive
+from .._registry import primitive
 from .sorting import search_rows
 from .ufuncs import _shift_one
 
@@ -89,12 +90,10 @@ def composite_by_rule(func: Callable) -> Callable:
     prim = primitive(func)
 
     def impl(*args: Any, **kwargs: Any) -> Any:
-        from .._batching import batch_rules
-
         trace = push_trace(DerivativeTrace(1, None, "silent"))
         try:
             lift = _lifter(trace)
-            out = batch_rules[prim](trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
+            out = prim.rules.batch(trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
         except _NotByRule:
             return NotImplemented
         finally:

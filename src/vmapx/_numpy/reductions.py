@@ -7,16 +7,25 @@ batched value is reshaped to `(B, -1)` first.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._autodiff import NoRule, defcomposite, defjvp_argnum, deflinear, defvjp, defvjp_argnum
-from .._batching import BatchTrace, aligned_operands, bcast_batch, example_ndim, is_batched, unwrap
-from ._compat import astype, present
-from ._dispatch import defbatch, get_arg, set_arg
-from ._plain import PLAIN_ARRAYS
+from .._batching import (
+    BatchTrace,
+    aligned_operands,
+    bcast_batch,
+    defbatch,
+    example_ndim,
+    is_batched,
+    unwrap,
+)
+from .._compat import astype, present
+from .._plain import PLAIN_ARRAYS
+from .._registry import get_arg, set_arg
 from .shapes import flat_shape
 from .ufuncs import _shift_axis, _shift_one
 
@@ -172,6 +181,8 @@ def _others_product(x: Any, axes: tuple) -> Any:
     perm = (*rest, *axes)
     lead = tuple(x.shape[a] for a in rest)
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if n == 0:  # an empty reduction: no element to weigh
+        return np.zeros_like(x)
     xm = np.reshape(np.transpose(x, perm), (*lead, n))
     ones = np.ones_like(xm, shape=(*lead, 1))
     left = np.cumprod(np.concatenate([ones, xm[..., :-1]], axis=-1), axis=-1)
@@ -190,7 +201,9 @@ def _w_nansum(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
 
 def _w_mean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
     n = _count(x, axes, where)
-    return 1 / n if where is True else where / n
+    if where is True:
+        return 1 / n if n else 0.0  # (an empty mean: no element to weigh)
+    return where / n
 
 
 def _w_nanmean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
@@ -280,7 +293,12 @@ def _variance(nan: bool, root: bool) -> Callable:
             if not keepdims:
                 n = np.reshape(n, tuple(s for i, s in enumerate(n.shape) if i not in axes))
         sq = np.real(d * np.conjugate(d)) if d.dtype.kind == "c" else d * d
-        var = np.sum(sq, axis=axes, keepdims=keepdims) / (n - ddof)
+        dof = n - ddof
+        if type(dof) is int and dof <= 0:  # NumPy's nan or inf, not Python's ZeroDivisionError
+            dof = np.float64(dof)
+        var = np.sum(sq, axis=axes, keepdims=keepdims) / dof
+        if root and mask is True and math.prod(x.shape[a] for a in axes) == 1:
+            return var  # identically 0 (its square root has no derivative there)
         return np.sqrt(var) if root else var
 
     return impl

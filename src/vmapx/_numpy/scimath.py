@@ -13,8 +13,7 @@ from typing import Any
 
 from numpy.lib import scimath
 
-from .._batching import BatchTrace, aligned_operands
-from ._dispatch import defbatch
+from .._batching import BatchTrace, aligned_operands, defbatch
 
 
 def _elementwise_rule(func: Callable) -> Callable:

@@ -32,13 +32,14 @@ import numpy as np
 from .._batching import (
     BatchTrace,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     loop_rule,
     unwrap,
 )
-from ._compat import NUMPY2, present
-from ._dispatch import defbatch, get_arg, primitive
+from .._compat import NUMPY2, present
+from .._registry import get_arg, primitive
 from .gather import compact, zero_batch
 from .shapes import flat_shape
 from .sorting import search_rows

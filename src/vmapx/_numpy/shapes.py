@@ -17,15 +17,16 @@ from .._batching import (
     BatchTrace,
     align_rank,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     loop_apply,
     unwrap,
     warn_fallback,
 )
+from .._compat import astype, present
 from .._core import Tracer
-from ._compat import astype, present
-from ._dispatch import _name, defbatch, get_arg, set_arg
+from .._registry import builder, each_function, function_name, get_arg, register, set_arg
 from ._tracer_api import IN_PLACE
 from .ufuncs import _shift_axis, _shift_one
 
@@ -40,7 +41,7 @@ def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
 
 def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
     """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
-    name = f"`{_name(func)}`"
+    name = f"`{function_name(func)}`"
     warn_fallback(trace, f"{name} {why}")
     return loop_apply(trace, func, args, kwargs, name)
 
@@ -49,7 +50,7 @@ def raise_like_numpy(func: Callable, ndim: int, *args: Any, **kwargs: Any) -> No
     """Raise the error NumPy gives for one example with `ndim` axes (a tiny stand-in),
     where the batched call would fail differently or not at all."""
     func(np.zeros((1,) * ndim), *args, **kwargs)
-    raise AssertionError(f"{_name(func)} accepted a {ndim}-d example")  # pragma: no cover
+    raise AssertionError(f"{function_name(func)} accepted a {ndim}-d example")  # pragma: no cover
 
 
 def _value_rule(func: Callable) -> Callable:
@@ -178,7 +179,7 @@ def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
             for pos, name in zip(positions, names, strict=True):
                 axis = get_arg(args, kwargs, pos, name)
                 if axis is not None:
-                    new = _shift_axis(tuple(axis) if isinstance(axis, list) else axis, nd)
+                    new = _shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
                     args, kwargs = set_arg(args, kwargs, pos, name, new)
             return trace.wrap(func(*args, **kwargs))
 
@@ -678,8 +679,6 @@ from .._autodiff import (  # noqa: E402
     defvjp_argnum,
     defvjp_argnums,
     defzero,
-    linear_prims,
-    prim_of,
 )
 from .._core import bind  # noqa: E402
 
@@ -717,8 +716,10 @@ defvjp(np.reshape, _unreshape)
 defvjp(np.ravel, _unravel)
 defvjp([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
        _untranspose)  # fmt: skip
-defvjp(np.moveaxis, lambda ans, x, src, dst: lambda g: np.moveaxis(g, dst, src))
-defvjp(np.swapaxes, lambda ans, x, a, b: lambda g: np.swapaxes(g, a, b))
+defvjp(
+    np.moveaxis, lambda ans, x, source, destination: lambda g: np.moveaxis(g, destination, source)
+)
+defvjp(np.swapaxes, lambda ans, x, axis1, axis2: lambda g: np.swapaxes(g, axis1, axis2))
 if hasattr(np, "matrix_transpose"):
     deflinear(np.matrix_transpose)
     defvjp(np.matrix_transpose, lambda ans, x: lambda g: np.swapaxes(g, -1, -2))
@@ -791,15 +792,15 @@ def _zeros_of(x: Any) -> Any:
     return np.zeros_like(x) if hasattr(x, "dtype") else np.zeros(np.shape(x))
 
 
+@builder
 def deflinear_in(
     funcs: Any, sources: Callable[[tuple, dict], list], adapt: Callable | None = None
 ) -> None:
     """`funcs` are linear in the operands `sources(args, kwargs)` jointly: the JVP is the
     function of their tangents (zeros for constant ones), the call fixed by `adapt(args,
     kwargs) -> (args, kwargs)` if given."""
-    for func in [funcs] if callable(funcs) else funcs:
-        prim = prim_of(func)
-        linear_prims.add(prim)
+    for func in each_function(funcs):
+        prim = register(func, "linear", True)
 
         def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
             srcs = sources(args, kwargs)
@@ -817,6 +818,7 @@ def deflinear_in(
         defjvp_argnums(func, rule)
 
 
+@builder
 def defstructural(
     funcs: Any,
     sources: Callable[[tuple, dict], list],
@@ -828,7 +830,7 @@ def defstructural(
     kwargs) -> (args, kwargs)` fixes the call on labels (integer dtypes kept, 0 for
     constant fills), `tangents` the call on tangents."""
     deflinear_in(funcs, sources, tangents)
-    for func in [funcs] if callable(funcs) else funcs:
+    for func in each_function(funcs):
         defvjp_argnums(func, positions_vjp(func, sources, labels))
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from .._batching import (
     BatchTrace,
     bcast_batch,
+    defbatch,
     example_ndim,
     is_batched,
     loop_apply,
@@ -24,9 +25,9 @@ from .._batching import (
     unwrap,
     warn_fallback,
 )
+from .._compat import normalize_axis_index
 from .._core import bind
-from ._compat import normalize_axis_index
-from ._dispatch import defbatch, get_arg, primitive, set_arg
+from .._registry import get_arg, primitive, set_arg
 from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
 from .shapes import flat_shape, value_and_axis

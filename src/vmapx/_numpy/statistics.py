@@ -25,7 +25,7 @@ from .._batching import (
     is_batched,
     unwrap,
 )
-from ._compat import NUMPY2, normalize_axis_tuple
+from .._compat import NUMPY2, normalize_axis_tuple
 from .misc import (
     as_array,
     call_params,

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, aligned_operands, batch_rules, loop_apply, wrap_tree
+from .._batching import BatchTrace, aligned_operands, defbatch, loop_apply, wrap_tree
+from .._compat import numpy_core, present
+from .._registry import register
 from ..errors import UnsupportedError
-from ._compat import numpy_core, present
-from ._dispatch import defbatch, ufunc_primitive
 
 _ELEMENTWISE = [
     "add", "capitalize", "center", "count", "decode", "encode", "endswith", "expandtabs",
@@ -44,8 +44,10 @@ def _broadcasting_rule(func: Callable) -> Callable:
     return rule
 
 
-# `np.strings` is new in NumPy 2: nothing to register on NumPy 1.26
-defbatch(present(getattr(np, "strings", None), *_ELEMENTWISE), _broadcasting_rule)
+# `np.strings` is new in NumPy 2: nothing to register on NumPy 1.26. Its ufuncs
+# (`np.strings.add is np.add`, `isalpha`, `str_len`, ...) batch by the ufunc family's rule
+_STRING_FUNCTIONS = present(getattr(np, "strings", None), *_ELEMENTWISE)
+defbatch([f for f in _STRING_FUNCTIONS if not isinstance(f, np.ufunc)], _broadcasting_rule)
 
 
 def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
@@ -57,4 +59,4 @@ def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 for _ufunc in present(numpy_core.umath, "_partition_index", "_rpartition_index"):
-    batch_rules[ufunc_primitive(_ufunc, "__call__")] = _needs_out_buffers
+    register(_ufunc, "batch", _needs_out_buffers)

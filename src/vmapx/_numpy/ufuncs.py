@@ -13,10 +13,8 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numpy.testing.overrides import get_overridable_numpy_ufuncs
 
 from .._autodiff import (
-    ELEMENTWISE_DERIVS,
     NoRule,
     defcomposite,
     defelementwise,
@@ -38,10 +36,10 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
+from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
-from ._compat import NUMPY2, astype, present
-from ._dispatch import add_ufunc_hook, def_ufunc_rules, ufunc_primitive
-from ._plain import PLAIN_ARRAYS
+from .._plain import PLAIN_ARRAYS
+from .._registry import register, register_ufunc_defaults, ufunc_primitive
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -406,16 +404,23 @@ def at_rule(ufunc: np.ufunc) -> Any:
     return rule
 
 
-def_ufunc_rules(
-    {
-        "__call__": call_rule,
-        "reduce": reduce_rule,
-        "accumulate": accumulate_rule,
-        "reduceat": reduceat_rule,
-        "outer": outer_rule,
-        "at": at_rule,
-    }
-)
+_BATCH_RULES = {
+    "__call__": call_rule,
+    "reduce": reduce_rule,
+    "accumulate": accumulate_rule,
+    "reduceat": reduceat_rule,
+    "outer": outer_rule,
+    "at": at_rule,
+}
+
+
+def _batch_rule_default(prim: Any, ufunc: np.ufunc, method: str) -> None:
+    factory = _BATCH_RULES.get(method)
+    if factory is not None:
+        register(prim, "batch", factory(ufunc))
+
+
+register_ufunc_defaults(_batch_rule_default)
 
 
 # -- derivatives -----------------------------------------------------------------------
@@ -509,7 +514,7 @@ defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heav
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name
-_UMATH = {u.__name__: u for u in get_overridable_numpy_ufuncs()}
+_UMATH = umath_ufuncs()
 if "_ones_like" in _UMATH:
     defzero(_UMATH["_ones_like"])
 if "clip" in _UMATH:  # the result equals one operand: the derivative goes to it (x first)
@@ -533,65 +538,6 @@ def _frexp(x: Any, **kwargs: Any) -> tuple:
 
 defcomposite(np.modf, _modf)
 defcomposite(np.frexp, _frexp)
-
-
-# matmul and the other contractions among the gufuncs
-def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
-    if b.ndim == 1:
-        return g * b if a.ndim == 1 else g[..., None] * b
-    bt = np.swapaxes(b, -1, -2)
-    if a.ndim == 1:
-        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
-    return np.matmul(g, bt)
-
-
-def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
-    if a.ndim == 1:
-        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
-    at = np.swapaxes(a, -1, -2)
-    if b.ndim == 1:
-        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
-    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
-        return at * g
-    return np.matmul(at, g)
-
-
-def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
-    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
-    axes = kwargs.pop("axes", None)
-    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
-        return NotImplemented
-    (a0, a1), (b0, b1), (o0, o1) = axes
-    a = np.moveaxis(a, (a0, a1), (-2, -1))
-    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
-    return np.moveaxis(out, (-2, -1), (o0, o1))
-
-
-defcomposite(np.matmul, _matmul_axes)
-defjvp(
-    np.matmul,
-    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
-    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
-)
-defvjp(
-    np.matmul,
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
-)
-
-
-def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
-    if kwargs.get("axes") is not None:
-        return NotImplemented
-    return np.sum(np.conjugate(a) * b, axis=axis)
-
-
-defcomposite(present(np, "vecdot"), _vecdot)
-if hasattr(np, "matvec"):
-    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
-                 else NotImplemented)  # fmt: skip
-    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
-        ..., 0, :] if not kw else NotImplemented)  # fmt: skip
 
 
 # -- ufunc methods: reduce / accumulate / outer / reduceat ----------------------------
@@ -701,7 +647,7 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     `out[j] = ufunc(out[j-1], x[j])`: `b[i] * prod(a[i+1..j])` for `i <= j`, where
     `a`, `b` are the ufunc's partials. Built as a cumulative product over an (n, n)
     array, so it is exact when some partials are zero."""
-    derivs = ELEMENTWISE_DERIVS[ufunc_primitive(ufunc, "__call__")]
+    derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     n = x.shape[-1]
     prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
     a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
@@ -752,8 +698,8 @@ def _scan_vjp(ufunc: np.ufunc) -> Any:
 
 
 def _scan_jacobian_missing(ufunc: np.ufunc) -> bool:
-    derivs = ELEMENTWISE_DERIVS.get(ufunc_primitive(ufunc, "__call__"))
+    derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     return derivs is None or len(derivs) != 2 or None in derivs
 
 
-add_ufunc_hook(_ufunc_method_derivatives)
+register_ufunc_defaults(_ufunc_method_derivatives)

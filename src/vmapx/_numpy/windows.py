@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .._batching import BatchTrace, example_ndim, unwrap
-from ._dispatch import defbatch, get_arg
+from .._batching import BatchTrace, defbatch, example_ndim, unwrap
+from .._registry import get_arg
 from .ufuncs import _shift_axis
 
 

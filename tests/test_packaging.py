@@ -1,0 +1,61 @@
+"""What a new user meets first: the import, the command line, the package's files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import vmapx
+from vmapx.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+
+
+def test_import_is_lazy_and_every_public_name_resolves():
+    loaded = _python("import sys, vmapx; print(sorted(m for m in sys.modules if 'vmapx' in m))")
+    assert "vmapx._numpy" not in loaded  # the rules load on first use
+    assert "numpy.testing" not in _python(
+        "import sys, vmapx; vmapx.vmap; print(sorted(sys.modules))"
+    )
+    for name in vmapx.__all__:
+        assert getattr(vmapx, name) is not None
+    assert set(vmapx.__all__) <= set(dir(vmapx))
+
+
+def test_coverage_command_lists_each_function_once(capsys):
+    assert main(["coverage"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    names = [r.split()[0] for r in rows[1:] if r and not r.startswith("totals")]
+    assert len(names) == len(set(names)) and "numpy.loadtxt" in names
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    proc = subprocess.run(
+        f"{sys.executable} -m vmapx coverage | head -1",
+        shell=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.stdout.startswith("function")
+    assert proc.stderr == ""
+
+
+def test_help_version_and_usage_errors(capsys):
+    proc = subprocess.run(
+        [sys.executable, "-m", "vmapx", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and "coverage" in proc.stdout
+    assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == vmapx.__version__
+    assert main([]) == 2 and "usage:" in capsys.readouterr().err
+
+
+def test_license_and_supported_pythons_agree():
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.11"' in pyproject
+    assert "Python 3.11 to 3.13" in (ROOT / "README.md").read_text()

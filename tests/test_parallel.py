@@ -1,0 +1,317 @@
+"""Chunks of one batch on several threads (`vmap(..., workers=)`, `vmapx._parallel`)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import vmapx
+from harness import assert_same, loop_reference, peak_bytes
+from vmapx import _autochunk, _parallel, vmap
+
+RNG = np.random.default_rng(5)
+X = RNG.standard_normal((40, 3))
+
+
+def _threads_of(f):
+    """`f`, and the names of the threads that ran its calls."""
+    names: list = []
+
+    def recorded(*args, **kwargs):
+        names.append(threading.current_thread().name)
+        time.sleep(0.002)  # (long enough that the other worker takes the next chunk)
+        return f(*args, **kwargs)
+
+    return recorded, names
+
+
+def _pytree_f(x, w):
+    return {"sum": (x * w).sum(), "outer": np.outer(x, w), "pair": (np.sin(x), x.astype(int))}
+
+
+_DICT_AXES = {"sum": 0, "outer": 2, "pair": (1, 0)}
+
+
+@pytest.mark.parametrize("out_axes", [0, -1, _DICT_AXES])
+def test_parallel_chunks_equal_the_loop(out_axes):
+    w = RNG.standard_normal(3)
+    f, names = _threads_of(_pytree_f)
+    got = vmap(f, in_axes=(0, None), out_axes=out_axes, chunk_size=3, workers=2)(X, w)
+    leaf_axes = (2, 1, 0, 0) if out_axes is _DICT_AXES else out_axes  # (optree's order)
+    expected = loop_reference(_pytree_f, [X, w], (0, None), leaf_axes)
+    assert_same(got, expected, rtol=0, atol=0)
+    assert len(names) == 14
+    assert {n.split("_")[0] for n in names} == {"vmapx"}  # the pool's threads
+    assert len(set(names)) == 2
+
+
+def test_in_axes_other_than_zero_and_keywords():
+    xt = X.T.copy()
+    f = lambda x, scale: np.cumsum(x) * scale  # noqa: E731
+    got = vmap(f, in_axes=-1, chunk_size=7, workers=3)(xt, scale=2.0)
+    assert_same(got, loop_reference(lambda x: f(x, 2.0), [xt], -1), rtol=0, atol=0)
+
+
+def test_one_worker_runs_the_chunks_in_the_calling_thread(monkeypatch):
+    f, names = _threads_of(np.sin)
+    vmap(f, chunk_size=10, workers=1)(X)
+    monkeypatch.setattr(vmapx.config, "workers", 1)
+    vmap(f, chunk_size=10)(X)
+    assert set(names) == {threading.current_thread().name}
+
+
+def test_random_draws_stay_the_loops_stream():
+    """randomness="different" continues one generator's stream chunk after chunk."""
+    g = lambda x, rng: x + rng.normal(size=3)  # noqa: E731
+    f, names = _threads_of(g)
+    got = vmap(f, in_axes=(0, None), randomness="different", chunk_size=4, workers=2)(
+        X, np.random.default_rng(3)
+    )
+    rng = np.random.default_rng(3)
+    assert_same(got, np.stack([g(x, rng) for x in X]), rtol=0, atol=0)
+    assert set(names) == {threading.current_thread().name}
+
+
+def test_a_generator_reached_through_a_closure_keeps_the_stream():
+    rng = np.random.default_rng(1)
+    g = lambda x: x + vmapx.random.batch_aware(rng).standard_normal()  # noqa: E731
+    f, names = _threads_of(g)
+    got = vmap(f, randomness="different", chunk_size=4, workers=2)(X[:, 0])
+    assert_same(got, X[:, 0] + np.random.default_rng(1).standard_normal(40), rtol=0, atol=0)
+    assert set(names) == {threading.current_thread().name}
+
+
+def test_legacy_global_random_in_parallel_chunks_draws_the_loops_numbers():
+    """Chunks on threads that draw from NumPy's global generator run again one after
+    the other (each chunk as the loop): the loop's numbers, in the loop's order."""
+
+    def f(x):
+        return x + np.random.normal() + np.random.rand(3)
+
+    state = np.random.get_state()
+    try:
+        np.random.seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+            got = vmap(f, chunk_size=4, workers=2)(X)
+        np.random.seed(0)
+        assert_same(got, np.stack([f(x) for x in X]), rtol=0, atol=0)
+    finally:
+        np.random.set_state(state)
+
+
+def test_under_an_outer_transform_the_chunks_stay_in_this_thread():
+    f, names = _threads_of(lambda v: np.sin(v) * 2.0)
+    g = vmapx.grad(lambda x: vmap(f, chunk_size=4, workers=2)(x).sum())(X)
+    assert_same(g, 2.0 * np.cos(X))
+    assert set(names) == {threading.current_thread().name}
+
+
+def test_vmaps_inside_the_chunks_and_jit():
+    inner = lambda x: vmap(lambda v: v * x.sum(), chunk_size=1, workers=2)(x)  # noqa: E731
+    jitted = vmapx.jit(vmap(vmapx.grad(lambda x: np.sum(np.sin(x) ** 2)), chunk_size=8))
+    for _ in range(3):  # (records, then replays)
+        assert_same(vmap(inner, chunk_size=5, workers=2)(X), loop_reference(inner, [X], 0))
+        assert_same(jitted(X), 2 * np.sin(X) * np.cos(X))
+
+
+def test_an_error_in_a_chunk_is_raised_and_leaves_no_state():
+    def f(x):
+        if np.isnan(x).any():  # (examples disagree: chunk 4 loops, example 10 raises)
+            raise RuntimeError("example 10 fails")
+        return x * 2
+
+    x = X.copy()
+    x[10] = np.nan
+    with pytest.raises(RuntimeError, match="example 10 fails"):
+        vmap(f, chunk_size=3, workers=2, fallback="silent")(x)
+    assert_same(vmap(f, chunk_size=3, workers=2)(X), X * 2)
+    assert not vmapx._core._state.stack
+
+
+def test_chunks_that_loop_take_the_loops_dtype():
+    kinds = [np.int8, np.uint8, np.float16, np.float16]
+    x = np.arange(4.0)[:, None] * np.ones((4, 2))
+    f = lambda v: v.astype(kinds[int(v[0])])  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmap(f, chunk_size=1, workers=4)(x)
+    assert_same(got, loop_reference(f, [x], 0), rtol=0, atol=0)
+
+
+def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
+    monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)  # (every call is long,
+    monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)  # and computes)
+    f, names = _threads_of(np.cos)
+    batched = vmap(f, workers=2)
+    first = batched(X)
+    assert len(names) == 1  # the first call runs whole and measures, the second too
+    assert_same(batched(X), first, rtol=0, atol=0)
+    assert len(names) == 2
+    third = batched(X)
+    assert len(names) == 4 and len(set(names[2:])) == 2  # then split in two
+    assert_same(third, first, rtol=0, atol=0)
+    assert_same(third, np.cos(X))
+
+
+def test_calls_bound_by_writing_their_results_stay_whole():
+    """Values that are mostly results, made at < 0.4 ns of CPU per byte: threads would
+    not write memory faster (np.sqrt of 9.4 MB: 1.4 ms on one thread or two)."""
+    made = type("Made", (), {"largest": 64 << 20, "made": 64 << 20})()
+    results = [np.empty(8 << 20)]  # (64 MiB)
+    for cpu, split in ((0.010, False), (0.040, True)):  # 0.15 and 0.6 ns per byte
+        auto = _autochunk.AutoChunk()
+        for _ in range(2):
+            auto.observe_whole(("k",), 100, made, results, cpu, workers=2, cpu_seconds=cpu)
+        assert (auto.chunk_for(("k",)) is not None) is split
+
+
+def test_threads_that_do_not_pay_leave_the_rules_of_one_thread():
+    """Cache-bound intermediates (24 MiB): cache-sized chunks on one thread, then on
+    threads, and where those are not 10% faster, on one thread again."""
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    made = type("Made", (), {"largest": 24 << 20, "made": 64 << 20})()
+    for _ in range(2):
+        auto.observe_whole(key, 2048, made, [np.empty(1 << 17)], 0.010, workers=2)
+    cache = 2048 * _autochunk.CHUNK_BYTES // (24 << 20)
+    assert auto.chunk_for(key) == cache and not auto.threaded(key)  # (one thread first)
+    for seconds in (0.02, 0.006, 0.007, 0.0065):  # (the first is not judged)
+        auto.observe_chunked(key, seconds)
+    assert auto.chunk_for(key) == cache and auto.threaded(key)  # (the median: 6.5 ms)
+    for seconds in (0.02, 0.005, 0.006, 0.0061):  # (median 6 ms > 0.9 x 6.5 ms)
+        auto.observe_chunked(key, seconds)
+    assert auto.chunk_for(key) == cache and not auto.threaded(key)
+
+
+def test_split_calls_slower_than_whole_ones_run_whole_again():
+    auto = _autochunk.AutoChunk()
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.003, workers=2)
+    assert auto.chunk_for(("k",)) is None  # (one more whole call first)
+    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.002, workers=2)
+    assert auto.chunk_for(("k",)) == 50
+    for seconds in (0.005, 0.0023, 0.0019):  # (the first is not judged)
+        auto.observe_chunked(("k",), seconds)
+        assert auto.chunk_for(("k",)) == 50
+    auto.observe_chunked(("k",), 0.0024)  # median of 3: 2.3 ms > 0.9 x 2 ms
+    assert auto.chunk_for(("k",)) is None
+
+
+def test_parallel_chunk_sizes():
+    assert _autochunk.parallel_chunk(100, 0.5e-3, 2) == 0  # (too short to pay)
+    assert _autochunk.parallel_chunk(100, 2e-3, 1) == 0  # (one worker)
+    assert _autochunk.parallel_chunk(100, 2e-3, 2) == 50
+    assert _autochunk.parallel_chunk(100, 1.0, 3) == 9  # (4 pieces per worker)
+    assert _autochunk.parallel_chunk(100, 2e-3, 2, 80 << 20) == 10  # (8 MiB of results)
+    assert _autochunk.parallel_chunk(1, 1.0, 2) == 0
+
+
+def test_peak_memory_is_the_chunks_in_flight():
+    xs, ys = RNG.standard_normal((2048, 3)), RNG.standard_normal((512, 3))
+    f = lambda x, ys: np.sqrt(((ys - x) ** 2).sum(-1))  # noqa: E731 (24 MiB inside)
+    whole = peak_bytes(lambda: vmap(f, in_axes=(0, None), chunk_size=None)(xs, ys))
+    par = peak_bytes(lambda: vmap(f, in_axes=(0, None), chunk_size=128, workers=2)(xs, ys))
+    assert par < 2 * 2048 * 512 * 8 < whole, (par, whole)  # (the result: 8 MiB)
+
+
+@pytest.mark.skipif(_parallel.threadpoolctl() is None, reason="threadpoolctl is not installed")
+def test_blas_threads_are_divided_among_the_workers():
+    controller = _parallel.threadpoolctl().ThreadpoolController()
+    before = [i["num_threads"] for i in controller.info() if i["user_api"] == "blas"]
+    if not before:
+        pytest.skip("no BLAS library found by threadpoolctl")
+    seen: list = []
+
+    def f(x):
+        info = _parallel.threadpoolctl().threadpool_info()
+        seen.append(max(i["num_threads"] for i in info if i["user_api"] == "blas"))
+        return x @ x.T
+
+    got = vmap(f, chunk_size=10, workers=2)(X[:, :, None])
+    assert_same(got, np.stack([x[:, None] @ x[None] for x in X]))
+    assert set(seen) == {max(1, max(before) // 2)}
+    after = [i["num_threads"] for i in controller.info() if i["user_api"] == "blas"]
+    assert after == before
+
+
+def test_without_threadpoolctl(monkeypatch):
+    monkeypatch.setattr(_parallel, "threadpoolctl", lambda: None)
+    assert_same(vmap(np.sin, chunk_size=5, workers=2)(X), np.sin(X), rtol=0, atol=0)
+
+
+def test_a_larger_pool_while_calls_are_in_flight():
+    """A call asking for more workers than the pool has gets a larger pool; calls in
+    flight on the old one finish there."""
+    slow = vmap(lambda x: (time.sleep(0.002), x * 2)[1], chunk_size=2, workers=2)
+    results: list = []
+    thread = threading.Thread(target=lambda: results.append(slow(X)))
+    thread.start()
+    many = vmap(np.sin, chunk_size=2, workers=_parallel._pool_size + 3)(X)
+    thread.join()
+    assert_same(results[0], X * 2)
+    assert_same(many, np.sin(X))
+
+
+def test_calls_from_several_threads_at_once():
+    batched = vmap(lambda x: np.tanh(x) * x.sum(), chunk_size=3, workers=2)
+    inputs = [RNG.standard_normal((30, 4)) for _ in range(4)]
+    results: dict = {}
+
+    def call(i):
+        results[i] = batched(inputs[i])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, x in enumerate(inputs):
+        assert_same(results[i], np.tanh(x) * x.sum(axis=1, keepdims=True))
+
+
+def test_progress_bar(capsys):
+    pytest.importorskip("tqdm")
+    assert_same(vmap(np.sin, chunk_size=10, progress=True)(X), np.sin(X), rtol=0, atol=0)
+    assert "4/4" in capsys.readouterr().err
+
+
+def test_progress_without_tqdm(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    with pytest.raises(ImportError, match="pip install tqdm"):
+        vmap(np.sin, chunk_size=10, progress=True)(X)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "all"])
+def test_bad_workers(bad):
+    with pytest.raises(ValueError, match="`workers` must be a positive int or None"):
+        vmap(np.sin, workers=bad)
+    with pytest.raises(ValueError, match="vmapx.config: `workers`"):
+        vmapx.config.workers = bad
+
+
+def test_the_default_is_the_cores_this_process_may_use(monkeypatch):
+    assert _parallel.resolve_workers(None) == _parallel.available_cores() >= 1
+    monkeypatch.setattr(vmapx.config, "workers", 3)
+    assert _parallel.resolve_workers(None) == 3
+    assert _parallel.resolve_workers(2) == 2
+
+
+def test_the_environment_variable():
+    import os
+    import subprocess
+
+    def run(value):
+        return subprocess.run(
+            [sys.executable, "-c", "import vmapx; print(vmapx.config.workers)"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "VMAPX_WORKERS": value},
+        )
+
+    assert run("3").stdout.strip() == "3"
+    assert "VMAPX_WORKERS must be a positive int, got 'many'" in run("many").stderr
