@@ -1,9 +1,10 @@
 """Defects found by the differential fuzzer (`tests/fuzzing`), each shrunk to a small case.
 
-Each is an expected failure (strict: when the defect is fixed the test passes, pytest
-reports it, and the mark comes off). The fuzzer leaves each construct out of its random
-programs until then: see `KNOWN_DEFECT_TAGS` in `fuzzing/checks.py` and the
-`KNOWN DEFECT (found)` comments in `fuzzing/ops.py`.
+An open defect is an expected failure (strict: when it is fixed the test passes, pytest
+reports it, and the mark comes off; the test stays as a regression test). The fuzzer
+leaves each open construct out of its random programs until then: see
+`KNOWN_DEFECT_TAGS` in `fuzzing/checks.py` and the `KNOWN DEFECT (found)` comments in
+`fuzzing/ops.py`.
 """
 
 from __future__ import annotations
@@ -104,8 +105,6 @@ def test_jit_does_not_replay_a_data_dependent_size():
         np.testing.assert_array_equal(jitted(second), f(second))
 
 
-@_xfail("np.tensordot of a 3-d unmapped array and a value mapped by two vmaps raises "
-        "TypeError: 'range' object cannot be interpreted as an integer")  # fmt: skip
 def test_tensordot_under_nested_vmap():
     b = np.arange(18.0).reshape(3, 2, 3)
     f = lambda a: np.tensordot(b, a, axes=1)  # noqa: E731
@@ -154,9 +153,6 @@ def _asarray_then_draw(a: np.ndarray, b: np.ndarray, g: np.random.Generator) -> 
     return g.uniform(size=2)
 
 
-@_xfail("nested vmaps with randomness='different': when the inner vmap falls back to "
-        "running f per example, the draws come in inner-major order (the loop of loops' "
-        "numbers transposed)")  # fmt: skip
 def test_nested_draws_in_the_loops_order_when_the_inner_vmap_falls_back():
     a, b = np.zeros(2), np.zeros(3)
     inner = vmapx.vmap(_asarray_then_draw, in_axes=(None, 0, None), randomness="different")
@@ -175,8 +171,6 @@ def test_bincount_of_uint8_255():
     check_vmap(np.bincount, [np.array([[255, 0]], np.uint8)])
 
 
-@_xfail("np.einsum of a 3-d unmapped array and a value mapped by two vmaps raises "
-        "TypeError: 'range' object cannot be interpreted as an integer")  # fmt: skip
 def test_einsum_under_nested_vmap():
     b = np.arange(12.0).reshape(3, 2, 2)
     f = lambda a: np.einsum("abz,zy->aby", b, a)  # noqa: E731
@@ -246,8 +240,6 @@ def _scale_in_place(x: np.ndarray) -> np.ndarray:
     return v
 
 
-@_xfail("an in-place operator with a float operand on batched integer values (`v *= 1.5`) "
-        "truncates into the integers under vmap; NumPy raises UFuncTypeError")  # fmt: skip
 def test_in_place_float_operator_on_integers_raises():
     x = np.array([[3, 3]])
     with pytest.raises(TypeError):
@@ -260,3 +252,15 @@ def test_in_place_float_operator_on_integers_raises():
         "array and `~` gives False (bool)")  # fmt: skip
 def test_invert_of_allclose_is_the_python_bools():
     check_vmap(lambda x: ~np.allclose(x, x), [np.ones((2, 3))])
+
+
+def _add_scalar_draw(x: np.ndarray, g: np.random.Generator) -> np.ndarray:
+    return x + g.random(())  # a 0-d float64 array: float32 + it is float64
+
+
+@_xfail("a draw of size=() is a 0-d float64 array in the loop (float32 + it is float64), "
+        "but under vmap it promotes like a Python float (float32)")  # fmt: skip
+def test_draw_of_size_empty_tuple_promotes_as_an_array():
+    x = np.ones((2, 1), np.float32)
+    f = vmapx.vmap(_add_scalar_draw, in_axes=(0, None), randomness="different")
+    assert f(x, np.random.default_rng(0)).dtype == np.float64

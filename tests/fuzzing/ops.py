@@ -666,9 +666,8 @@ def op_iop(c: Ctx) -> list[str]:
     # reductions are never generated (lo=1 below).
     x = c.pick("ifc", lo=1)
     v = c.val(x)
-    # KNOWN DEFECT (found, test_fuzz_found.py): an in-place operator with a float
-    # operand on integer values truncates under vmap (NumPy raises): same kinds only
-    kinds = {"i": "bi", "f": "bif", "c": "bifc"}[kind(v)]
+    # a float operand on integer values raises in NumPy (and so must vmap) now and then
+    kinds = {"i": "bif" if c.coin(0.1) else "bi", "f": "bif", "c": "bifc"}[kind(v)]
     y = c.other(x, kinds)
     sym = c.choice(["+=", "-=", "*="])
     if c.coin(0.5) and v.shape[0] > 0:
@@ -884,10 +883,7 @@ def op_if(c: Ctx) -> list[str]:
 def op_for_range(c: Ctx) -> list[str]:
     x = c.pick("if")
     n = c.pick("if")
-    # KNOWN DEFECT (found, test_fuzz_found.py): `v *= 1.5` on integer values truncates
-    # under vmap where NumPy raises; the loop's value is float from the start (`* 1.0`)
-    # so that the dtype after the loop never depends on the number of iterations
-    return [f"{{t}} = {x} * 1.0", f"for _ in range(int(np.sum(np.abs({n}) > 1)) % 3):",
+    return [f"{{t}} = {x} * 1", f"for _ in range(int(np.sum(np.abs({n}) > 1)) % 3):",
             "    {t} = {t} * 0.5 + 1"]  # fmt: skip
 
 
@@ -967,7 +963,9 @@ def op_draw(c: Ctx) -> str:
     if not c.has_gen:
         raise Skip
     c.tag("draw")
-    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)", "()"])
+    # KNOWN DEFECT (found, test_fuzz_found.py): a draw of size=() is taken as a Python
+    # scalar (weak in NumPy 2's promotion) under vmap: no size=() here
+    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)"])
     r = c.rng.random()
     if r < 0.55:
         draw = c.choice(_DRAWS).format(s=shape)
