@@ -23,6 +23,14 @@ def _xfail(reason: str):  # noqa: ANN202
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
+def _raises_like_numpy(f, x: np.ndarray, error: type) -> None:  # noqa: ANN001
+    """`f` raises `error` on one example, and so does `vmap(f)` on the batch `x`."""
+    with pytest.raises(error):
+        f(x[0])
+    with pytest.raises(error):
+        vmapx.vmap(f)(x)
+
+
 @_xfail("np.union1d under vmap: a list argument reaches np.result_type as a dtype spec")
 def test_union1d_list_argument():
     check_vmap(lambda x: np.union1d(x, [3.0]), [np.ones((2, 3))])
@@ -213,11 +221,7 @@ def _write_array_into_element(x: np.ndarray) -> np.ndarray:
 @_xfail("`v[0] = x` with x of shape (1,) raises in NumPy 2 ('setting an array element "
         "with a sequence'); under vmap it broadcasts and returns a result")  # fmt: skip
 def test_writing_an_array_into_one_element_raises_as_in_numpy():
-    x = np.array([[2.0], [3.0]])
-    with pytest.raises(ValueError):
-        _write_array_into_element(x[0])
-    with pytest.raises(ValueError):
-        vmapx.vmap(_write_array_into_element)(x)
+    _raises_like_numpy(_write_array_into_element, np.array([[2.0], [3.0]]), ValueError)
 
 
 @_xfail("np.correlate/np.convolve of two batched values: one NaN makes every output NaN; "
@@ -241,11 +245,7 @@ def _scale_in_place(x: np.ndarray) -> np.ndarray:
 
 
 def test_in_place_float_operator_on_integers_raises():
-    x = np.array([[3, 3]])
-    with pytest.raises(TypeError):
-        _scale_in_place(x[0])
-    with pytest.raises(TypeError):
-        vmapx.vmap(_scale_in_place)(x)
+    _raises_like_numpy(_scale_in_place, np.array([[3, 3]]), TypeError)
 
 
 @_xfail("np.allclose gives a Python bool, whose `~` is -2 (int); under vmap it is a bool "
