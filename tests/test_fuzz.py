@@ -14,11 +14,17 @@ from fuzzing import checks as C
 from fuzzing.ops import OPS
 from fuzzing.programs import generate
 from fuzzing.runner import Failure, report, reproducer, run_seeds, shrink
+from np_compat import requires_numpy2
 
 BLOCKS = 6
 PER_BLOCK = 1000  # programs per block (deterministic seeds; 4-5 s of CPU a block)
 
 
+@requires_numpy2(
+    "the fuzzer's dtype checks: on NumPy 1.26 the loop promotes per-example NumPy scalars "
+    "by value (np.float32 ** 0.5 is float64 there) where vmap keeps float32; see "
+    "test_fuzz_found.test_numpy1_scalar_power_promotes_like_the_loop"
+)
 @pytest.mark.parametrize("block", range(BLOCKS))
 def test_fuzz_block(block: int) -> None:
     seeds = range(block * PER_BLOCK, (block + 1) * PER_BLOCK)
