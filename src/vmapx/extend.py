@@ -106,8 +106,7 @@ class PrimitiveFunction:
         """The batched function (its batch rule, or `vmap` of `fun`) as one primitive one
         level down, with `vmap` of its derivative rules as its rules: what an outer
         `grad` of this `vmap` differentiates."""
-        kwargs = dict(kwargs)
-        treedef = kwargs.pop(_TREE)
+        treedef, kwargs = _split_tree(kwargs)
         pairs = [unwrap(trace, x) for x in leaves]
         flags = tuple(b for _, b in pairs)
         key = (flags, treedef, trace.axis_size)
@@ -226,18 +225,13 @@ def register_batch_rule(func: Any, rule: Callable, *, replace: bool = False) -> 
         ):  # fmt: skip
             # values an outer transform differentiates: keep the derivative rules
             return owner._batch_keeping_rules(trace, args, kwargs)
-        kwargs = dict(kwargs)
-        treedef = kwargs.pop(_TREE, None)
+        treedef, kwargs = _split_tree(kwargs)
         values, flags = [v for v, _ in pairs], [b for _, b in pairs]
         if treedef is not None:
             values, flags = treedef.unflatten(values), treedef.unflatten(flags)
         result = rule(trace.axis_size, list(flags), *values, **kwargs)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise OutputError(
-                f"the batch rule of `{name}` must return a pair `(out, out_batched)`, "
-                f"got {type(result).__name__}"
-            )
-        return wrap_batched(trace, *result, name)
+        out, out_batched = _pair(result, f"the batch rule of `{name}`", "(out, out_batched)")
+        return wrap_batched(trace, out, out_batched, name)
 
     register(prim, "batch", batch, replace=replace)
     if owner is not None:
@@ -282,19 +276,12 @@ def register_jvp(func: Any, jvp: Callable, *, replace: bool = False) -> None:
     _check_callable("register_jvp", jvp)
 
     def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
-        kwargs = dict(kwargs)
-        treedef = kwargs.pop(_TREE, None)
-        for a in tangents:
-            if not isinstance(a, int):
-                raise NoRule(a, "jvp")
+        treedef, kwargs = _split_tree(kwargs)
+        _positional_only(tangents, "jvp")
         tans = [tangents[i] if i in tangents else _zero_tangent(x) for i, x in enumerate(args)]
         result = jvp(_tree(treedef, args), _tree(treedef, tans), **kwargs)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise OutputError(
-                f"the JVP rule of `{prim.name}` must return a pair "
-                f"`(primal_out, tangent_out)`, got {type(result).__name__}"
-            )
-        return result[1]
+        what = f"the JVP rule of `{prim.name}`"
+        return _pair(result, what, "(primal_out, tangent_out)")[1]
 
     register(prim, "jvp", rule, replace=replace)
     if owner is not None:
@@ -315,19 +302,11 @@ def register_vjp(func: Any, fwd: Callable, bwd: Callable, *, replace: bool = Fal
     _check_callable("register_vjp", bwd)
 
     def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        kwargs = dict(kwargs)
-        treedef = kwargs.pop(_TREE, None)
-        for a in argnums:
-            if not isinstance(a, int):
-                raise NoRule(a, "vjp")
+        treedef, kwargs = _split_tree(kwargs)
+        _positional_only(argnums, "vjp")
         primals = _tree(treedef, args)
         result = fwd(*primals, **kwargs)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise OutputError(
-                f"the `fwd` rule of `{prim.name}` must return a pair `(out, residuals)`, "
-                f"got {type(result).__name__}"
-            )
-        residuals = result[1]
+        residuals = _pair(result, f"the `fwd` rule of `{prim.name}`", "(out, residuals)")[1]
 
         def pullback(g: Any) -> list:
             cts = bwd(residuals, g)
@@ -344,6 +323,27 @@ def register_vjp(func: Any, fwd: Callable, bwd: Callable, *, replace: bool = Fal
     register(prim, "vjp", rule, replace=replace)
     if owner is not None:
         owner.vjp_rules = (fwd, bwd)
+
+
+def _split_tree(kwargs: dict) -> tuple[Any, dict]:
+    """`(treedef, kwargs)`: the positional arguments' structure (None for a NumPy
+    function's call) and the call's own keyword arguments."""
+    kwargs = dict(kwargs)
+    return kwargs.pop(_TREE, None), kwargs
+
+
+def _positional_only(argnums: Any, mode: str) -> None:
+    """Public rules differentiate positional arguments (not keywords or list items)."""
+    for a in argnums:
+        if not isinstance(a, int):
+            raise NoRule(a, mode)
+
+
+def _pair(result: Any, what: str, form: str) -> tuple:
+    """A rule's result, which must be a pair `form`."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise OutputError(f"{what} must return a pair `{form}`, got {type(result).__name__}")
+    return result
 
 
 def _check_callable(name: str, rule: Any) -> None:
