@@ -131,5 +131,9 @@ def test_cli_coverage_flags() -> None:
     run = [sys.executable, "-m", "vmapx", "coverage", "--rules", "--where"]
     out = subprocess.run(run, capture_output=True, text=True, check=True).stdout
     assert "np.matmul" in out and "vjp:" in out
+    # a fresh process sees every rule (the lazy `import vmapx` loads none by itself)
+    from vmapx._coverage import coverage_table
+
+    assert out.rstrip("\n") == coverage_table(rules=True, where=True)
     bad = subprocess.run([sys.executable, "-m", "vmapx", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr

@@ -7,7 +7,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._registry import ALL, FUNCTIONS, UFUNC_PRIMITIVES, Rules, prim_of
+# the report reads the registry: every module that registers rules must be loaded
+# (`import vmapx` is lazy, and `python -m vmapx coverage` comes here directly)
+from . import _control_ad, _numpy  # noqa: F401
+from ._registry import ALL, FUNCTIONS, Rules, rules_of
 
 
 def coverage() -> dict[Callable, str]:
@@ -94,7 +97,7 @@ def rules_report() -> dict[Callable, dict[str, str]]:
     `file:line` that registered it."""
     report = {}
     for func, status in coverage().items():
-        rules = _rules_for(func)
+        rules = rules_of(func if isinstance(func, np.ufunc) else dispatched_as(func))
         report[func] = {
             "batch": status,
             "jvp": derivative_status(rules, "jvp"),
@@ -104,13 +107,6 @@ def rules_report() -> dict[Callable, dict[str, str]]:
             else " ".join(f"{k}={v}" for k, v in rules.sources.items()),  # fmt: skip
         }
     return report
-
-
-def _rules_for(func: Callable) -> Rules | None:
-    if isinstance(func, np.ufunc):
-        return prim_of(func).rules if (func, "__call__") in UFUNC_PRIMITIVES else None
-    prim = FUNCTIONS.get(dispatched_as(func))
-    return None if prim is None else prim.rules
 
 
 def coverage_table(*, rules: bool = False, where: bool = False) -> str:
