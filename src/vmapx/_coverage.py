@@ -10,7 +10,7 @@ import numpy as np
 # the report reads the registry: every module that registers rules must be loaded
 # (`import vmapx` is lazy, and `python -m vmapx coverage` comes here directly)
 from . import _control_ad, _numpy  # noqa: F401
-from ._registry import ALL, FUNCTIONS, Rules, rules_of
+from ._registry import ALL, FUNCTIONS, Rules, prim_of, rules_of
 
 
 def coverage() -> dict[Callable, str]:
@@ -97,7 +97,9 @@ def rules_report() -> dict[Callable, dict[str, str]]:
     `file:line` that registered it."""
     report = {}
     for func, status in coverage().items():
-        rules = rules_of(func if isinstance(func, np.ufunc) else dispatched_as(func))
+        # (a ufunc's primitive is made on first use: make it, so the report never depends
+        # on what ran before)
+        rules = prim_of(func).rules if isinstance(func, np.ufunc) else rules_of(dispatched_as(func))
         report[func] = {
             "batch": status,
             "jvp": derivative_status(rules, "jvp"),
