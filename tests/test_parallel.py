@@ -18,13 +18,19 @@ RNG = np.random.default_rng(5)
 X = RNG.standard_normal((40, 3))
 
 
-def _threads_of(f):
-    """`f`, and the names of the threads that ran its calls."""
+def _threads_of(f, meet: int | None = None):
+    """`f`, and the names of the threads that ran its calls. With `meet`, calls in
+    worker threads wait until `meet` of them run at once (a worker that took every
+    chunk alone breaks the barrier: the chunks did not run in parallel)."""
     names: list = []
+    together = threading.Barrier(meet) if meet else None
 
     def recorded(*args, **kwargs):
         names.append(threading.current_thread().name)
-        time.sleep(0.002)  # (long enough that the other worker takes the next chunk)
+        if together is not None and threading.current_thread() is not threading.main_thread():
+            together.wait(timeout=10)
+        else:
+            time.sleep(0.002)  # (long enough that the other worker takes the next chunk)
         return f(*args, **kwargs)
 
     return recorded, names
@@ -147,7 +153,7 @@ def test_chunks_that_loop_take_the_loops_dtype():
 def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
     monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)  # (every call is long,
     monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)  # and computes)
-    f, names = _threads_of(np.cos)
+    f, names = _threads_of(np.cos, meet=2)
     batched = vmap(f, workers=2)
     first = batched(X)
     assert len(names) == 1  # the first call runs whole and measures, the second too
