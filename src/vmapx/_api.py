@@ -14,7 +14,7 @@ import numpy as np
 import optree
 
 from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
-from ._batching import BatchTrace, BatchTracer, _user_stacklevel
+from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
 from .errors import (
@@ -189,7 +189,7 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
         if kwargs and not opts.kwargs_noticed:
-            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, _user_stacklevel() + 1)
+            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, user_stacklevel() + 1)
     if opts.chunk_size is not None and size > opts.chunk_size:
         workers = 1 if special else _workers(opts)
         return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, workers)
@@ -744,7 +744,7 @@ def _whole_function_loop(
             f"vmap: {signal.what} at {signal.location}; vmapx re-runs the function once per "
             f"example ({size} calls). To stay batched: {signal.fix}.",
             PerformanceWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
     if size == 0:
         raise AxisSizeError(

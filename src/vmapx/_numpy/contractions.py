@@ -35,7 +35,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, present
 from .._registry import get_arg, register
-from .shapes import flat_shape
+from .._rule_helpers import flat_shape
 from .ufuncs import gufunc_rule
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)

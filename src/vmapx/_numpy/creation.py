@@ -16,8 +16,7 @@ import numpy as np
 from .._batching import BatchTrace, aligned_operands, defbatch, example_ndim, is_batched, unwrap
 from .._compat import NUMPY2, astype
 from .._registry import get_arg, set_arg
-from .shapes import example_shape, per_example
-from .ufuncs import _shift_one
+from .._rule_helpers import example_shape, per_example, shift_one
 
 
 def _like_rule(func: Callable) -> Callable:
@@ -112,7 +111,7 @@ def _space_rule(func: Callable) -> Callable:
         rank = max(example_ndim(trace, a) for a in values)
         for (p, n), a in zip(present, aligned_operands(trace, values), strict=True):
             args, kwargs = set_arg(args, kwargs, p, n, a)
-        axis = _shift_one(get_arg(args, kwargs, axis_pos, "axis", 0), rank + 1)
+        axis = shift_one(get_arg(args, kwargs, axis_pos, "axis", 0), rank + 1)
         args, kwargs = set_arg(args, kwargs, axis_pos, "axis", axis)
         out = func(*args, **kwargs)
         if isinstance(out, tuple):  # retstep: the step is batched, or NaN for all

@@ -34,10 +34,9 @@ from .._batching import (
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
 from .._registry import get_arg, primitive, register, set_arg
+from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import getitem_rule, value_layout
-from .shapes import flat_shape, value_and_axis
-from .ufuncs import _shift_one
 
 # -- shared helpers -------------------------------------------------------------------
 
@@ -88,11 +87,6 @@ def compact(trace: BatchTrace, vals: Any, keep: Any, what: str) -> tuple[Any, An
     return np.take_along_axis(vals, cols, axis=1), cols
 
 
-def zero_batch(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """A data-dependent result for a zero-size batch: the shape of an example of ones."""
-    return loop_apply(trace, func, args, kwargs, func.__name__)
-
-
 def _rows_shape(v: Any) -> tuple[int, int]:
     """`(B, size)` of a batch-front value (`flat_shape` for any array-like)."""
     return flat_shape(v if hasattr(v, "shape") else np.asarray(v))
@@ -123,7 +117,7 @@ def _take_rule(func: Callable) -> Callable:
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
             # a gather from one array: the batch is an index axis
-            ax = None if axis is None else _shift_one(axis, np.ndim(a)) - 1
+            ax = None if axis is None else shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
             return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
         v, ax = value_and_axis(trace, a, axis)

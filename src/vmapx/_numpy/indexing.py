@@ -25,6 +25,7 @@ from .._batching import (
 )
 from .._core import Tracer, bind
 from .._registry import Primitive, register, register_ufunc_defaults
+from .._rule_helpers import example_shape
 from ._tracer_api import GETITEM, SETITEM
 
 
@@ -280,7 +281,7 @@ def _batched_mask_write(trace: BatchTrace, x: Any, nd: int, idx: Any, value: Any
     mshape = mask.shape[1:]
     after = comps[at + 1 :]
     k = nd - len(mshape) - len(after) if any(c is Ellipsis for c in comps[:at]) else at
-    shape = _example_shape(trace, x)
+    shape = example_shape(trace, x)
     full_mask = np.broadcast_to(
         mask.reshape((mask.shape[0],) + (1,) * k + mshape), (mask.shape[0], *shape[:k], *mshape)
     )
@@ -291,11 +292,6 @@ def _batched_mask_write(trace: BatchTrace, x: Any, nd: int, idx: Any, value: Any
     base = bcast_batch(trace, x)
     out = _checked(trace, lambda: bind(SETITEM, (base, full_mask, v), {}), x, idx, value)
     return trace.wrap(out)
-
-
-def _example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
-    v, b = unwrap(trace, x)
-    return tuple(v.shape[1:]) if b else tuple(np.shape(v))
 
 
 register(GETITEM, "batch", getitem_rule)

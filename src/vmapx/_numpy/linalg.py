@@ -26,7 +26,6 @@ import optree
 
 from .._batching import (
     BatchTrace,
-    _user_stacklevel,
     align_rank,
     aligned_operands,
     bcast_batch,
@@ -34,14 +33,14 @@ from .._batching import (
     example_ndim,
     is_batched,
     unwrap,
+    user_stacklevel,
     wrap_tree,
 )
 from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
 from .._registry import get_arg, set_arg
+from .._rule_helpers import flat_shape, shift_axis, shift_one
 from .contractions import _dot_rule, _operand, matmul_vals
-from .shapes import flat_shape
-from .ufuncs import _shift_axis, _shift_one
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -188,7 +187,7 @@ def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
     if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
-        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=_user_stacklevel())
+        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=user_stacklevel())
         rcond = -1
     (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
@@ -312,7 +311,7 @@ def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         if nd not in (1, 2):
             raise ValueError("Improper number of dimensions to norm.")
         axis = tuple(range(nd))
-    axis = _shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
+    axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
     return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
 
 
@@ -335,7 +334,7 @@ def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if axis is None:
         out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
         return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
-    axis = _shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else _shift_one(axis, nd)
+    axis = shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else shift_one(axis, nd)
     return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
 
 

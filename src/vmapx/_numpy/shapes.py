@@ -20,30 +20,22 @@ from .._batching import (
     defbatch,
     example_ndim,
     is_batched,
-    loop_apply,
     unwrap,
-    warn_fallback,
 )
 from .._compat import astype, present
 from .._core import Tracer
 from .._registry import builder, each_function, function_name, get_arg, register, set_arg
+from .._rule_helpers import (
+    example_shape,
+    flat_shape,
+    per_example,
+    shift_axis,
+    shift_one,
+    value_and_axis,
+)
 from ._tracer_api import IN_PLACE
-from .ufuncs import _shift_axis, _shift_one
 
 # -- helpers shared by the shape, join and elementwise families --------------------
-
-
-def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
-    """The shape of `x` as one example sees it."""
-    v, batched = unwrap(trace, x)
-    return tuple(v.shape[1:]) if batched else np.shape(x)
-
-
-def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
-    """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
-    name = f"`{function_name(func)}`"
-    warn_fallback(trace, f"{name} {why}")
-    return loop_apply(trace, func, args, kwargs, name)
 
 
 def raise_like_numpy(func: Callable, ndim: int, *args: Any, **kwargs: Any) -> None:
@@ -108,20 +100,6 @@ def _ravel_rule(func: Callable) -> Callable:
     return rule
 
 
-def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
-    """The batched value of `x` and the batched axis for its per-example `axis`
-    (`axis=None` flattens each example, as NumPy's `axis=None` does)."""
-    v = bcast_batch(trace, x)
-    if axis is None:
-        return v.reshape(flat_shape(v)), 1
-    return v, _shift_one(axis, example_ndim(trace, x))
-
-
-def flat_shape(v: Any) -> tuple[int, int]:
-    """`(B, size of one example)`, valid for a zero-size batch too."""
-    return (v.shape[0], int(np.prod(v.shape[1:], dtype=np.int64)))
-
-
 def _broadcast_to_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         v = unwrap(trace, args[0])[0]
@@ -150,7 +128,7 @@ def _squeeze_rule(func: Callable) -> Callable:
         nd = v.ndim - 1
         if axis is None:  # never the batch axis, even when the batch has size 1
             axis = tuple(i for i, d in enumerate(v.shape[1:]) if d == 1)
-        return trace.wrap(np.squeeze(v, _shift_axis(axis, nd)))
+        return trace.wrap(np.squeeze(v, shift_axis(axis, nd)))
 
     return rule
 
@@ -161,7 +139,7 @@ def _transpose_rule(func: Callable) -> Callable:
         nd = v.ndim - 1
         axes = get_arg(args, kwargs, 1, "axes")
         axes = range(nd - 1, -1, -1) if axes is None else axes
-        return trace.wrap(np.transpose(v, (0, *(_shift_one(a, nd) for a in axes))))
+        return trace.wrap(np.transpose(v, (0, *(shift_one(a, nd) for a in axes))))
 
     return rule
 
@@ -179,7 +157,7 @@ def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
             for pos, name in zip(positions, names, strict=True):
                 axis = get_arg(args, kwargs, pos, name)
                 if axis is not None:
-                    new = _shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
+                    new = shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
                     args, kwargs = set_arg(args, kwargs, pos, name, new)
             return trace.wrap(func(*args, **kwargs))
 
@@ -194,7 +172,7 @@ def _expand_dims_rule(func: Callable) -> Callable:
         axis = get_arg(args, kwargs, 1, "axis")
         axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
         out_nd = v.ndim - 1 + len(axes)
-        return trace.wrap(np.expand_dims(v, tuple(_shift_one(a, out_nd) for a in axes)))
+        return trace.wrap(np.expand_dims(v, tuple(shift_one(a, out_nd) for a in axes)))
 
     return rule
 
@@ -291,7 +269,7 @@ def _flip_rule(func: Callable) -> Callable:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = get_arg(args, kwargs, 1, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
-        return trace.wrap(np.flip(v, _shift_axis(axis, nd)))
+        return trace.wrap(np.flip(v, shift_axis(axis, nd)))
 
     return rule
 
@@ -324,7 +302,7 @@ def _roll_rule(func: Callable) -> Callable:
             out = _roll_batched_shift(v, bcast_batch(trace, shift), axis, nd)
         else:
             axis = tuple(axis) if isinstance(axis, list) else axis
-            out = np.roll(v, shift, axis=_shift_axis(axis, nd))
+            out = np.roll(v, shift, axis=shift_axis(axis, nd))
         return trace.wrap(out.reshape(shape) if flat else out)
 
     return rule
@@ -340,7 +318,7 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     count = np.broadcast_shapes(s.shape[1:], axes.shape)
     k = int(np.prod(count, dtype=np.int64))
     s = np.broadcast_to(s, (b, *count)).reshape(b, k)
-    axes = [_shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
+    axes = [shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
     for ax in dict.fromkeys(axes):
         total = sum(s[:, j] for j, a in enumerate(axes) if a == ax)
         n = v.shape[ax]
@@ -361,7 +339,7 @@ def _rot90_rule(func: Callable) -> Callable:
         valid = len(axes) == 2 and all(-nd <= a < nd for a in axes)
         if not valid or axes[0] % nd == axes[1] % nd:
             raise_like_numpy(func, nd, k, axes)
-        return trace.wrap(np.rot90(v, k, axes=(_shift_one(axes[0], nd), _shift_one(axes[1], nd))))
+        return trace.wrap(np.rot90(v, k, axes=(shift_one(axes[0], nd), shift_one(axes[1], nd))))
 
     return rule
 
@@ -462,7 +440,7 @@ def _two_axes_rule(func: Callable) -> Callable:
             raise_like_numpy(func, nd)
         args = (v, *args[1:])
         for pos, name, default in ((2, "axis1", 0), (3, "axis2", 1)):
-            axis = _shift_one(get_arg(args, kwargs, pos, name, default), nd)
+            axis = shift_one(get_arg(args, kwargs, pos, name, default), nd)
             args, kwargs = set_arg(args, kwargs, pos, name, axis)
         return trace.wrap(func(*args, **kwargs))
 
@@ -499,7 +477,7 @@ def _matrix_transpose_rule(func: Callable) -> Callable:
 def _rollaxis_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
-        axis = _shift_one(get_arg(args, kwargs, 1, "axis"), nd)
+        axis = shift_one(get_arg(args, kwargs, 1, "axis"), nd)
         start = get_arg(args, kwargs, 2, "start", 0)
         start = start + nd if start < 0 else start
         if not 0 <= start <= nd:
@@ -614,7 +592,7 @@ def _pad_rule(func: Callable) -> Callable:
         if isinstance(pad_width, dict):
             pairs = np.zeros((nd + 1, 2), dtype=np.intp)
             for axis, w in pad_width.items():
-                pairs[_shift_one(axis, nd)] = w
+                pairs[shift_one(axis, nd)] = w
         else:
             pairs = _with_batch_pair(pad_width, nd)
         if isinstance(values, Tracer):

@@ -28,10 +28,9 @@ from .._batching import (
 from .._compat import normalize_axis_index
 from .._core import bind
 from .._registry import get_arg, primitive, set_arg
+from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
-from .shapes import flat_shape, value_and_axis
-from .ufuncs import _shift_one
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
 
@@ -72,7 +71,7 @@ def _lexsort_rule(func: Callable) -> Callable:
         else:
             stacked = tuple(bcast_batch(trace, k) for k in keys)  # a tuple: NumPy dispatches
             nd = max((example_ndim(trace, k) for k in keys), default=0)
-        run = lambda: np.lexsort(stacked, axis=_shift_one(axis, nd))  # noqa: E731
+        run = lambda: np.lexsort(stacked, axis=shift_one(axis, nd))  # noqa: E731
         return trace.wrap(replaying(trace, func, args, kwargs, run))
 
     return rule
