@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import defcomposite, deflinear, defvjp, defvjp_argnum
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -28,6 +29,7 @@ from .._core import Tracer
 from .._registry import get_arg, set_arg
 from .._rule_helpers import example_shape, flat_shape, per_example, shift_one, value_and_axis
 from .shapes import atleast_shape, raise_like_numpy
+from .structural import defstructural, operands
 
 
 def join(trace: BatchTrace, arrays: list, axis: int, nd: int, **kwargs: Any) -> Any:
@@ -270,8 +272,6 @@ defbatch(np.delete, _delete_rule)
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # Joins are linear in their arrays; the VJP of item j is its slice of the cotangent.
-from .._autodiff import defcomposite, deflinear, defvjp, defvjp_argnum  # noqa: E402
-from .shapes import defstructural, operands  # noqa: E402
 
 
 def _join_vjp(stack: bool) -> Callable:
