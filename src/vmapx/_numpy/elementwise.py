@@ -9,11 +9,15 @@ front of the broadcast shape. Comparisons that return one Python bool per exampl
 
 from __future__ import annotations
 
+import functools
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -33,6 +37,11 @@ from .._rule_helpers import example_shape, flat_shape, per_example, shift_axis, 
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
 from .misc import as_array
+
+try:
+    from numpy.lib._function_base_impl import _i0A, _i0B
+except ImportError:  # NumPy 1.x
+    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
 
 _ABSENT = object()
 
@@ -558,16 +567,6 @@ defbatch(np.piecewise, _piecewise_rule)
 # have rules (slicing, subtraction, concatenate). `unwrap` adds whole periods: its
 # derivative is the identity in `p` (and the number of periods added, in `period`).
 # Functions that apply a user's function differentiate that function.
-import functools  # noqa: E402
-import math  # noqa: E402
-import warnings  # noqa: E402
-
-from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero  # noqa: E402
-
-try:
-    from numpy.lib._function_base_impl import _i0A, _i0B
-except ImportError:  # NumPy 1.x
-    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
 
 
 def _angle_partial(ans: Any, z: Any, deg: bool = False) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite, deflinear, defvjp
 from .._batching import BatchTrace, defbatch, example_ndim, unwrap, user_stacklevel
 from .._compat import astype
 from .._registry import get_arg, set_arg
@@ -92,8 +93,6 @@ defbatch([fft.fftshift, fft.ifftshift], _shift_rule)
 # cut or zero-padded back to the input's length). Every other transform is written with
 # them (real transforms as complex ones with the Hermitian half taken or restored), as
 # JAX transposes its naive real FFT.
-
-from .._autodiff import defcomposite, deflinear, defvjp  # noqa: E402
 
 
 def _fit_length(x: Any, length: int, axis: int) -> Any:

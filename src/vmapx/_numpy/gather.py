@@ -20,6 +20,15 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import (
+    NoRule,
+    defjvp,
+    defjvp_argnum,
+    defjvp_argnums,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+)
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -36,7 +45,7 @@ from .._core import Tracer, bind
 from .._registry import get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
-from .indexing import getitem_rule, value_layout
+from .indexing import SCATTER_ADD, _last_writes, getitem_rule, value_layout
 
 # -- shared helpers -------------------------------------------------------------------
 
@@ -226,16 +235,6 @@ defbatch(np.extract, _extract_rule)
 # the VJP sends the cotangent back to the positions read, added up where an index may
 # repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
 # and `select` are where-like: each output element comes from one operand.
-from .._autodiff import (  # noqa: E402
-    NoRule,
-    defjvp,
-    defjvp_argnum,
-    defjvp_argnums,
-    deflinear,
-    defvjp,
-    defvjp_argnum,
-)
-from .indexing import SCATTER_ADD, _last_writes  # noqa: E402
 
 
 def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:

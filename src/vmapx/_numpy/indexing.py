@@ -12,6 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
+from .._autodiff import (
+    defcomposite,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    defzero,
+    stop_gradient_leaf,
+)
 from .._batching import (
     BatchTrace,
     BatchTracer,
@@ -26,7 +35,9 @@ from .._batching import (
 from .._core import Tracer, bind
 from .._registry import Primitive, register, register_ufunc_defaults
 from .._rule_helpers import example_shape
+from ..errors import DifferentiationError
 from ._tracer_api import GETITEM, SETITEM
+from .ufuncs import at_rule
 
 
 def _is_array(c: Any) -> bool:
@@ -316,17 +327,6 @@ defbatch(np.where, _where_rule)
 # with `SCATTER_ADD` (a functional `np.add.at`). `x[idx] = v` sends `g[idx]` to `v` and
 # `g` with `g[idx] = 0` to `x`; where an index repeats an element, only the element of
 # `v` that NumPy wrote last receives its cotangent.
-from .. import _core  # noqa: E402
-from .._autodiff import (  # noqa: E402
-    defcomposite,
-    deflinear,
-    defvjp,
-    defvjp_argnum,
-    defzero,
-    stop_gradient_leaf,
-)
-from ..errors import DifferentiationError  # noqa: E402
-from .ufuncs import at_rule  # noqa: E402
 
 
 def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -453,8 +454,6 @@ defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 # choice, which their derivatives hold fixed (as JAX's do): functions that do not depend
 # on that phase (|v|^2, U S V^H, projections) get exact derivatives. `eig` keeps
 # LAPACK's rule (unit columns, largest component real) and is exact.
-
-from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero  # noqa: E402
 
 
 def _t(x: Any) -> Any:

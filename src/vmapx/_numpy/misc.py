@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -699,7 +700,6 @@ defrules(np.polyfit, _polyfit_rule, zero=False)  # a dummy example is a singular
 
 # -- derivatives: each rule applied to one example (see `composite_by_rule`) ----------
 
-from .._autodiff import defcomposite  # noqa: E402
 
 for _func in (
     np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defjvp, defvjp
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -30,7 +31,7 @@ from .._core import bind
 from .._registry import get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
-from .gather import replay_errors, replaying
+from .gather import along_axis_index, replay_errors, replaying, scatter
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
 
@@ -94,8 +95,6 @@ defbatch(np.sort_complex, _sort_complex_rule)
 # -- derivatives: a sort moves elements. With `perm` the source of each output position
 # (`ans == take_along_axis(a, perm)`), the JVP gathers the tangent and the VJP writes the
 # cotangent back (a permutation: no position twice). Ties follow the stable order.
-from .._autodiff import defjvp, defvjp  # noqa: E402
-from .gather import along_axis_index, scatter  # noqa: E402
 
 
 def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -911,7 +912,6 @@ defrules([np.histogramdd, np.histogram2d], _histogramdd_rule)
 
 # -- derivatives: each rule applied to one example (see `misc.composite_by_rule`) -----
 
-from .._autodiff import defcomposite  # noqa: E402
 
 for _func in (
     np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile,
