@@ -45,7 +45,7 @@ from .._core import Tracer, bind
 from .._registry import get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
-from .indexing import SCATTER_ADD, _last_writes, getitem_rule, value_layout
+from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
 
 # -- shared helpers -------------------------------------------------------------------
 
@@ -547,7 +547,7 @@ def _put_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
         return (lambda g: g) if argnum == 0 else (lambda g: None)
     if argnum == 0:
         return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, (n,)), idx, 0), {}), a.shape)
-    won = _last_writes((n,), idx)
+    won = last_writes((n,), idx)
     return lambda g: np.reshape(_fold(bind(GETITEM, (np.reshape(g, (n,)), idx), {}) * won, m),
                                 np.shape(v))  # fmt: skip
 
@@ -563,7 +563,7 @@ def _put_along_axis_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Cal
         index = along_axis_index(shape, indices, axis)
     if argnum == 0:
         return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, shape), index, 0), {}), arr.shape)
-    won = _last_writes(shape, index)
+    won = last_writes(shape, index)
     return lambda g: bind(GETITEM, (np.reshape(g, shape), index), {}) * won
 
 

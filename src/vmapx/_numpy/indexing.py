@@ -369,11 +369,11 @@ def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
         return lambda g: _core.bind(SETITEM, (g, idx, 0), {})
     if _is_basic(idx):
         return lambda g: _core.bind(GETITEM, (g, idx), {})
-    won = _last_writes(x.shape, idx)
+    won = last_writes(x.shape, idx)
     return lambda g: _core.bind(GETITEM, (g, idx), {}) * won
 
 
-def _last_writes(shape: tuple, idx: Any) -> Any:
+def last_writes(shape: tuple, idx: Any) -> Any:
     """Which elements of the region `x[idx]` NumPy's `x[idx] = v` leaves in `x` (with a
     repeated index the last write wins), found by writing their positions."""
     probe = np.broadcast_to(np.zeros((), dtype=np.int64), shape)

@@ -41,7 +41,7 @@ from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
 from .._registry import get_arg, set_arg
 from .._rule_helpers import flat_shape, shift_axis, shift_one
-from .contractions import _dot_rule, _operand, matmul_vals
+from .contractions import dot_rule, matmul_vals, operand_parts
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -159,7 +159,7 @@ def _vector_b(nd_a: int, nd_b: int) -> bool:
 
 def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     vector = _vector_b(len(sa), len(sb))
     k = 1 if vector else 2  # b's axis that meets a's: its last (vectors) or second to last
     if len(sa) < 2 or len(sb) < k or sa[-1] != sa[-2] or sb[-k] != sa[-1]:
@@ -190,7 +190,7 @@ def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
         warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=user_stacklevel())
         rcond = -1
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
         _numpy_error(trace, np.linalg.lstsq, args, kwargs)
     vector = len(sb) == 1
@@ -276,7 +276,7 @@ defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
 def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     axes = get_arg(args, kwargs, 2, "axes")
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     if axes is not None:  # the named axes of `a` go to the end, in order
         order = [i for i in range(len(sa)) if i not in [ax % len(sa) for ax in axes]]
         order += [ax % len(sa) for ax in axes]
@@ -371,8 +371,8 @@ def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
     if len(arrays) == 2:
-        return _dot_rule(trace, tuple(arrays), {})
-    ops = [_operand(trace, x) for x in arrays]
+        return dot_rule(trace, tuple(arrays), {})
+    ops = [operand_parts(trace, x) for x in arrays]
     first, last = len(ops[0][2]), len(ops[-1][2])
     if first == 1:
         v, b, s = ops[0]
