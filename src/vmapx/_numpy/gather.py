@@ -42,7 +42,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
-from .._registry import get_arg, primitive, register, set_arg
+from .._registry import builder, get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
@@ -290,6 +290,7 @@ def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
     return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
 
 
+@builder
 def defwhere(func: Callable, mask: Callable) -> None:
     """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
     output elements come from that operand (broadcastable to the result)."""

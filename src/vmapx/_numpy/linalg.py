@@ -39,7 +39,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
-from .._registry import get_arg, set_arg
+from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
 
@@ -547,6 +547,7 @@ def _transposed(jvp: Callable) -> Callable:
     return maker
 
 
+@builder
 def _defjvp_multi(func: Callable, jvp: Callable) -> None:
     """JVP and transposed VJP of a function of one matrix with several results."""
     defjvp(func, jvp)

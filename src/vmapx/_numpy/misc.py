@@ -29,6 +29,7 @@ from .._batching import (
 )
 from .._compat import RankWarning, trapezoid
 from .._differentiate_rule import composite_by_rule, own_impl
+from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
 from .sorting import search_rows
 
@@ -50,6 +51,7 @@ def call_params(func: Callable, args: tuple, kwargs: dict) -> dict:
     return dict(bound.arguments)
 
 
+@builder
 def defrules(funcs: Callable | list, factory: Callable, *, zero: bool = True) -> None:
     """`defbatch` for this family: with `zero`, zero-size batches are answered by
     `zero_batch`, so the rule only meets batches with at least one example."""

@@ -25,7 +25,7 @@ from .._batching import (
 )
 from .._compat import astype, present
 from .._plain import PLAIN_ARRAYS
-from .._registry import get_arg, set_arg
+from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, shift_axis, shift_one
 
 
@@ -230,6 +230,7 @@ def _w_nanprod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
     return _others_product(np.where(keep, x, 1), axes) * keep
 
 
+@builder
 def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> None:
     def setup(args: tuple, kwargs: dict, ans: Any) -> tuple:
         p = _params(args, kwargs, names)

@@ -28,7 +28,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index
 from .._core import bind
-from .._registry import get_arg, primitive, set_arg
+from .._registry import builder, get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
 from .gather import along_axis_index, replay_errors, replaying, scatter
@@ -119,6 +119,7 @@ def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
     return scatter(g, shape, along_axis_index(shape, perm, axis), add=False)
 
 
+@builder
 def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
     """Derivatives of `func(a, ...)`, which rearranges `a` along its `axis` (argument
     `axis_at`; None flattens): `perm_of(ans, a, ...)` finds where each output came from."""
