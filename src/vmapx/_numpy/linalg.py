@@ -100,348 +100,6 @@ defbatch(
      *present(np.linalg, "svdvals", "matrix_norm", "trace")],
     _stacked(2),
 )  # fmt: skip
-defbatch(present(np.linalg, "diagonal", "matrix_transpose"), _stacked(2), may_view=True)
-defbatch(np.linalg.pinv, _stacked(2, ((1, "rcond"), (3, "rtol"))))
-
-
-def _matrix_rank_rule(func: Callable) -> Callable:
-    stacked = _stacked(2, ((1, "tol"), (3, "rtol")))(func)
-
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        a = args[0]
-        if example_ndim(trace, a) >= 2 or not is_batched(trace, a):
-            return stacked(trace, args, kwargs)
-        # NumPy: a vector (or scalar) has rank 1 unless it is all zeros
-        va = np.reshape(a.val, flat_shape(a.val))
-        return trace.wrap(astype(np.any(va != 0, axis=1), np.asarray(1).dtype))
-
-    return rule
-
-
-defbatch(np.linalg.matrix_rank, _matrix_rank_rule)
-
-
-# -- solve / lstsq / tensor versions ---------------------------------------------------------
-
-
-def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
-    """Per example `np.linalg.solve(a, b)` as a batch-front value."""
-    n_batch = (va if ba else vb).shape[0]
-    if len(sb) == 1:  # b is one vector per example
-        if not ba:  # one factorization; the examples' b are its right-hand sides
-            return np.moveaxis(np.linalg.solve(va, np.swapaxes(vb, 0, 1)), -1, 0)
-        vb = np.reshape(vb, (*vb.shape, 1))
-        vb = align_rank(vb, 2, len(sa)) if bb else _full_rank(vb, va.ndim)
-        return np.linalg.solve(va, vb)[..., 0]
-    if not ba and len(sa) == 2 and len(sb) == 2:  # one factorization, all columns
-        n, k = sb
-        cols = np.reshape(np.moveaxis(vb, 0, 1), (n, n_batch * k))
-        x = np.reshape(np.linalg.solve(va, cols), (n, n_batch, k))
-        return np.moveaxis(x, 1, 0)
-    rank = max(len(sa), len(sb))
-    if ba:
-        va = align_rank(va, len(sa), rank)
-    vb = align_rank(vb, len(sb), rank) if bb else _full_rank(vb, va.ndim)
-    return np.linalg.solve(va, vb)
-
-
-def _full_rank(b: Any, ndim: int) -> Any:
-    """An unbatched `b` with leading axes up to `a`'s rank: a stack of matrices for every
-    NumPy (1.26 takes a `b` of one axis fewer than `a` for vectors)."""
-    return np.reshape(b, (1,) * (ndim - np.ndim(b)) + np.shape(b))
-
-
-def _vector_b(nd_a: int, nd_b: int) -> bool:
-    """Whether `solve(a, b)` takes `b` as vectors: NumPy 2 when it is 1-d, NumPy 1.26
-    when it has one axis fewer than `a`."""
-    return nd_b == 1 if NUMPY2 else nd_b == nd_a - 1
-
-
-def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
-    vector = _vector_b(len(sa), len(sb))
-    k = 1 if vector else 2  # b's axis that meets a's: its last (vectors) or second to last
-    if len(sa) < 2 or len(sb) < k or sa[-1] != sa[-2] or sb[-k] != sa[-1]:
-        _numpy_error(trace, np.linalg.solve, args, kwargs)
-    if vector and len(sb) > 1:  # NumPy 1.26's stacked vectors: one-column matrices
-        return trace.wrap(_solve_vals(va, ba, sa, vb[..., None], bb, (*sb, 1))[..., 0])
-    return trace.wrap(_solve_vals(va, ba, sa, vb, bb, sb))
-
-
-defbatch(np.linalg.solve, lambda f: _solve_rule)
-
-
-def _inexact(dtype: np.dtype) -> np.dtype:
-    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
-
-
-_RCOND_WARNING = (
-    "`rcond` parameter will change to the default of machine precision times ``max(M, N)`` "
-    "where M and N are the input matrix dimensions.\nTo use the future default and silence "
-    "this warning we advise to pass `rcond=None`, to keep using the old, explicitly pass "
-    "`rcond=-1`."
-)
-
-
-def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
-    if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
-        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=user_stacklevel())
-        rcond = -1
-    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
-    if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
-        _numpy_error(trace, np.linalg.lstsq, args, kwargs)
-    vector = len(sb) == 1
-    if vector:
-        vb = np.reshape(vb, (*np.shape(vb), 1))
-    if not ba and not is_batched(trace, rcond):
-        return _lstsq_columns(trace, va, vb, rcond, vector)
-    return _lstsq_svd(trace, va, ba, vb, bb, rcond, vector)
-
-
-def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool) -> tuple:
-    """Unbatched `a`: one LAPACK call with every example's right-hand sides as columns;
-    the rank and singular values belong to `a` alone (unbatched results)."""
-    n_batch, m, k = vb.shape
-    n = va.shape[1]
-    cols = np.reshape(np.moveaxis(vb, 0, 1), (m, n_batch * k))
-    x, res, rank, s = np.linalg.lstsq(va, cols, rcond=rcond)
-    x = np.moveaxis(np.reshape(x, (n, n_batch, k)), 1, 0)
-    full = m > n and bool(rank == n)  # NumPy gives residuals only then
-    res = np.reshape(res, (n_batch, k)) if full else np.zeros_like(s, shape=(n_batch, 0))
-    return trace.wrap(x[..., 0] if vector else x), trace.wrap(res), rank, s
-
-
-def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
-               vector: bool) -> tuple:  # fmt: skip
-    """Batched `a`: the minimum-norm solution from the SVD, singular values at most
-    `rcond * s_max` treated as zero (LAPACK `gelsd`), in double precision like NumPy."""
-    if not ba:
-        va = bcast_batch(trace, va)
-    m, n = va.shape[1:]
-    result_t = np.result_type(_inexact(va.dtype), _inexact(vb.dtype))
-    real_t = np.finfo(result_t).dtype
-    compute_t = np.complex128 if result_t.kind == "c" else np.float64
-    a64, b64 = astype(va, compute_t), astype(vb, compute_t)
-    if not bb:
-        b64 = b64[None]
-    u, s, vh = np.linalg.svd(a64, full_matrices=False)
-    eps = np.finfo(np.float64).eps
-    if rcond is None:
-        rcond = eps * max(m, n)
-    rcond, rb = unwrap(trace, rcond)
-    rcond = np.where(np.less(rcond, 0), eps / 2, rcond)  # LAPACK: machine precision
-    if rb:
-        rcond = np.reshape(rcond, (-1, 1))
-    keep = s > rcond * s[:, :1]
-    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
-    x = np.swapaxes(vh, -1, -2).conj() @ (inv_s[..., None] * (np.swapaxes(u, -1, -2).conj() @ b64))
-    rank = astype(np.sum(keep, axis=-1), np.int32)
-    if m > n and bool(np.all(rank == n)):
-        res = np.sum(np.abs(b64 - a64 @ x) ** 2, axis=-2)
-    elif m > n and bool(np.any(rank == n)):
-        raise trace.concretization(
-            "`np.linalg.lstsq` residuals have different shapes for different examples "
-            "(some matrices have full rank, some do not)",
-            "use `np.linalg.pinv(a) @ b`, whose shape does not depend on the rank",
-        )
-    else:
-        res = np.zeros_like(s, shape=(s.shape[0], 0))
-    x = astype(x, result_t)
-    return (trace.wrap(x[..., 0] if vector else x), trace.wrap(astype(res, real_t)),
-            trace.wrap(rank), trace.wrap(astype(s, real_t)))  # fmt: skip
-
-
-defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
-
-
-def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    a = args[0]
-    ind = get_arg(args, kwargs, 1, "ind", 2)
-    if ind <= 0:
-        raise ValueError("Invalid ind argument.")
-    va, shape = unwrap(trace, a)[0], a.shape
-    prod = math.prod(shape[ind:])
-    if prod == 0 or math.prod(shape) % prod:
-        _numpy_error(trace, np.linalg.tensorinv, args, kwargs)
-    inv = np.linalg.inv(np.reshape(va, (va.shape[0], prod, math.prod(shape) // prod)))
-    return trace.wrap(np.reshape(inv, (va.shape[0], *shape[ind:], *shape[:ind])))
-
-
-defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
-
-
-def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    axes = get_arg(args, kwargs, 2, "axes")
-    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
-    if axes is not None:  # the named axes of `a` go to the end, in order
-        order = [i for i in range(len(sa)) if i not in [ax % len(sa) for ax in axes]]
-        order += [ax % len(sa) for ax in axes]
-        va = np.transpose(va, [0, *(i + 1 for i in order)] if ba else order)
-        sa = tuple(sa[i] for i in order)
-    x_shape = sa[len(sb) :]
-    prod = math.prod(x_shape)
-    if math.prod(sa) != prod**2:
-        _numpy_error(trace, np.linalg.tensorsolve, args, kwargs)
-    n_batch = (va if ba else vb).shape[0]
-    va = np.reshape(va, (n_batch, prod, prod) if ba else (prod, prod))
-    vb = np.reshape(vb, (n_batch, prod) if bb else (prod,))
-    x = _solve_vals(va, ba, (prod, prod), vb, bb, (prod,))
-    return trace.wrap(np.reshape(x, (n_batch, *x_shape)))
-
-
-defbatch(np.linalg.tensorsolve, lambda f: _tensorsolve_rule)
-
-
-# -- norms -----------------------------------------------------------------------------------
-
-
-def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    x = args[0]
-    ord_ = get_arg(args, kwargs, 1, "ord")
-    axis = get_arg(args, kwargs, 2, "axis")
-    keepdims = get_arg(args, kwargs, 3, "keepdims", False)
-    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
-    if axis is None:
-        if ord_ is None or (ord_ in ("f", "fro") and nd == 2) or (ord_ == 2 and nd == 1):
-            out = _flat_two_norm(v)
-            return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
-        if nd not in (1, 2):
-            raise ValueError("Improper number of dimensions to norm.")
-        axis = tuple(range(nd))
-    axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
-    return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
-
-
-def _flat_two_norm(v: Any) -> Any:
-    """sqrt(sum |x|^2) over one example's elements, as NumPy's `x.dot(x)`."""
-    flat = np.reshape(v, flat_shape(v))
-    if not np.issubdtype(flat.dtype, np.inexact):
-        flat = astype(flat, float)
-    if np.iscomplexobj(flat):
-        re, im = np.real(flat), np.imag(flat)
-        return np.sqrt(vecdot(re, re) + vecdot(im, im))
-    return np.sqrt(vecdot(flat, flat))
-
-
-def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    x = args[0]
-    axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
-    ord_ = kwargs.get("ord", 2)
-    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
-    if axis is None:
-        out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
-        return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
-    axis = shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else shift_one(axis, nd)
-    return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
-
-
-defbatch(np.linalg.norm, lambda f: _norm_rule)
-defbatch(present(np.linalg, "vector_norm"), lambda f: _vector_norm_rule)
-
-
-# -- multi_dot, cross, vecdot ------------------------------------------------------------------
-
-
-def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) -> Any:
-    """The cheapest parenthesization (a nested tuple of indices) of a matrix chain when
-    products of batched operands cost `size` times as much."""
-    n = len(shapes)
-    best: dict[tuple[int, int], tuple[float, Any, bool]] = {
-        (i, i): (0.0, i, batched[i]) for i in range(n)
-    }
-    for length in range(2, n + 1):
-        for i in range(n - length + 1):
-            j = i + length - 1
-            for s in range(i, j):
-                cl, tl, bl = best[(i, s)]
-                cr, tr, br = best[(s + 1, j)]
-                flops = shapes[i][0] * shapes[s][1] * shapes[j][1] * (size if bl or br else 1)
-                cost = cl + cr + flops
-                if (i, j) not in best or cost < best[(i, j)][0]:
-                    best[(i, j)] = (cost, (tl, tr), bl or br)
-    return best[(0, n - 1)][1]
-
-
-def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    arrays = list(get_arg(args, kwargs, 0, "arrays"))
-    if len(arrays) < 2:
-        raise ValueError("Expecting at least two arrays.")
-    if len(arrays) == 2:
-        return dot_rule(trace, tuple(arrays), {})
-    ops = [operand_parts(trace, x) for x in arrays]
-    first, last = len(ops[0][2]), len(ops[-1][2])
-    if first == 1:
-        v, b, s = ops[0]
-        ops[0] = (np.reshape(v, (v.shape[0], 1, s[0]) if b else (1, s[0])), b, (1, s[0]))
-    if last == 1:
-        v, b, s = ops[-1]
-        ops[-1] = (np.reshape(v, (v.shape[0], s[0], 1) if b else (s[0], 1)), b, (s[0], 1))
-    for _, _, s in ops:
-        if len(s) != 2:
-            raise LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
-    order = _chain_order([s for _, _, s in ops], [b for _, b, _ in ops], trace.axis_size)
-
-    def product(node: Any) -> tuple:
-        if isinstance(node, int):
-            return ops[node]
-        (va, ba, sa), (vb, bb, sb) = product(node[0]), product(node[1])
-        if not ba and not bb:
-            return va @ vb, False, (sa[0], sb[1])
-        return matmul_vals(va, ba, sa, vb, bb, sb), True, (sa[0], sb[1])
-
-    out = product(order)[0]
-    if first == 1 and last == 1:
-        return trace.wrap(out[:, 0, 0])
-    if first == 1:
-        return trace.wrap(out[:, 0, :])
-    return trace.wrap(out[..., 0] if last == 1 else out)
-
-
-defbatch(np.linalg.multi_dot, lambda f: _multi_dot_rule)
-
-
-def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
-    """A per-example axis as a negative axis of each operand (robust to alignment)."""
-    out = []
-    for nd in ndims:
-        if not -nd <= axis < nd:
-            raise np.exceptions.AxisError(axis, nd)
-        out.append(axis - nd if axis >= 0 else axis)
-    return out
-
-
-def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    x1, x2 = args[:2]
-    axis = kwargs.get("axis", -1)
-    ndims = [example_ndim(trace, x) for x in (x1, x2)]
-    ax1, ax2 = _per_operand_axis(axis, ndims)
-    d1, d2 = np.shape(x1)[ax1], np.shape(x2)[ax2]
-    if d1 != 3 or d2 != 3:
-        raise ValueError(
-            "Both input arrays must be (arrays of) 3-dimensional vectors, "
-            f"but they are {d1} and {d2} dimensional instead."
-        )
-    v1, v2 = aligned_operands(trace, (x1, x2))
-    if ax1 == ax2:
-        return trace.wrap(np.linalg.cross(v1, v2, axis=ax1))
-    out_axis = axis - max(ndims) if axis >= 0 else axis
-    return trace.wrap(np.cross(v1, v2, axisa=ax1, axisb=ax2, axisc=out_axis))
-
-
-def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    x1, x2 = args[:2]
-    axis = kwargs.get("axis", -1)
-    ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
-    v1, v2 = aligned_operands(trace, (x1, x2))
-    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
-
-
-defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
-defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
@@ -464,42 +122,6 @@ def _h(x: Any) -> Any:
     """Conjugate transpose of the last two axes."""
     x = _t(x)
     return np.conjugate(x) if np.iscomplexobj(x) else x
-
-
-def _solve_vec(a: Any, b: Any, vector: bool) -> Any:
-    """`solve(a, b)` where `b` holds vectors (see `_vector_b`)."""
-    if vector and np.ndim(b) > 1:
-        return np.linalg.solve(a, b[..., None])[..., 0]
-    return np.linalg.solve(a, b)
-
-
-def _solve_ct_a(g: Any, a: Any, b: Any, x: Any) -> Any:
-    vector = _vector_b(np.ndim(a), np.ndim(b))
-    ct_b = _solve_vec(_t(a), g, vector)
-    if vector:
-        return -ct_b[..., :, None] * x[..., None, :]
-    return -np.matmul(ct_b, _t(x))
-
-
-def _solve_jvp_a(t: Any, x: Any, a: Any, b: Any) -> Any:
-    vector = _vector_b(np.ndim(a), np.ndim(b))
-    return -_solve_vec(a, _matvec(t, x, vector), vector)
-
-
-defjvp(
-    np.linalg.solve,
-    _solve_jvp_a,
-    lambda t, x, a, b: _solve_vec(a, t, _vector_b(np.ndim(a), np.ndim(b))),
-)
-defvjp(
-    np.linalg.solve,
-    lambda x, a, b: lambda g: _solve_ct_a(g, a, b, x),
-    lambda x, a, b: lambda g: _solve_vec(_t(a), g, _vector_b(np.ndim(a), np.ndim(b))),
-)
-
-
-def _matvec(m: Any, v: Any, vector: bool) -> Any:
-    return np.matmul(m, v[..., None])[..., 0] if vector else np.matmul(m, v)
 
 
 defjvp(np.linalg.inv, lambda t, ans, a: -np.matmul(ans, np.matmul(t, ans)))
@@ -706,49 +328,6 @@ def _qr_impl(a: Any, mode: str = "reduced") -> Any:
 
 _defjvp_multi(np.linalg.qr, _qr_jvp)
 defcomposite(np.linalg.qr, _qr_impl)
-defzero([np.linalg.matrix_rank])
-
-
-# -- compositions ---------------------------------------------------------------------
-
-
-def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
-    """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
-    default cutoff is the old one (`rcond=-1`)."""
-    m, n = np.shape(a)
-    vector = np.ndim(b) == 1
-    bm = b[:, None] if vector else b
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    eps = np.finfo(np.float64).eps
-    rcond = eps * max(m, n) if rcond is None else (eps / 2 if rcond < 0 else rcond)
-    keep = s > rcond * s[:1]
-    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
-    x = np.matmul(_h(vh), inv_s[:, None] * np.matmul(_h(u), bm))
-    rank = np.int32(int(np.sum(keep)))
-    if rank == n and m > n:
-        res = np.sum(np.abs(bm - np.matmul(a, x)) ** 2, axis=0)
-    else:
-        res = np.zeros_like(s, shape=(0,))
-    return (x[:, 0] if vector else x), res, rank, s
-
-
-def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
-    nd = np.ndim(x)
-    if axis is None:
-        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            out = _vector_norm(np.ravel(x), 2, 0)
-            return np.reshape(out, (1,) * nd) if keepdims else out
-        axis = tuple(range(nd))
-    axis = (axis,) if not isinstance(axis, tuple) else axis
-    if len(axis) == 1:
-        out = _vector_norm(x, 2 if ord is None else ord, axis[0])
-    elif len(axis) == 2:
-        out = _matrix_norm(x, "fro" if ord is None else ord, axis)
-    else:
-        return NotImplemented  # NumPy's error
-    if keepdims:
-        out = np.expand_dims(out, tuple(a % nd for a in axis))
-    return out
 
 
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
@@ -784,15 +363,6 @@ def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
     return np.max(sums, axis=-1) if ord in (1, np.inf) else np.min(sums, axis=-1)
 
 
-def _vector_norm_impl(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
-    nd = np.ndim(x)
-    if axis is None:
-        out = _vector_norm(np.ravel(x), ord, 0)
-        return np.reshape(out, (1,) * nd) if keepdims else out
-    out = _vector_norm(x, ord, axis)
-    return np.expand_dims(out, axis) if keepdims else out
-
-
 def _matrix_norm_impl(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
     out = _matrix_norm(x, ord, (-2, -1))
     return out[..., None, None] if keepdims else out
@@ -821,55 +391,25 @@ def _matrix_power_impl(a: Any, n: int) -> Any:
     return out
 
 
-def _multi_dot_impl(arrays: Any, *, out: Any = None) -> Any:
-    arrays = list(arrays)
-    first, last = np.ndim(arrays[0]), np.ndim(arrays[-1])
-    if first == 1:
-        arrays[0] = arrays[0][None, :]
-    if last == 1:
-        arrays[-1] = arrays[-1][:, None]
-    result = arrays[0]
-    for x in arrays[1:]:
-        result = np.matmul(result, x)
-    if first == 1 and last == 1:
-        return result[0, 0]
-    if first == 1:
-        return result[0]
-    return result[:, 0] if last == 1 else result
-
-
-def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
-    shape = np.shape(a)
-    rows = math.prod(shape[ind:])
-    inv = np.linalg.inv(np.reshape(a, (rows, math.prod(shape) // rows)))
-    return np.reshape(inv, shape[ind:] + shape[:ind])
-
-
-def _tensorsolve_impl(a: Any, b: Any, axes: Any = None) -> Any:
-    nd = np.ndim(a)
-    if axes is not None:
-        order = [i for i in range(nd) if i not in [ax % nd for ax in axes]]
-        a = np.transpose(a, order + [ax % nd for ax in axes])
-    x_shape = np.shape(a)[np.ndim(b) :]
-    prod = math.prod(x_shape)
-    x = np.linalg.solve(np.reshape(a, (prod, prod)), np.ravel(b))
-    return np.reshape(x, x_shape)
-
-
-def _cross_impl(x1: Any, x2: Any, axis: int = -1) -> Any:
-    a, b = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
-    c0 = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    c1 = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    c2 = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return np.moveaxis(np.stack([c0, c1, c2], axis=-1), -1, axis)
-
-
 def _diagonal_impl(x: Any, offset: int = 0) -> Any:
     rows, cols = np.shape(x)[-2:]
     start_r, start_c = max(-offset, 0), max(offset, 0)
     k = max(min(rows - start_r, cols - start_c), 0)
     idx = np.arange(k)
     return x[..., idx + start_r, idx + start_c]
+
+
+defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
+defcomposite(np.linalg.cond, _cond_impl)
+defcomposite(np.linalg.matrix_power, _matrix_power_impl)
+defcomposite(present(np.linalg, "trace"), lambda x, offset=0, dtype=None: np.sum(
+    _diagonal_impl(x, offset), axis=-1, dtype=dtype))  # fmt: skip
+defbatch(present(np.linalg, "diagonal", "matrix_transpose"), _stacked(2), may_view=True)
+
+
+defcomposite(present(np.linalg, "diagonal"), _diagonal_impl)
+defcomposite(present(np.linalg, "matrix_transpose"), lambda x: np.swapaxes(x, -1, -2))
+defbatch(np.linalg.pinv, _stacked(2, ((1, "rcond"), (3, "rtol"))))
 
 
 _NOVALUE = np._NoValue  # NumPy's "not given" default of `pinv(rtol=)`
@@ -922,18 +462,500 @@ def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) 
 
 
 defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
+
+
+def _matrix_rank_rule(func: Callable) -> Callable:
+    stacked = _stacked(2, ((1, "tol"), (3, "rtol")))(func)
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        a = args[0]
+        if example_ndim(trace, a) >= 2 or not is_batched(trace, a):
+            return stacked(trace, args, kwargs)
+        # NumPy: a vector (or scalar) has rank 1 unless it is all zeros
+        va = np.reshape(a.val, flat_shape(a.val))
+        return trace.wrap(astype(np.any(va != 0, axis=1), np.asarray(1).dtype))
+
+    return rule
+
+
+defbatch(np.linalg.matrix_rank, _matrix_rank_rule)
+
+
+defzero([np.linalg.matrix_rank])
+
+
+# -- solve / lstsq / tensor versions ---------------------------------------------------------
+
+
+def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+    """Per example `np.linalg.solve(a, b)` as a batch-front value."""
+    n_batch = (va if ba else vb).shape[0]
+    if len(sb) == 1:  # b is one vector per example
+        if not ba:  # one factorization; the examples' b are its right-hand sides
+            return np.moveaxis(np.linalg.solve(va, np.swapaxes(vb, 0, 1)), -1, 0)
+        vb = np.reshape(vb, (*vb.shape, 1))
+        vb = align_rank(vb, 2, len(sa)) if bb else _full_rank(vb, va.ndim)
+        return np.linalg.solve(va, vb)[..., 0]
+    if not ba and len(sa) == 2 and len(sb) == 2:  # one factorization, all columns
+        n, k = sb
+        cols = np.reshape(np.moveaxis(vb, 0, 1), (n, n_batch * k))
+        x = np.reshape(np.linalg.solve(va, cols), (n, n_batch, k))
+        return np.moveaxis(x, 1, 0)
+    rank = max(len(sa), len(sb))
+    if ba:
+        va = align_rank(va, len(sa), rank)
+    vb = align_rank(vb, len(sb), rank) if bb else _full_rank(vb, va.ndim)
+    return np.linalg.solve(va, vb)
+
+
+def _full_rank(b: Any, ndim: int) -> Any:
+    """An unbatched `b` with leading axes up to `a`'s rank: a stack of matrices for every
+    NumPy (1.26 takes a `b` of one axis fewer than `a` for vectors)."""
+    return np.reshape(b, (1,) * (ndim - np.ndim(b)) + np.shape(b))
+
+
+def _vector_b(nd_a: int, nd_b: int) -> bool:
+    """Whether `solve(a, b)` takes `b` as vectors: NumPy 2 when it is 1-d, NumPy 1.26
+    when it has one axis fewer than `a`."""
+    return nd_b == 1 if NUMPY2 else nd_b == nd_a - 1
+
+
+def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
+    vector = _vector_b(len(sa), len(sb))
+    k = 1 if vector else 2  # b's axis that meets a's: its last (vectors) or second to last
+    if len(sa) < 2 or len(sb) < k or sa[-1] != sa[-2] or sb[-k] != sa[-1]:
+        _numpy_error(trace, np.linalg.solve, args, kwargs)
+    if vector and len(sb) > 1:  # NumPy 1.26's stacked vectors: one-column matrices
+        return trace.wrap(_solve_vals(va, ba, sa, vb[..., None], bb, (*sb, 1))[..., 0])
+    return trace.wrap(_solve_vals(va, ba, sa, vb, bb, sb))
+
+
+defbatch(np.linalg.solve, lambda f: _solve_rule)
+
+
+def _solve_vec(a: Any, b: Any, vector: bool) -> Any:
+    """`solve(a, b)` where `b` holds vectors (see `_vector_b`)."""
+    if vector and np.ndim(b) > 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _solve_ct_a(g: Any, a: Any, b: Any, x: Any) -> Any:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    ct_b = _solve_vec(_t(a), g, vector)
+    if vector:
+        return -ct_b[..., :, None] * x[..., None, :]
+    return -np.matmul(ct_b, _t(x))
+
+
+def _solve_jvp_a(t: Any, x: Any, a: Any, b: Any) -> Any:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    return -_solve_vec(a, _matvec(t, x, vector), vector)
+
+
+defjvp(
+    np.linalg.solve,
+    _solve_jvp_a,
+    lambda t, x, a, b: _solve_vec(a, t, _vector_b(np.ndim(a), np.ndim(b))),
+)
+defvjp(
+    np.linalg.solve,
+    lambda x, a, b: lambda g: _solve_ct_a(g, a, b, x),
+    lambda x, a, b: lambda g: _solve_vec(_t(a), g, _vector_b(np.ndim(a), np.ndim(b))),
+)
+
+
+def _matvec(m: Any, v: Any, vector: bool) -> Any:
+    return np.matmul(m, v[..., None])[..., 0] if vector else np.matmul(m, v)
+
+
+def _inexact(dtype: np.dtype) -> np.dtype:
+    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+
+
+_RCOND_WARNING = (
+    "`rcond` parameter will change to the default of machine precision times ``max(M, N)`` "
+    "where M and N are the input matrix dimensions.\nTo use the future default and silence "
+    "this warning we advise to pass `rcond=None`, to keep using the old, explicitly pass "
+    "`rcond=-1`."
+)
+
+
+def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
+    if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
+        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=user_stacklevel())
+        rcond = -1
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
+        _numpy_error(trace, np.linalg.lstsq, args, kwargs)
+    vector = len(sb) == 1
+    if vector:
+        vb = np.reshape(vb, (*np.shape(vb), 1))
+    if not ba and not is_batched(trace, rcond):
+        return _lstsq_columns(trace, va, vb, rcond, vector)
+    return _lstsq_svd(trace, va, ba, vb, bb, rcond, vector)
+
+
+def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool) -> tuple:
+    """Unbatched `a`: one LAPACK call with every example's right-hand sides as columns;
+    the rank and singular values belong to `a` alone (unbatched results)."""
+    n_batch, m, k = vb.shape
+    n = va.shape[1]
+    cols = np.reshape(np.moveaxis(vb, 0, 1), (m, n_batch * k))
+    x, res, rank, s = np.linalg.lstsq(va, cols, rcond=rcond)
+    x = np.moveaxis(np.reshape(x, (n, n_batch, k)), 1, 0)
+    full = m > n and bool(rank == n)  # NumPy gives residuals only then
+    res = np.reshape(res, (n_batch, k)) if full else np.zeros_like(s, shape=(n_batch, 0))
+    return trace.wrap(x[..., 0] if vector else x), trace.wrap(res), rank, s
+
+
+def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
+               vector: bool) -> tuple:  # fmt: skip
+    """Batched `a`: the minimum-norm solution from the SVD, singular values at most
+    `rcond * s_max` treated as zero (LAPACK `gelsd`), in double precision like NumPy."""
+    if not ba:
+        va = bcast_batch(trace, va)
+    m, n = va.shape[1:]
+    result_t = np.result_type(_inexact(va.dtype), _inexact(vb.dtype))
+    real_t = np.finfo(result_t).dtype
+    compute_t = np.complex128 if result_t.kind == "c" else np.float64
+    a64, b64 = astype(va, compute_t), astype(vb, compute_t)
+    if not bb:
+        b64 = b64[None]
+    u, s, vh = np.linalg.svd(a64, full_matrices=False)
+    eps = np.finfo(np.float64).eps
+    if rcond is None:
+        rcond = eps * max(m, n)
+    rcond, rb = unwrap(trace, rcond)
+    rcond = np.where(np.less(rcond, 0), eps / 2, rcond)  # LAPACK: machine precision
+    if rb:
+        rcond = np.reshape(rcond, (-1, 1))
+    keep = s > rcond * s[:, :1]
+    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
+    x = np.swapaxes(vh, -1, -2).conj() @ (inv_s[..., None] * (np.swapaxes(u, -1, -2).conj() @ b64))
+    rank = astype(np.sum(keep, axis=-1), np.int32)
+    if m > n and bool(np.all(rank == n)):
+        res = np.sum(np.abs(b64 - a64 @ x) ** 2, axis=-2)
+    elif m > n and bool(np.any(rank == n)):
+        raise trace.concretization(
+            "`np.linalg.lstsq` residuals have different shapes for different examples "
+            "(some matrices have full rank, some do not)",
+            "use `np.linalg.pinv(a) @ b`, whose shape does not depend on the rank",
+        )
+    else:
+        res = np.zeros_like(s, shape=(s.shape[0], 0))
+    x = astype(x, result_t)
+    return (trace.wrap(x[..., 0] if vector else x), trace.wrap(astype(res, real_t)),
+            trace.wrap(rank), trace.wrap(astype(s, real_t)))  # fmt: skip
+
+
+defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
+
+
+# -- compositions ---------------------------------------------------------------------
+
+
+def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
+    """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
+    default cutoff is the old one (`rcond=-1`)."""
+    m, n = np.shape(a)
+    vector = np.ndim(b) == 1
+    bm = b[:, None] if vector else b
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    eps = np.finfo(np.float64).eps
+    rcond = eps * max(m, n) if rcond is None else (eps / 2 if rcond < 0 else rcond)
+    keep = s > rcond * s[:1]
+    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
+    x = np.matmul(_h(vh), inv_s[:, None] * np.matmul(_h(u), bm))
+    rank = np.int32(int(np.sum(keep)))
+    if rank == n and m > n:
+        res = np.sum(np.abs(bm - np.matmul(a, x)) ** 2, axis=0)
+    else:
+        res = np.zeros_like(s, shape=(0,))
+    return (x[:, 0] if vector else x), res, rank, s
+
+
 defcomposite(np.linalg.lstsq, _lstsq_impl)
-defcomposite(np.linalg.norm, _norm_impl)
-defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
-defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
-defcomposite(np.linalg.cond, _cond_impl)
-defcomposite(np.linalg.matrix_power, _matrix_power_impl)
-defcomposite(np.linalg.multi_dot, _multi_dot_impl)
+
+
+def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a = args[0]
+    ind = get_arg(args, kwargs, 1, "ind", 2)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    va, shape = unwrap(trace, a)[0], a.shape
+    prod = math.prod(shape[ind:])
+    if prod == 0 or math.prod(shape) % prod:
+        _numpy_error(trace, np.linalg.tensorinv, args, kwargs)
+    inv = np.linalg.inv(np.reshape(va, (va.shape[0], prod, math.prod(shape) // prod)))
+    return trace.wrap(np.reshape(inv, (va.shape[0], *shape[ind:], *shape[:ind])))
+
+
+defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
+
+
+def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
+    shape = np.shape(a)
+    rows = math.prod(shape[ind:])
+    inv = np.linalg.inv(np.reshape(a, (rows, math.prod(shape) // rows)))
+    return np.reshape(inv, shape[ind:] + shape[:ind])
+
+
 defcomposite(np.linalg.tensorinv, _tensorinv_impl)
+
+
+def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
+    axes = get_arg(args, kwargs, 2, "axes")
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
+    if axes is not None:  # the named axes of `a` go to the end, in order
+        order = [i for i in range(len(sa)) if i not in [ax % len(sa) for ax in axes]]
+        order += [ax % len(sa) for ax in axes]
+        va = np.transpose(va, [0, *(i + 1 for i in order)] if ba else order)
+        sa = tuple(sa[i] for i in order)
+    x_shape = sa[len(sb) :]
+    prod = math.prod(x_shape)
+    if math.prod(sa) != prod**2:
+        _numpy_error(trace, np.linalg.tensorsolve, args, kwargs)
+    n_batch = (va if ba else vb).shape[0]
+    va = np.reshape(va, (n_batch, prod, prod) if ba else (prod, prod))
+    vb = np.reshape(vb, (n_batch, prod) if bb else (prod,))
+    x = _solve_vals(va, ba, (prod, prod), vb, bb, (prod,))
+    return trace.wrap(np.reshape(x, (n_batch, *x_shape)))
+
+
+defbatch(np.linalg.tensorsolve, lambda f: _tensorsolve_rule)
+
+
+def _tensorsolve_impl(a: Any, b: Any, axes: Any = None) -> Any:
+    nd = np.ndim(a)
+    if axes is not None:
+        order = [i for i in range(nd) if i not in [ax % nd for ax in axes]]
+        a = np.transpose(a, order + [ax % nd for ax in axes])
+    x_shape = np.shape(a)[np.ndim(b) :]
+    prod = math.prod(x_shape)
+    x = np.linalg.solve(np.reshape(a, (prod, prod)), np.ravel(b))
+    return np.reshape(x, x_shape)
+
+
 defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
+
+
+# -- norms -----------------------------------------------------------------------------------
+
+
+def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    ord_ = get_arg(args, kwargs, 1, "ord")
+    axis = get_arg(args, kwargs, 2, "axis")
+    keepdims = get_arg(args, kwargs, 3, "keepdims", False)
+    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+    if axis is None:
+        if ord_ is None or (ord_ in ("f", "fro") and nd == 2) or (ord_ == 2 and nd == 1):
+            out = _flat_two_norm(v)
+            return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
+        if nd not in (1, 2):
+            raise ValueError("Improper number of dimensions to norm.")
+        axis = tuple(range(nd))
+    axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
+    return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
+
+
+def _flat_two_norm(v: Any) -> Any:
+    """sqrt(sum |x|^2) over one example's elements, as NumPy's `x.dot(x)`."""
+    flat = np.reshape(v, flat_shape(v))
+    if not np.issubdtype(flat.dtype, np.inexact):
+        flat = astype(flat, float)
+    if np.iscomplexobj(flat):
+        re, im = np.real(flat), np.imag(flat)
+        return np.sqrt(vecdot(re, re) + vecdot(im, im))
+    return np.sqrt(vecdot(flat, flat))
+
+
+def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
+    ord_ = kwargs.get("ord", 2)
+    v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
+    if axis is None:
+        out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
+        return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
+    axis = shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else shift_one(axis, nd)
+    return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
+
+
+defbatch(np.linalg.norm, lambda f: _norm_rule)
+
+
+def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    nd = np.ndim(x)
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+            out = _vector_norm(np.ravel(x), 2, 0)
+            return np.reshape(out, (1,) * nd) if keepdims else out
+        axis = tuple(range(nd))
+    axis = (axis,) if not isinstance(axis, tuple) else axis
+    if len(axis) == 1:
+        out = _vector_norm(x, 2 if ord is None else ord, axis[0])
+    elif len(axis) == 2:
+        out = _matrix_norm(x, "fro" if ord is None else ord, axis)
+    else:
+        return NotImplemented  # NumPy's error
+    if keepdims:
+        out = np.expand_dims(out, tuple(a % nd for a in axis))
+    return out
+
+
+defcomposite(np.linalg.norm, _norm_impl)
+defbatch(present(np.linalg, "vector_norm"), lambda f: _vector_norm_rule)
+
+
+def _vector_norm_impl(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+    nd = np.ndim(x)
+    if axis is None:
+        out = _vector_norm(np.ravel(x), ord, 0)
+        return np.reshape(out, (1,) * nd) if keepdims else out
+    out = _vector_norm(x, ord, axis)
+    return np.expand_dims(out, axis) if keepdims else out
+
+
+defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
+
+
+# -- multi_dot, cross, vecdot ------------------------------------------------------------------
+
+
+def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) -> Any:
+    """The cheapest parenthesization (a nested tuple of indices) of a matrix chain when
+    products of batched operands cost `size` times as much."""
+    n = len(shapes)
+    best: dict[tuple[int, int], tuple[float, Any, bool]] = {
+        (i, i): (0.0, i, batched[i]) for i in range(n)
+    }
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            for s in range(i, j):
+                cl, tl, bl = best[(i, s)]
+                cr, tr, br = best[(s + 1, j)]
+                flops = shapes[i][0] * shapes[s][1] * shapes[j][1] * (size if bl or br else 1)
+                cost = cl + cr + flops
+                if (i, j) not in best or cost < best[(i, j)][0]:
+                    best[(i, j)] = (cost, (tl, tr), bl or br)
+    return best[(0, n - 1)][1]
+
+
+def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    arrays = list(get_arg(args, kwargs, 0, "arrays"))
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return dot_rule(trace, tuple(arrays), {})
+    ops = [operand_parts(trace, x) for x in arrays]
+    first, last = len(ops[0][2]), len(ops[-1][2])
+    if first == 1:
+        v, b, s = ops[0]
+        ops[0] = (np.reshape(v, (v.shape[0], 1, s[0]) if b else (1, s[0])), b, (1, s[0]))
+    if last == 1:
+        v, b, s = ops[-1]
+        ops[-1] = (np.reshape(v, (v.shape[0], s[0], 1) if b else (s[0], 1)), b, (s[0], 1))
+    for _, _, s in ops:
+        if len(s) != 2:
+            raise LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
+    order = _chain_order([s for _, _, s in ops], [b for _, b, _ in ops], trace.axis_size)
+
+    def product(node: Any) -> tuple:
+        if isinstance(node, int):
+            return ops[node]
+        (va, ba, sa), (vb, bb, sb) = product(node[0]), product(node[1])
+        if not ba and not bb:
+            return va @ vb, False, (sa[0], sb[1])
+        return matmul_vals(va, ba, sa, vb, bb, sb), True, (sa[0], sb[1])
+
+    out = product(order)[0]
+    if first == 1 and last == 1:
+        return trace.wrap(out[:, 0, 0])
+    if first == 1:
+        return trace.wrap(out[:, 0, :])
+    return trace.wrap(out[..., 0] if last == 1 else out)
+
+
+defbatch(np.linalg.multi_dot, lambda f: _multi_dot_rule)
+
+
+def _multi_dot_impl(arrays: Any, *, out: Any = None) -> Any:
+    arrays = list(arrays)
+    first, last = np.ndim(arrays[0]), np.ndim(arrays[-1])
+    if first == 1:
+        arrays[0] = arrays[0][None, :]
+    if last == 1:
+        arrays[-1] = arrays[-1][:, None]
+    result = arrays[0]
+    for x in arrays[1:]:
+        result = np.matmul(result, x)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1:
+        return result[0]
+    return result[:, 0] if last == 1 else result
+
+
+defcomposite(np.linalg.multi_dot, _multi_dot_impl)
+
+
+def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
+    """A per-example axis as a negative axis of each operand (robust to alignment)."""
+    out = []
+    for nd in ndims:
+        if not -nd <= axis < nd:
+            raise np.exceptions.AxisError(axis, nd)
+        out.append(axis - nd if axis >= 0 else axis)
+    return out
+
+
+def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x1, x2 = args[:2]
+    axis = kwargs.get("axis", -1)
+    ndims = [example_ndim(trace, x) for x in (x1, x2)]
+    ax1, ax2 = _per_operand_axis(axis, ndims)
+    d1, d2 = np.shape(x1)[ax1], np.shape(x2)[ax2]
+    if d1 != 3 or d2 != 3:
+        raise ValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, "
+            f"but they are {d1} and {d2} dimensional instead."
+        )
+    v1, v2 = aligned_operands(trace, (x1, x2))
+    if ax1 == ax2:
+        return trace.wrap(np.linalg.cross(v1, v2, axis=ax1))
+    out_axis = axis - max(ndims) if axis >= 0 else axis
+    return trace.wrap(np.cross(v1, v2, axisa=ax1, axisb=ax2, axisc=out_axis))
+
+
+def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    x1, x2 = args[:2]
+    axis = kwargs.get("axis", -1)
+    ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
+    v1, v2 = aligned_operands(trace, (x1, x2))
+    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
+
+
+defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
+
+
+def _cross_impl(x1: Any, x2: Any, axis: int = -1) -> Any:
+    a, b = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
+    c0 = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    c1 = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    c2 = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return np.moveaxis(np.stack([c0, c1, c2], axis=-1), -1, axis)
+
+
 defcomposite(present(np.linalg, "cross"), _cross_impl)
-defcomposite(present(np.linalg, "diagonal"), _diagonal_impl)
-defcomposite(present(np.linalg, "trace"), lambda x, offset=0, dtype=None: np.sum(
-    _diagonal_impl(x, offset), axis=-1, dtype=dtype))  # fmt: skip
-defcomposite(present(np.linalg, "matrix_transpose"), lambda x: np.swapaxes(x, -1, -2))
+defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
+
+
 defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))
