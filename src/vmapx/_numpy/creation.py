@@ -80,11 +80,21 @@ def _batched_rest(trace: BatchTrace, args: tuple, skip: int) -> bool:
 
 
 defbatch([np.zeros_like, np.ones_like, np.empty_like, np.full_like], _like_rule)
+
+
+# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
+# `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
+# that traced values can be written into them. `full_like` is linear in `fill_value`.
+
+defzero([np.zeros_like, np.ones_like, np.empty_like])
 defbatch(
     [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.tri,
      np.fromfunction, np.frombuffer, np.fromiter, np.fromstring],
     _like_kwarg_rule,
 )  # fmt: skip
+
+
+defelementwise([np.full_like, np.full], None, 1)
 
 
 # -- linspace, logspace, geomspace with batched endpoints ---------------------------------
@@ -123,6 +133,71 @@ def _space_rule(func: Callable) -> Callable:
 
 
 defbatch(list(_SPACES), _space_rule)
+
+
+defzero(
+    [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.linspace,
+     np.logspace, np.geomspace, np.tri, np.fromfunction, np.frombuffer, np.fromiter,
+     np.fromstring],
+    argnums=("like",),
+)  # fmt: skip
+
+
+def _linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              retstep: bool = False, dtype: Any = None, axis: int = 0,
+              **kwargs: Any) -> Any:  # fmt: skip
+    """`np.linspace` as NumPy computes it, in differentiable calls."""
+    div = num - 1 if endpoint else num
+    if kwargs.get("like") is not None:
+        return NotImplemented
+    delta = stop - start
+    ramp = np.arange(num).reshape((num,) + (1,) * np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        y = ramp * step + start
+    else:  # one point (or none): NumPy's step is nan
+        step, y = np.nan, ramp * delta + start
+    if endpoint and num > 1:
+        y = np.concatenate([y[:-1], np.expand_dims(stop + np.zeros_like(y[-1]), 0)])
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = astype(y, dtype)
+    return (y, step) if retstep else y
+
+
+def _logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+              base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:  # fmt: skip
+    nd = max(np.ndim(start), np.ndim(stop), np.ndim(base))
+    start, stop, base = (np.reshape(a, (1,) * (nd - np.ndim(a)) + np.shape(a))
+                         for a in (start, stop, base))  # fmt: skip
+    y = np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    out = np.power(np.expand_dims(base, axis=axis), y)
+    return out if dtype is None else astype(out, dtype)
+
+
+def _geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+               dtype: Any = None, axis: int = 0) -> Any:  # fmt: skip
+    """Real `np.geomspace` as NumPy computes it (the ends are `start`, `stop` exactly)."""
+    if np.iscomplexobj(start) or np.iscomplexobj(stop) or num < 2:
+        return NotImplemented
+    shape = np.broadcast_shapes(np.shape(start), np.shape(stop))
+    start, stop = start * np.ones(shape), stop * np.ones(shape)
+    sign = np.sign(stop_gradient_leaf(start))
+    start, stop = start / sign, stop / sign
+    y = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint)
+    ends = [np.expand_dims(start, 0), y[1:-1] if endpoint else y[1:]]
+    if endpoint:
+        ends.append(np.expand_dims(stop, 0))
+    y = sign * np.concatenate(ends)
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    return y if dtype is None else astype(y, dtype)
+
+
+defcomposite(np.linspace, _linspace)
+defcomposite(np.logspace, _logspace)
+defcomposite(np.geomspace, _geomspace)
 
 
 # -- meshgrid, vander ----------------------------------------------------------------------
@@ -188,7 +263,6 @@ def _vander_rule(func: Callable) -> Callable:
 
 
 defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
-defbatch(np.vander, _vander_rule)
 
 
 # -- derivatives of meshgrid: computed as reshapes and broadcasts (see vmapx._autodiff) --
@@ -209,77 +283,7 @@ def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: 
 
 
 defcomposite(np.meshgrid, _meshgrid_impl)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
-# that traced values can be written into them. `full_like` is linear in `fill_value`.
-
-defzero([np.zeros_like, np.ones_like, np.empty_like])
-defelementwise([np.full_like, np.full], None, 1)
-defzero(
-    [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.linspace,
-     np.logspace, np.geomspace, np.tri, np.fromfunction, np.frombuffer, np.fromiter,
-     np.fromstring],
-    argnums=("like",),
-)  # fmt: skip
-
-
-def _linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-              retstep: bool = False, dtype: Any = None, axis: int = 0,
-              **kwargs: Any) -> Any:  # fmt: skip
-    """`np.linspace` as NumPy computes it, in differentiable calls."""
-    div = num - 1 if endpoint else num
-    if kwargs.get("like") is not None:
-        return NotImplemented
-    delta = stop - start
-    ramp = np.arange(num).reshape((num,) + (1,) * np.ndim(delta))
-    if div > 0:
-        step = delta / div
-        y = ramp * step + start
-    else:  # one point (or none): NumPy's step is nan
-        step, y = np.nan, ramp * delta + start
-    if endpoint and num > 1:
-        y = np.concatenate([y[:-1], np.expand_dims(stop + np.zeros_like(y[-1]), 0)])
-    if axis != 0:
-        y = np.moveaxis(y, 0, axis)
-    if dtype is not None:
-        y = astype(y, dtype)
-    return (y, step) if retstep else y
-
-
-def _logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-              base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:  # fmt: skip
-    nd = max(np.ndim(start), np.ndim(stop), np.ndim(base))
-    start, stop, base = (np.reshape(a, (1,) * (nd - np.ndim(a)) + np.shape(a))
-                         for a in (start, stop, base))  # fmt: skip
-    y = np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    out = np.power(np.expand_dims(base, axis=axis), y)
-    return out if dtype is None else astype(out, dtype)
-
-
-def _geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-               dtype: Any = None, axis: int = 0) -> Any:  # fmt: skip
-    """Real `np.geomspace` as NumPy computes it (the ends are `start`, `stop` exactly)."""
-    if np.iscomplexobj(start) or np.iscomplexobj(stop) or num < 2:
-        return NotImplemented
-    shape = np.broadcast_shapes(np.shape(start), np.shape(stop))
-    start, stop = start * np.ones(shape), stop * np.ones(shape)
-    sign = np.sign(stop_gradient_leaf(start))
-    start, stop = start / sign, stop / sign
-    y = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint)
-    ends = [np.expand_dims(start, 0), y[1:-1] if endpoint else y[1:]]
-    if endpoint:
-        ends.append(np.expand_dims(stop, 0))
-    y = sign * np.concatenate(ends)
-    if axis != 0:
-        y = np.moveaxis(y, 0, axis)
-    return y if dtype is None else astype(y, dtype)
-
-
-defcomposite(np.linspace, _linspace)
-defcomposite(np.logspace, _logspace)
-defcomposite(np.geomspace, _geomspace)
+defbatch(np.vander, _vander_rule)
 
 
 def _vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # noqa: N803
