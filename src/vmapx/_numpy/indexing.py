@@ -321,6 +321,16 @@ def _where_rule(func: Any) -> Any:
 defbatch(np.where, _where_rule)
 
 
+deflinear(np.where, argnums=(1, 2))
+defzero(np.where, argnums=(0,))
+defvjp(
+    np.where,
+    None,
+    lambda ans, c, x, y: lambda g: np.where(c, g, 0),
+    lambda ans, c, x, y: lambda g: np.where(c, 0, g),
+)
+
+
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # Indexing is linear. The VJP of a gather `x[idx]` scatters the cotangent back: with
 # index assignment when the index cannot repeat an element (ints, slices, masks), else
@@ -393,14 +403,6 @@ defvjp_argnum(
     lambda argnum, ans, args, kwargs: (lambda g: g) if argnum == 0
     else (lambda g: _core.bind(GETITEM, (g, args[1]), {})),
 )  # fmt: skip
-deflinear(np.where, argnums=(1, 2))
-defzero(np.where, argnums=(0,))
-defvjp(
-    np.where,
-    None,
-    lambda ans, c, x, y: lambda g: np.where(c, g, 0),
-    lambda ans, c, x, y: lambda g: np.where(c, 0, g),
-)
 
 
 def _at_composite(ufunc: np.ufunc) -> Any:
