@@ -11,6 +11,12 @@ NumPy formulation depends on which operands carry it:
 
 `einsum` gets a batch letter on its batched operands; a two-operand einsum that is a
 plain tensor contraction goes through the same contraction code as `tensordot`.
+
+Derivatives (see `vmapx._autodiff`): most contractions are differentiated as
+compositions of `np.matmul`, `np.multiply` and reshapes (`defcomposite`); `einsum` and
+`convolve` have their own rules: a multilinear JVP, and a VJP that is the same kind of
+contraction with the cotangent in the place of the operand (JAX's convention for complex
+values: the transpose, no conjugate).
 """
 
 from __future__ import annotations
@@ -512,14 +518,6 @@ def _windows_dot(x: Any, k: Any, m: int) -> Any:
 
 
 defbatch(np.dot, lambda f: dot_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# Most contractions are differentiated as compositions of `np.matmul`, `np.multiply` and
-# reshapes (`defcomposite`); `einsum` and `convolve` have their own rules: a multilinear
-# JVP, and a VJP that is the same kind of contraction with the cotangent in the place
-# of the operand (JAX's convention for complex values: the transpose, no conjugate).
 
 
 def _tensordot_impl(a: Any, b: Any, axes: Any = 2) -> Any:

@@ -4,6 +4,10 @@
 zero-stride broadcast (no memory per example): it must stay a tracer so that later
 index assignments into it (`out[i] = ...`, the common way to fill a result) are
 traced, yet nothing is copied until one happens.
+
+Derivatives (see `vmapx._autodiff`): `*_like` results do not depend on the values of
+`x`; they stay (constant) tracers so that traced values can be written into them.
+`full_like` is linear in `fill_value`.
 """
 
 from __future__ import annotations
@@ -81,10 +85,6 @@ def _batched_rest(trace: BatchTrace, args: tuple, skip: int) -> bool:
 
 defbatch([np.zeros_like, np.ones_like, np.empty_like, np.full_like], _like_rule)
 
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
-# that traced values can be written into them. `full_like` is linear in `fill_value`.
 
 defzero([np.zeros_like, np.ones_like, np.empty_like])
 defbatch(
@@ -301,4 +301,3 @@ def _vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # n
 
 
 defcomposite(np.vander, _vander)
-# -- end of derivatives ------------------------------------------------------------------

@@ -5,6 +5,15 @@ Elementwise helpers batch like ufuncs: batched operands get the batch axis at th
 front of the broadcast shape. Comparisons that return one Python bool per example
 (`allclose`, `array_equal`) return a batched bool array, as the loop would stack.
 `apply_along_axis` runs the user's function under `vmap` over the other axes.
+
+Derivatives (see `vmapx._autodiff`): elementwise helpers have partials (`sinc` and `i0`
+from series that stay accurate near 0). `clip` is `minimum(maximum(a, lo), hi)`, as in
+JAX: where `a` ties with a bound the derivative is shared equally by `a` and the bound
+(and by both bounds where they tie). Differences, `gradient`, `cross` are computed as
+NumPy computes them, from calls that have rules (slicing, subtraction, concatenate).
+`unwrap` adds whole periods: its derivative is the identity in `p` (and the number of
+periods added, in `period`). Functions that apply a user's function differentiate that
+function.
 """
 
 from __future__ import annotations
@@ -89,6 +98,7 @@ defzero([np.round, np.around])  # piecewise constant, as `floor` and `rint` (and
 defbatch(
     [np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X)
 )
+defzero(np.fix)  # piecewise constant, as `np.trunc`
 
 
 # sinc'(x) = (cos(pi x) - sinc(x)) / x loses digits near 0; there its Maclaurin series
@@ -161,16 +171,6 @@ def _i0_partial(ans: Any, x: Any) -> Any:
 
 defelementwise(np.i0, _i0_partial)
 defbatch(np.angle, _operand_rule((0, "z")))
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Elementwise helpers have partials (`sinc` and `i0` from series that stay accurate near
-# 0). `clip` is `minimum(maximum(a, lo), hi)`, as in JAX: where `a` ties with a bound the
-# derivative is shared equally by `a` and the bound (and by both bounds where they tie).
-# Differences, `gradient`, `cross` are computed as NumPy computes them, from calls that
-# have rules (slicing, subtraction, concatenate). `unwrap` adds whole periods: its
-# derivative is the identity in `p` (and the number of periods added, in `period`).
-# Functions that apply a user's function differentiate that function.
 
 
 def _angle_partial(ans: Any, z: Any, deg: bool = False) -> Any:
@@ -321,6 +321,7 @@ def _real_if_close_rule(func: Callable) -> Callable:
 
 
 defbatch(np.real_if_close, _real_if_close_rule, may_view=True)
+defelementwise(np.real_if_close, 1)
 
 
 # -- whole-array comparisons: one bool per example -------------------------------------
@@ -948,4 +949,3 @@ defbatch(np.piecewise, _piecewise_rule)
 
 # the rule on a batch of one: it batches each function's call over the selected elements
 defcomposite(np.piecewise, composite_by_rule(np.piecewise))
-# -- end of derivatives ------------------------------------------------------------------

@@ -2,6 +2,12 @@
 one and `axes=None` means all of one example's axes (the last `len(s)` ones when `s`
 is given), never the batch axis. `fftfreq`/`rfftfreq` take no arrays: NumPy computes
 them with ufuncs, which batch a batched spacing `d` on their own.
+
+Derivatives (see `vmapx._autodiff`): `fft` and `ifft` are linear: their JVP is the
+transform of the tangent, and their VJP the transpose (the DFT matrix is symmetric: the
+same transform of the cotangent, then cut or zero-padded back to the input's length).
+Every other transform is written with them (real transforms as complex ones with the
+Hermitian half taken or restored), as JAX transposes its naive real FFT.
 """
 
 from __future__ import annotations
@@ -81,15 +87,6 @@ def _shift_rule(func: Callable) -> Callable:
 
 fft = np.fft
 defbatch([fft.fft, fft.ifft, fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# `fft` and `ifft` are linear: their JVP is the transform of the tangent, and their VJP
-# the transpose (the DFT matrix is symmetric: the same transform of the cotangent, then
-# cut or zero-padded back to the input's length). Every other transform is written with
-# them (real transforms as complex ones with the Hermitian half taken or restored), as
-# JAX transposes its naive real FFT.
 
 
 def _fit_length(x: Any, length: int, axis: int) -> Any:

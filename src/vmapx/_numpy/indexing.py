@@ -4,6 +4,13 @@ The heart is `batched_index`: it turns one example's index into an index of the
 batched value, and says how to permute the result so the batch axis is at the front
 and the other axes are where NumPy puts them for one example (NumPy moves advanced
 index dimensions to the front when the advanced indices are not adjacent).
+
+Derivatives (see `vmapx._autodiff`): indexing is linear. The VJP of a gather `x[idx]`
+scatters the cotangent back: with index assignment when the index cannot repeat an
+element (ints, slices, masks), else with `SCATTER_ADD` (a functional `np.add.at`).
+`x[idx] = v` sends `g[idx]` to `v` and `g` with `g[idx] = 0` to `x`; where an index
+repeats an element, only the element of `v` that NumPy wrote last receives its
+cotangent.
 """
 
 from __future__ import annotations
@@ -331,14 +338,6 @@ defvjp(
 )
 
 
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Indexing is linear. The VJP of a gather `x[idx]` scatters the cotangent back: with
-# index assignment when the index cannot repeat an element (ints, slices, masks), else
-# with `SCATTER_ADD` (a functional `np.add.at`). `x[idx] = v` sends `g[idx]` to `v` and
-# `g` with `g[idx] = 0` to `x`; where an index repeats an element, only the element of
-# `v` that NumPy wrote last receives its cotangent.
-
-
 def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:
     out = x.copy()
     np.add.at(out, idx, v)
@@ -438,4 +437,3 @@ def _at_hook(prim: Any, ufunc: np.ufunc, method: str) -> None:
 
 
 register_ufunc_defaults(_at_hook)
-# -- end of derivatives ------------------------------------------------------------------

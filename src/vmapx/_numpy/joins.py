@@ -4,6 +4,9 @@ Unbatched members of a join are broadcast to the batch (a zero-stride view; the 
 copies anyway), because the result is batched as a whole. Splits return views.
 Positions (`indices_or_sections`, the `obj` of `insert`/`delete`) must be unbatched:
 batched ones give shapes that differ between examples, so those calls loop.
+
+Derivatives (see `vmapx._autodiff`): joins are linear in their arrays; the VJP of item j
+is its slice of the cotangent.
 """
 
 from __future__ import annotations
@@ -62,10 +65,6 @@ def _join_rule(*, new_axis: bool) -> Callable:
 
 
 defbatch(np.concatenate, _join_rule(new_axis=False))
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Joins are linear in their arrays; the VJP of item j is its slice of the cotangent.
 
 
 def _join_vjp(stack: bool) -> Callable:
@@ -381,4 +380,3 @@ defbatch(np.delete, _delete_rule)
 
 
 defstructural(np.delete, operands((0, "arr")))
-# -- end of derivatives ------------------------------------------------------------------

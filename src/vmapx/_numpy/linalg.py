@@ -12,6 +12,16 @@ same answers, eigenvector signs included). Arguments that broadcast against the 
   solution with LAPACK's `rcond` cut-off (what `gelsd` computes).
 - `norm`/`vector_norm` with `axis=None` flatten one example, not the batch.
 - `multi_dot` picks its multiplication order with the batch size in the costs.
+
+Derivatives (see `vmapx._autodiff`): decompositions get JVP rules (the formulas JAX
+uses); their VJPs come from transposing those, which are made of matmul, solve and
+elementwise operations. `solve` has both rules (transposing its JVP would need its own
+VJP). Everything else is a composition of differentiable NumPy calls. Complex values
+follow JAX's convention; the phase of complex eigenvectors of `eigh` and singular
+vectors of `svd` is LAPACK's arbitrary choice, which their derivatives hold fixed (as
+JAX's do): functions that do not depend on that phase (|v|^2, U S V^H, projections) get
+exact derivatives. `eig` keeps LAPACK's rule (unit columns, largest component real) and
+is exact.
 """
 
 from __future__ import annotations
@@ -100,18 +110,6 @@ defbatch(
      *present(np.linalg, "svdvals", "matrix_norm", "trace")],
     _stacked(2),
 )  # fmt: skip
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# Decompositions get JVP rules (the formulas JAX uses); their VJPs come from transposing
-# those, which are made of matmul, solve and elementwise operations. `solve` has both
-# rules (transposing its JVP would need its own VJP). Everything else is a composition
-# of differentiable NumPy calls. Complex values follow JAX's convention; the phase of
-# complex eigenvectors of `eigh` and singular vectors of `svd` is LAPACK's arbitrary
-# choice, which their derivatives hold fixed (as JAX's do): functions that do not depend
-# on that phase (|v|^2, U S V^H, projections) get exact derivatives. `eig` keeps
-# LAPACK's rule (unit columns, largest component real) and is exact.
 
 
 def _t(x: Any) -> Any:

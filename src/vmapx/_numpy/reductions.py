@@ -3,6 +3,11 @@
 `axis=None` means "all of one example's axes": for reductions that accept a tuple it
 becomes the tuple of axes 1..n; for those that flatten (`argmax`, `cumsum`, ...) the
 batched value is reshaped to `(B, -1)` first.
+
+Derivatives (see `vmapx._autodiff`): a reduction's derivative is a weight per element:
+`d ans / d x` (the where-mask for `sum`, `1/n` for `mean`, the tie-split argmax mask for
+`max`, the product of the other elements for `prod`). JVP: `sum(t * w)`; VJP: `g`
+broadcast back, times `w`.
 """
 
 from __future__ import annotations
@@ -111,12 +116,6 @@ defbatch(
      np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean],
     _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where",)),
 )  # fmt: skip
-
-
-# -- derivatives -----------------------------------------------------------------------
-# A reduction's derivative is a weight per element: `d ans / d x` (the where-mask for
-# `sum`, `1/n` for `mean`, the tie-split argmax mask for `max`, the product of the other
-# elements for `prod`). JVP: `sum(t * w)`; VJP: `g` broadcast back, times `w`.
 
 
 def _params(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:

@@ -4,6 +4,10 @@ Most are "shift every axis argument by one and prepend the batch axis to shapes"
 Results that NumPy gives as views stay views (registered with `may_view=True`).
 Arguments that decide the output's shape (`reps`, `repeats`, `k` of `rot90`, ...)
 must be unbatched: a batched one runs the call once per example, with a warning.
+
+Derivatives (see `vmapx._autodiff`): shape functions are linear: the JVP is the function
+of the tangent, the VJP undoes the shape change on the cotangent (`broadcast_to`'s sum
+is done by the engine).
 """
 
 from __future__ import annotations
@@ -85,12 +89,8 @@ defbatch(np.shape, _meta_rule("shape"))
 defbatch(np.ndim, _meta_rule("ndim"))
 defbatch(np.size, _meta_rule("size"))
 defbatch([np.copy, astype], _value_rule)
+defelementwise([np.copy, astype], 1)
 defbatch([np.real, np.imag], _value_rule, may_view=True)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Shape functions are linear: the JVP is the function of the tangent, the VJP undoes
-# the shape change on the cotangent (`broadcast_to`'s sum is done by the engine).
 
 
 def _identity(g: Any) -> Any:
@@ -948,6 +948,3 @@ def _reflect_axis(y: Any, axis: int, before: int, after: int, symmetric: bool) -
 _PAD_OPERANDS = operands((0, "array"), (None, "constant_values"))
 defstructural(np.pad, _PAD_OPERANDS, _empty_as_constant, _empty_as_constant)
 defcomposite(np.pad, _pad_impl)
-defelementwise([np.copy, astype, np.real_if_close], 1)
-
-# -- end of derivatives ------------------------------------------------------------------

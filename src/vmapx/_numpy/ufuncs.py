@@ -489,7 +489,7 @@ defelementwise(np.ldexp, lambda ans, x, i: np.ldexp(np.ones_like(ans), i), None)
 defjvp(np.conjugate, lambda t, ans, x, **kw: np.conjugate(t))
 defvjp(np.conjugate, lambda ans, x, **kw: np.conjugate)
 defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
-         np.spacing, np.fix])  # fmt: skip
+         np.spacing])  # fmt: skip
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name
