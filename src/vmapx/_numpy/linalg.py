@@ -103,13 +103,8 @@ def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
     return factory
 
 
-defbatch(
-    [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.eig, np.linalg.eigh,
-     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr,
-     np.linalg.cholesky, np.linalg.matrix_power, np.linalg.cond,
-     *present(np.linalg, "svdvals", "matrix_norm", "trace")],
-    _stacked(2),
-)  # fmt: skip
+# each op's batch rule below (`_stacked(2)`) sits beside its derivatives
+defbatch([np.linalg.inv, np.linalg.det], _stacked(2))
 
 
 def _t(x: Any) -> Any:
@@ -174,6 +169,7 @@ def _defjvp_multi(func: Callable, jvp: Callable) -> None:
     defvjp(func, _transposed(jvp))
 
 
+defbatch(np.linalg.slogdet, _stacked(2))
 _defjvp_multi(np.linalg.slogdet, _slogdet_jvp)
 
 
@@ -203,6 +199,7 @@ def _cholesky_jvp(t: Any, ans: Any, a: Any, upper: bool = False) -> Any:
     return _h(dl) if upper else dl
 
 
+defbatch(np.linalg.cholesky, _stacked(2))
 defjvp(np.linalg.cholesky, _cholesky_jvp)
 
 
@@ -219,6 +216,7 @@ def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (
     return dw, dv
 
 
+defbatch(np.linalg.eigh, _stacked(2))
 _defjvp_multi(np.linalg.eigh, _eigh_jvp)
 
 
@@ -240,6 +238,7 @@ def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
     return dw, dv
 
 
+defbatch([np.linalg.eig, np.linalg.eigvals], _stacked(2))
 _defjvp_multi(np.linalg.eig, _eig_jvp)
 defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
 
@@ -252,6 +251,7 @@ def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N8
     return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
 
 
+defbatch(np.linalg.eigvalsh, _stacked(2))
 defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
 
 
@@ -293,6 +293,7 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: b
     return du, ds, _h(dv)
 
 
+defbatch([np.linalg.svd, *present(np.linalg, "svdvals")], _stacked(2))
 _defjvp_multi(np.linalg.svd, _svd_jvp)
 defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
 
@@ -324,6 +325,7 @@ def _qr_impl(a: Any, mode: str = "reduced") -> Any:
     return np.linalg.qr(a)[1] if mode == "r" else NotImplemented
 
 
+defbatch(np.linalg.qr, _stacked(2))
 _defjvp_multi(np.linalg.qr, _qr_jvp)
 defcomposite(np.linalg.qr, _qr_impl)
 
@@ -397,6 +399,10 @@ def _diagonal_impl(x: Any, offset: int = 0) -> Any:
     return x[..., idx + start_r, idx + start_c]
 
 
+defbatch(
+    [np.linalg.cond, np.linalg.matrix_power, *present(np.linalg, "matrix_norm", "trace")],
+    _stacked(2),
+)
 defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
 defcomposite(np.linalg.cond, _cond_impl)
 defcomposite(np.linalg.matrix_power, _matrix_power_impl)
