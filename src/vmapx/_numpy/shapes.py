@@ -97,6 +97,7 @@ def _identity(g: Any) -> Any:
     return g
 
 
+deflinear([np.real, np.imag])
 defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 
@@ -255,7 +256,7 @@ defbatch(np.broadcast_to, _broadcast_to_rule, may_view=True)
 
 
 _SHAPE_FUNCS = [np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes, np.squeeze,
-                np.expand_dims, np.broadcast_to, np.real, np.imag]  # fmt: skip
+                np.expand_dims, np.broadcast_to]  # fmt: skip
 deflinear(_SHAPE_FUNCS + ([np.permute_dims] if hasattr(np, "permute_dims") else []))
 defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 
@@ -438,11 +439,23 @@ def _rot90_rule(func: Callable) -> Callable:
 defbatch(np.flip, _flip_rule, may_view=True)
 defbatch(np.fliplr, _flip_fixed_rule(1), may_view=True)
 defbatch(np.flipud, _flip_fixed_rule(0), may_view=True)
+deflinear([np.flip, np.fliplr, np.flipud])
+
+
+def _same_on_cotangent(func: Callable) -> Callable:
+    """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
+    return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
+
+
+for _func in (np.flip, np.fliplr, np.flipud):
+    defvjp(_func, _same_on_cotangent(_func))
 defbatch(np.roll, _roll_rule)
+deflinear(np.roll)
 
 
 defvjp(np.roll, lambda ans, x, shift, axis=None: lambda g: np.roll(g, np.negative(shift), axis))
 defbatch(np.rot90, _rot90_rule, may_view=True)
+deflinear(np.rot90)
 
 
 defvjp(np.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: np.rot90(g, -k, axes))
@@ -496,6 +509,7 @@ def _resize_rule(func: Callable) -> Callable:
 
 
 defbatch(np.tile, _tile_rule)
+deflinear(np.tile)
 
 
 def _untile(ans: Any, x: Any, reps: Any) -> Callable:
@@ -512,6 +526,7 @@ def _untile(ans: Any, x: Any, reps: Any) -> Callable:
 
 defvjp(np.tile, _untile)
 defbatch(np.repeat, _repeat_rule)
+deflinear(np.repeat)
 
 
 first = operands((0, None))
@@ -540,6 +555,7 @@ def _repeat_vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
 
 defvjp_argnums(np.repeat, _repeat_vjp)
 defbatch(np.resize, _resize_rule)
+defstructural(np.resize, first)
 
 
 # -- matrices: diag, diagflat, diagonal, trace, tril, triu, matrix_transpose ------------
@@ -630,7 +646,7 @@ defbatch([np.diag, np.diagflat], _diag_rule, may_view=True)
 defbatch(np.diagonal, _two_axes_rule, may_view=True)
 
 
-defstructural([np.resize, np.diag, np.diagflat, np.diagonal], first)
+defstructural([np.diag, np.diagflat, np.diagonal], first)
 defbatch(np.trace, _two_axes_rule)
 
 
@@ -645,12 +661,8 @@ defcomposite(np.trace, _trace_impl)
 defbatch([np.tril, np.triu], _tri_rule)
 
 
-def _same_on_cotangent(func: Callable) -> Callable:
-    """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
-    return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
-
-
-for _func in (np.flip, np.fliplr, np.flipud, np.tril, np.triu):
+deflinear([np.tril, np.triu])
+for _func in (np.tril, np.triu):
     defvjp(_func, _same_on_cotangent(_func))
 defbatch(present(np, "matrix_transpose"), _matrix_transpose_rule, may_view=True)
 
@@ -667,8 +679,7 @@ def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable:
     return lambda g: np.moveaxis(g, start - 1 if start > axis else start, axis)
 
 
-deflinear([np.flip, np.fliplr, np.flipud, np.tril, np.triu, np.roll, np.rot90, np.rollaxis,
-           np.tile, np.repeat])  # fmt: skip
+deflinear(np.rollaxis)
 defvjp(np.rollaxis, _unrollaxis)
 
 
@@ -824,9 +835,6 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
     return v
 
 
-defbatch(np.pad, _pad_rule)
-
-
 # pad: the modes that copy elements (and fill constants) are structural; linear_ramp, the
 # statistics and odd reflections are computed axis by axis, in NumPy's order, with
 # differentiable calls
@@ -945,6 +953,7 @@ def _reflect_axis(y: Any, axis: int, before: int, after: int, symmetric: bool) -
     return y
 
 
+defbatch(np.pad, _pad_rule)
 _PAD_OPERANDS = operands((0, "array"), (None, "constant_values"))
 defstructural(np.pad, _PAD_OPERANDS, _empty_as_constant, _empty_as_constant)
 defcomposite(np.pad, _pad_impl)
