@@ -486,6 +486,7 @@ def _masked_write(
     return trace.wrap(np.where(m, chosen, flat).reshape(base.shape))
 
 
+@builder
 def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
     """Register an in-place NumPy writer: a functional primitive (its rule), and the
     `IN_PLACE` entry that writes the new value back into a traced target."""

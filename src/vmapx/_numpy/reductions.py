@@ -110,14 +110,6 @@ def _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd):  # noqa: ANN001,
     return trace.wrap(out.reshape((out.shape[0],) + (1,) * nd))
 
 
-# func(a, axis=None, ..., where=...) reducing over a tuple of axes
-defbatch(
-    [np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.all, np.any, np.mean,
-     np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean],
-    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where",)),
-)  # fmt: skip
-
-
 def _params(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
     params = dict(zip(names, args[1:], strict=False))
     params.update(kwargs)
@@ -226,6 +218,12 @@ def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> 
     defvjp_argnum(funcs, vjp)
 
 
+# func(a, axis=None, ..., where=...) reducing over a tuple of axes
+defbatch(
+    [np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.all, np.any, np.mean,
+     np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean],
+    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where",)),
+)  # fmt: skip
 _SUM_ARGS = ("axis", "dtype", "out", "keepdims", "initial", "where")
 _MAX_ARGS = ("axis", "out", "keepdims", "initial", "where")
 _reduction_rules([np.sum], _SUM_ARGS, _w_sum)
