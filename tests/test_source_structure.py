@@ -122,3 +122,21 @@ def test_an_ops_rules_are_registered_together_in_one_file():
         if len(files) > 1 or max(lines) - min(lines) > RULES_SPAN:
             apart[name] = {kind: f"{f}:{n}" for kind, (f, n) in own.items()}
     assert apart == {}
+
+
+LEAVING = ("__bool__", "__float__", "__int__", "__complex__", "__index__", "__format__",
+           "item", "tolist", "__array__", "__len__", "__iter__")  # fmt: skip
+
+
+def test_the_tracers_share_one_protocol_for_values_leaving_the_trace():
+    """The conversions are defined once, on the tracer base; each kind of tracer only
+    sets its trace's policy (`_leave_trace`)."""
+    from vmapx._autodiff import JVPTracer, VJPTracer
+    from vmapx._batching import BatchTracer
+    from vmapx._core import Tracer
+    from vmapx._jit import RecordTracer, ScalarTracer
+
+    for cls in (BatchTracer, JVPTracer, VJPTracer, RecordTracer, ScalarTracer):
+        below = [c for c in cls.__mro__ if issubclass(c, Tracer) and c is not Tracer]
+        assert [(c.__name__, n) for c in below for n in LEAVING if n in vars(c)] == []
+        assert any("_leave_trace" in vars(c) for c in below)
