@@ -70,8 +70,8 @@ class LibraryFunction:
             return self.original(*args, **kwargs)
         try:
             return self.primitive(*arrays, **named)
-        except Unsupported:
-            return self.original(*args, **kwargs)
+        except Exception:  # (Unsupported, or the lowering failed on traced values: the
+            return self.original(*args, **kwargs)  # library gives the loop's answer)
 
     def _default(self, name: str) -> Any:
         return self.signature.parameters[name].default

@@ -21,7 +21,7 @@ from ._adapter import adapts
 DISTRIBUTIONS = ("norm", "logistic", "laplace", "cauchy", "gumbel_r", "gumbel_l")
 
 # method -> (the distribution's private formula, how the scale enters the result)
-_METHODS = {
+METHODS = {
     "logpdf": ("_logpdf", lambda v, scale: v - np.log(scale)),
     "pdf": ("_pdf", lambda v, scale: v / scale),
     "cdf": ("_cdf", lambda v, scale: v),
@@ -42,7 +42,7 @@ def _method(dist: Any, formula: str, rescale: Any) -> Any:
 
 for _dist_name in DISTRIBUTIONS:
     _dist = getattr(scipy.stats, _dist_name)
-    for _method_name, (_formula, _rescale) in _METHODS.items():
+    for _method_name, (_formula, _rescale) in METHODS.items():
         adapts("scipy.stats", f"{_dist_name}.{_method_name}", ("x", "loc", "scale"))(
             _method(_dist, _formula, _rescale)
         )
