@@ -983,7 +983,7 @@ class _PartialPullback:
         return _scale(g, self.d, self.ans, self.args)
 
     def partial(self) -> Any:
-        return partial(self.d, self.ans, *self.args)
+        return partial_value(self.d, self.ans, *self.args)
 
 
 class _ElementwisePullback:
@@ -1030,7 +1030,7 @@ def _times(t: Any, d: Any) -> Any:
     return t * d
 
 
-def partial(d: Any, ans: Any, *args: Any) -> Any:
+def partial_value(d: Any, ans: Any, *args: Any) -> Any:
     """The value of a partial given to `defelementwise` (a number or a function)."""
     return d(ans, *args) if callable(d) else d
 

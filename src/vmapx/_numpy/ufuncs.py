@@ -23,7 +23,7 @@ from .._autodiff import (
     defvjp,
     defvjp_argnum,
     defzero,
-    partial,
+    partial_value,
     stop_gradient_leaf,
 )
 from .._batching import (
@@ -629,8 +629,8 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     n = x.shape[-1]
     prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
-    a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
-    b = np.broadcast_to(partial(derivs[1], ans, prev, cur), ans.shape)
+    a = np.broadcast_to(partial_value(derivs[0], ans, prev, cur), ans.shape)
+    b = np.broadcast_to(partial_value(derivs[1], ans, prev, cur), ans.shape)
     ones = np.ones_like(out, shape=out.shape[:-1] + (1,))
     a = np.concatenate([ones, a], axis=-1)
     b = np.concatenate([ones, b], axis=-1)
