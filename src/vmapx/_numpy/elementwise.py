@@ -95,9 +95,7 @@ defbatch([np.round, np.around], _operand_rule((0, "a")))
 
 
 defzero([np.round, np.around])  # piecewise constant, as `floor` and `rint` (and JAX's round)
-defbatch(
-    [np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X)
-)
+defbatch([np.fix, np.sinc, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X))
 defzero(np.fix)  # piecewise constant, as `np.trunc`
 
 
@@ -169,6 +167,7 @@ def _i0_partial(ans: Any, x: Any) -> Any:
     return np.where(near, inner, outer)
 
 
+defbatch(np.i0, _operand_rule(*_X))
 defelementwise(np.i0, _i0_partial)
 defbatch(np.angle, _operand_rule((0, "z")))
 
@@ -563,7 +562,6 @@ def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
 
 
 defcomposite(np.ediff1d, _ediff1d)
-defbatch(np.gradient, _gradient_rule)
 
 
 def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
@@ -655,6 +653,7 @@ def _gradient_along(f: Any, ax: int, dx: Any, edge_order: int) -> Any:
     return np.concatenate([first, inside, last], axis=ax)
 
 
+defbatch(np.gradient, _gradient_rule)
 defcomposite(np.gradient, _gradient)
 defbatch(np.cross, _cross_rule)
 

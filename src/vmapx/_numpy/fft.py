@@ -86,7 +86,7 @@ def _shift_rule(func: Callable) -> Callable:
 
 
 fft = np.fft
-defbatch([fft.fft, fft.ifft, fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rule)
+defbatch([fft.fft, fft.ifft], _fft_rule)
 
 
 def _fit_length(x: Any, length: int, axis: int) -> Any:
@@ -146,6 +146,7 @@ def _ihfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
     return np.conjugate(_rfft_impl(a, n, axis, _swap(norm)))
 
 
+defbatch([fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rule)
 defcomposite(fft.rfft, _rfft_impl)
 defcomposite(fft.irfft, _irfft_impl)
 defcomposite(fft.hfft, _hfft_impl)
