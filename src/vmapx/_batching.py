@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config, _core
+from . import _config, _core, _payload
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -123,6 +123,9 @@ class BatchTracer(Tracer):
             "use NumPy functions on the value directly (they batch); to put it into a new "
             "array use `np.zeros_like(x, shape=...)` and index assignment, or `np.stack`",
         )
+
+
+_payload.INNER[BatchTracer] = lambda t: t.val
 
 
 class BatchTrace(Trace):

@@ -24,6 +24,7 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, bind
+from .._payload import like
 from .._registry import Primitive, register, register_ufunc_defaults
 from ._tracer_api import GETITEM, SETITEM
 
@@ -121,7 +122,7 @@ def _plan(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None, 
             perm = (rank, *range(rank), *range(rank + 1, region_rank + 1))
             return (slice(None), *comps), perm, region_rank
         return (slice(None), *comps), None, region_rank
-    arange = np.arange(trace.axis_size).reshape((-1,) + (1,) * rank)
+    arange = np.arange(trace.axis_size, like=like(*comps)).reshape((-1,) + (1,) * rank)
     for i in adv:
         v, b = unwrap(trace, comps[i])
         comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v

@@ -1,0 +1,94 @@
+"""The op table run on strict duck arrays (`strict_array.StrictArray`): the checks, and
+the rows that cannot pass, each with its reason.
+
+A row runs with its inputs as strict arrays and must give strict arrays equal to the
+host loop's result (values, shape, dtype). Rows listed here are strict expected
+failures: a listed row that starts passing fails the suite until it is taken off.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+import vmapx
+from harness import assert_same, batched_args, loop_reference
+from op_spec import Op
+from strict_array import StrictArray, host, strict
+
+# -- why a row cannot run on a duck array --------------------------------------------
+
+HOST_FUNCTION = "the row's own function makes or holds a host ndarray (no `like=`)"
+STRINGS = "string arrays: a device array type holds numbers only"
+DATETIME = "datetime64 values: a device array type holds numbers only"
+
+
+def check_duck_vmap(op: Op, in_axes: tuple, size: int = 3, seed: int = 0) -> None:
+    """`vmap(op.fn)` on strict arrays gives strict arrays equal to the host loop."""
+    rng = np.random.default_rng(seed)
+    args = batched_args(op.example_args, in_axes, size, rng)
+    want = loop_reference(op.fn, args, in_axes)
+    with warnings.catch_warnings():
+        if op.needs_batched:  # may loop (examples can agree)
+            warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmapx.vmap(op.fn, in_axes=in_axes)(*strict(args))
+    assert_on_device(got)
+    assert_same(host(got), want, op.rtol, op.atol)
+
+
+def check_duck_vmap_grad(op: Op, seed: int = 0) -> bool:
+    """`vmap(grad(sum of op.fn))` on strict arrays equals the host loop of `grad`;
+    False when the row has no float argument to differentiate."""
+    rng = np.random.default_rng(seed)
+    examples = [op.example_args(rng) for _ in range(3)]
+    argnums = tuple(i for i, a in enumerate(examples[0]) if a.dtype.kind in "fc")
+    if not argnums:
+        return False
+    g = vmapx.grad(lambda *a: total(op.fn(*a)), argnums=argnums)
+    batched = [np.stack([e[j] for e in examples]) for j in range(len(examples[0]))]
+    got = vmapx.vmap(g)(*strict(batched))
+    loop = [g(*e) for e in examples]
+    want = tuple(np.stack([r[k] for r in loop]) for k in range(len(argnums)))
+    assert_on_device(got)
+    assert_same(host(got), want, rtol=1e-9, atol=1e-12)
+    return True
+
+
+def total(out: Any) -> Any:
+    """The sum of every float output (the real part of complex ones): a scalar loss."""
+    result = 0.0
+    for leaf in optree.tree_leaves(out, is_leaf=lambda x: hasattr(x, "dtype")):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and dtype.kind in "fc":
+            result = result + np.sum(np.real(leaf) if dtype.kind == "c" else leaf)
+    return result
+
+
+def assert_on_device(tree: Any) -> None:
+    """Every array leaf of `tree` is a strict array (nothing was moved to the host)."""
+    leaves = optree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, StrictArray))
+    for leaf in leaves:
+        assert isinstance(leaf, StrictArray), f"a {type(leaf).__name__} came back, not a duck"
+
+
+def mapped(op: Op) -> list[tuple]:
+    """The in_axes to check a row with: every argument mapped, and for rows of several
+    arguments, the first mapped and the others not (constants on the device)."""
+    n = len(op.example_args(np.random.default_rng(0)))
+    placements = [(0,) * n]
+    if n > 1 and not set(op.needs_batched) - {0}:
+        placements.append((0,) + (None,) * (n - 1))
+    return placements
+
+
+def runs_on_duck(fn: Callable, args: list) -> bool:
+    """Whether `fn` itself runs on strict arrays (no transform): classification aid."""
+    try:
+        fn(*strict(args))
+    except TypeError:
+        return False
+    return True
