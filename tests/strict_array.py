@@ -36,7 +36,14 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 # NumPy functions through which a host array may enter (CuPy's host-to-device copies)
-_CREATION = {np.asarray, np.array, np.asanyarray, np.ascontiguousarray, np.asfortranarray}
+_CREATION = {
+    np.asarray,
+    np.array,
+    np.asanyarray,
+    np.ascontiguousarray,
+    np.asfortranarray,
+    np.require,
+}
 for _name in ("astype",):
     if hasattr(np, _name):
         _CREATION.add(getattr(np, _name))
@@ -97,8 +104,8 @@ class StrictArray(NDArrayOperatorsMixin):
     imag = property(lambda self: StrictArray(self._data.imag))
 
     def get(self) -> np.ndarray:
-        """A host copy (CuPy's `.get()`)."""
-        return self._data.copy()
+        """The host array (CuPy's `.get()`; a view here: NumPy's copy widens `<U0`)."""
+        return self._data.view()
 
     def item(self, *args: Any) -> Any:
         return self._data.item(*args)

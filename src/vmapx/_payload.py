@@ -53,8 +53,8 @@ def like(*values: Any) -> Any:
     """The first duck payload under `values`, for `like=` (None when all live in NumPy,
     which is what `like=` means by default)."""
     for v in values:
-        p = innermost(v)
-        if is_duck(p):
+        p = like(*v) if type(v) in (tuple, list) else innermost(v)  # (an index: a tuple)
+        if p is not None and is_duck(p):
             return p
     return None
 
@@ -63,7 +63,7 @@ def moved(x: Any, *values: Any) -> Any:
     """`x` (a host array or a number made by vmapx) moved to the array type of the
     payloads under `values`; unchanged when they live in NumPy or `x` is not host."""
     ref = like(*values)
-    if ref is None or not isinstance(x, np.ndarray | np.generic):
+    if ref is None or not isinstance(x, np.ndarray | np.generic | bool | int | float | complex):
         return x
     return np.asarray(x, like=ref)
 
@@ -72,3 +72,21 @@ def listed(x: Any) -> Any:
     """A host parameter array vmapx computed (pad widths, ...) as Python lists, which
     every array type reads; anything else unchanged."""
     return x.tolist() if isinstance(x, np.ndarray) else x
+
+
+def onto(args: Any, ref: Any) -> Any:
+    """`args` (a call's arguments: a tuple, list or dict, one level of nested lists and
+    tuples walked, as in an index) with every host ndarray moved to `ref`'s array type:
+    the constants a rule or the user's function made in NumPy meet the payloads where
+    those live."""
+    if isinstance(args, dict):
+        return {k: _onto_one(v, ref) for k, v in args.items()}
+    return type(args)(_onto_one(a, ref) for a in args)
+
+
+def _onto_one(a: Any, ref: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return np.asarray(a, like=ref)
+    if type(a) in (list, tuple) and any(isinstance(c, np.ndarray) for c in a):
+        return type(a)(np.asarray(c, like=ref) if isinstance(c, np.ndarray) else c for c in a)
+    return a

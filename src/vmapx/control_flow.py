@@ -229,6 +229,7 @@ class _Chain:
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
         sub = BatchTrace(len(ix[0]), _InBranch(self.traces, ix), top.fallback, top.randomness)
+        sub.like = top.like
         # the sub-batch takes the chain's innermost slot (traces above keep their levels)
         sub.level = top.level
         stack = _state.stack

@@ -26,7 +26,7 @@ from .._batching import (
 )
 from .._compat import astype, present
 from .._core import Tracer
-from .._payload import like, listed
+from .._payload import like, listed, moved
 from .._registry import builder, each_function, function_name, get_arg, register, set_arg
 from ._tracer_api import IN_PLACE
 from .ufuncs import _shift_axis, _shift_one
@@ -537,11 +537,11 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
         if len(set(shape)) != 1:
             raise ValueError("All dimensions of input must be of equal length")
         step = 1 + int(np.cumprod(shape[:-1]).sum())
-    flat = np.arange(int(np.prod(shape, dtype=np.int64)))[:end:step]
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), like=like(a))[:end:step]
     if flat.size == 0 or np.size(val) == 0:
         return
     # `a.flat[...] = val` repeats `val` cyclically, which is what `np.resize` does
-    a[np.unravel_index(flat, shape)] = np.resize(val, flat.size)
+    a[np.unravel_index(flat, shape)] = moved(np.resize(val, flat.size), a)
 
 
 IN_PLACE[np.fill_diagonal] = fill_diagonal  # a traced `a` never reaches the primitive

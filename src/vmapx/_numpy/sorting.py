@@ -27,7 +27,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index
 from .._core import bind
-from .._payload import like
+from .._payload import like, moved
 from .._registry import get_arg, primitive, set_arg
 from ._tracer_api import GETITEM
 from .gather import replay_errors, replaying
@@ -272,7 +272,7 @@ def _searchsorted_rule(func: Callable) -> Callable:
                 lambda: np.take_along_axis(rows, bcast_batch(trace, sorter), axis=1),
             )  # fmt: skip
         queries, shape = _rows(trace, v)
-        found = search_rows(rows, queries, side)
+        found = search_rows(rows, moved(queries, rows), side)
         if found is None:
             return _unsorted(trace, func, args, kwargs)
         return trace.wrap(found.reshape(len(queries), *shape))
