@@ -90,3 +90,12 @@ def _onto_one(a: Any, ref: Any) -> Any:
     if type(a) in (list, tuple) and any(isinstance(c, np.ndarray) for c in a):
         return type(a)(np.asarray(c, like=ref) if isinstance(c, np.ndarray) else c for c in a)
     return a
+
+
+def concrete(v: Any) -> np.ndarray:
+    """The host values of `v` that vmapx must read (a branch's predicate per example):
+    a duck payload through its own `.tolist()`, anything else through `np.asarray` (a
+    tracer of a lower level asks its own trace)."""
+    if is_duck(v):
+        return np.array(v.tolist(), dtype=v.dtype)
+    return np.asarray(v)
