@@ -1,15 +1,16 @@
-"""The op table run on strict duck arrays (`strict_array.StrictArray`): the checks, and
-the rows that cannot pass, each with its reason.
+"""The op-table checks on a device array type: the strict duck array
+(`strict_array.StrictArray`, on a CPU) or CuPy's (on a GPU).
 
-A row runs with its inputs as strict arrays and must give strict arrays equal to the
-host loop's result (values, shape, dtype). Rows listed here are strict expected
-failures: a listed row that starts passing fails the suite until it is taken off.
+A row runs with its inputs on the device and must give device arrays equal to the host
+loop's result (values, shape, dtype); the tests list the rows that cannot pass, each
+with its reason.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,28 +21,38 @@ from harness import assert_same, batched_args, loop_reference
 from op_spec import Op
 from strict_array import StrictArray, host, strict
 
-# -- why a row cannot run on a duck array --------------------------------------------
 
-HOST_FUNCTION = "the row's own function makes or holds a host ndarray (no `like=`)"
-STRINGS = "string arrays: a device array type holds numbers only"
-DATETIME = "datetime64 values: a device array type holds numbers only"
+@dataclass(frozen=True)
+class Device:
+    """An array type to run the table on: `to` moves a pytree of host arrays there,
+    `back` brings one back, `array` is its array type."""
+
+    name: str
+    to: Callable[[Any], Any]
+    back: Callable[[Any], Any]
+    array: type
 
 
-def check_duck_vmap(op: Op, in_axes: tuple, size: int = 3, seed: int = 0) -> None:
-    """`vmap(op.fn)` on strict arrays gives strict arrays equal to the host loop."""
+STRICT = Device("strict", strict, host, StrictArray)
+
+
+def check_duck_vmap(
+    op: Op, in_axes: tuple, size: int = 3, seed: int = 0, device: Device = STRICT
+) -> None:
+    """`vmap(op.fn)` on device arrays gives device arrays equal to the host loop."""
     rng = np.random.default_rng(seed)
     args = batched_args(op.example_args, in_axes, size, rng)
     want = loop_reference(op.fn, args, in_axes)
     with warnings.catch_warnings():
         if op.needs_batched:  # may loop (examples can agree)
             warnings.simplefilter("ignore", vmapx.PerformanceWarning)
-        got = vmapx.vmap(op.fn, in_axes=in_axes)(*strict(args))
-    assert_on_device(got)
-    assert_same(host(got), want, op.rtol, op.atol)
+        got = vmapx.vmap(op.fn, in_axes=in_axes)(*device.to(args))
+    assert_on_device(got, device.array)
+    assert_same(device.back(got), want, op.rtol, op.atol)
 
 
-def check_duck_vmap_grad(op: Op, seed: int = 0) -> bool:
-    """`vmap(grad(sum of op.fn))` on strict arrays equals the host loop of `grad`;
+def check_duck_vmap_grad(op: Op, seed: int = 0, device: Device = STRICT) -> bool:
+    """`vmap(grad(sum of op.fn))` on device arrays equals the host loop of `grad`;
     False when the row has no float argument to differentiate."""
     rng = np.random.default_rng(seed)
     examples = [op.example_args(rng) for _ in range(3)]
@@ -50,11 +61,11 @@ def check_duck_vmap_grad(op: Op, seed: int = 0) -> bool:
         return False
     g = vmapx.grad(lambda *a: total(op.fn(*a)), argnums=argnums)
     batched = [np.stack([e[j] for e in examples]) for j in range(len(examples[0]))]
-    got = vmapx.vmap(g)(*strict(batched))
+    got = vmapx.vmap(g)(*device.to(batched))
     loop = [g(*e) for e in examples]
     want = tuple(np.stack([r[k] for r in loop]) for k in range(len(argnums)))
-    assert_on_device(got)
-    assert_same(host(got), want, rtol=1e-9, atol=1e-12)
+    assert_on_device(got, device.array)
+    assert_same(device.back(got), want, rtol=1e-9, atol=1e-12)
     return True
 
 
@@ -68,11 +79,11 @@ def total(out: Any) -> Any:
     return result
 
 
-def assert_on_device(tree: Any) -> None:
-    """Every array leaf of `tree` is a strict array (nothing was moved to the host)."""
-    leaves = optree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, StrictArray))
+def assert_on_device(tree: Any, array: type = StrictArray) -> None:
+    """Every leaf of `tree` is a device array (nothing was moved to the host)."""
+    leaves = optree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, array))
     for leaf in leaves:
-        assert isinstance(leaf, StrictArray), f"a {type(leaf).__name__} came back, not a duck"
+        assert isinstance(leaf, array), f"a {type(leaf).__name__} came back, not a {array}"
 
 
 def mapped(op: Op) -> list[tuple]:
@@ -83,12 +94,3 @@ def mapped(op: Op) -> list[tuple]:
     if n > 1 and not set(op.needs_batched) - {0}:
         placements.append((0,) + (None,) * (n - 1))
     return placements
-
-
-def runs_on_duck(fn: Callable, args: list) -> bool:
-    """Whether `fn` itself runs on strict arrays (no transform): classification aid."""
-    try:
-        fn(*strict(args))
-    except TypeError:
-        return False
-    return True

@@ -4,6 +4,9 @@ transforms on representative functions. Values must stay strict arrays throughou
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -182,3 +185,21 @@ def test_collectives_and_axis_index_stay_strict() -> None:
     got = vmapx.vmap(f, axis_name="i")(strict(xs))
     assert_on_device(got)
     assert_same(host(got), xs - xs.mean(axis=0) + np.arange(4)[:, None])
+
+
+# -- the GPU benchmark, with the strict array standing in for CuPy --------------------
+
+
+def test_gpu_benchmark_runs_on_a_duck_array() -> None:
+    """`benchmarks/gpu.py` checks every method against hand-vectorized NumPy before it
+    times it: run on strict arrays at tiny batches, vmapx's results stay on the device
+    and equal NumPy's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gpu
+
+    dev = gpu.Backend("strict", strict, host, lambda: None)
+    for w in gpu.GPU_WORKLOADS:
+        times = gpu.measure(w, dev, batch=4, repeat=1)
+        assert set(times) == {"vmapx strict", "vmapx numpy", "hand strict"}
+        got = w.vmapx(vmapx)(*strict(w.inputs(np.random.default_rng(0), 4)))
+        assert_on_device(got)
