@@ -88,9 +88,10 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
-    if find_top_trace(args, kwargs) is None and _payload.like(self) is not None:
+    if all(a is not self for a in args) and find_top_trace(args, kwargs) is None:
         # reached through `like=self` alone: create where the traced values live
-        return func(*args, like=_payload.like(self), **kwargs)
+        if _payload.like(self) is not None:
+            return func(*args, like=_payload.like(self), **kwargs)
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:
