@@ -17,7 +17,7 @@ import numpy as np
 import optree
 
 import vmapx
-from harness import assert_same, batched_args, loop_reference
+from harness import assert_same, batched_args, float_total, loop_reference
 from op_spec import Op
 from strict_array import StrictArray, host, strict
 
@@ -59,7 +59,7 @@ def check_duck_vmap_grad(op: Op, seed: int = 0, device: Device = STRICT) -> bool
     argnums = tuple(i for i, a in enumerate(examples[0]) if a.dtype.kind in "fc")
     if not argnums:
         return False
-    g = vmapx.grad(lambda *a: total(op.fn(*a)), argnums=argnums)
+    g = vmapx.grad(lambda *a: float_total(op.fn(*a)), argnums=argnums)
     batched = [np.stack([e[j] for e in examples]) for j in range(len(examples[0]))]
     got = vmapx.vmap(g)(*device.to(batched))
     loop = [g(*e) for e in examples]
@@ -67,16 +67,6 @@ def check_duck_vmap_grad(op: Op, seed: int = 0, device: Device = STRICT) -> bool
     assert_on_device(got, device.array)
     assert_same(device.back(got), want, rtol=1e-9, atol=1e-12)
     return True
-
-
-def total(out: Any) -> Any:
-    """The sum of every float output (the real part of complex ones): a scalar loss."""
-    result = 0.0
-    for leaf in optree.tree_leaves(out, is_leaf=lambda x: hasattr(x, "dtype")):
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and dtype.kind in "fc":
-            result = result + np.sum(np.real(leaf) if dtype.kind == "c" else leaf)
-    return result
 
 
 def assert_on_device(tree: Any, array: type = StrictArray) -> None:
