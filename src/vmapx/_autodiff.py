@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core, _scaled
+from . import _config, _core, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
@@ -154,6 +154,9 @@ class ADTracer(Tracer):
 # conversions that drop a derivative, as warnings name them (`int()` is not one: its
 # derivative is zero wherever it has one)
 _DROPPED = {"float": "float()", "complex": "complex()", "item": "`.item()`"}
+
+
+_payload.INNER[ADTracer] = lambda t: t.primal
 
 
 class JVPTracer(ADTracer):
