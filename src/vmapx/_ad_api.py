@@ -76,7 +76,7 @@ def _normalize_argnums(name: str, argnums: Any, nargs: int) -> tuple[int, ...]:
     return out
 
 
-def _arg_name(f: Callable, index: int) -> str:
+def _arg_name(f: Callable[..., Any], index: int) -> str:
     try:
         params = [
             p.name
@@ -95,7 +95,9 @@ def _describe(x: Any) -> str:
     return f"{dtype}{list(getattr(x, 'shape', ()))}"
 
 
-def _diff_leaves(name: str, f: Callable, args: tuple, nums: tuple) -> tuple[list, Any]:
+def _diff_leaves(
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[Any, ...]
+) -> tuple[list[Any], Any]:
     """The leaves of the differentiated arguments (checked: float or complex)."""
     diff = tuple(args[i] for i in nums)
     leaves, treedef = optree.tree_flatten(diff, is_leaf=_is_leaf)
@@ -116,7 +118,9 @@ def _diff_leaves(name: str, f: Callable, args: tuple, nums: tuple) -> tuple[list
     return out, treedef
 
 
-def _with_diff(args: tuple, nums: tuple, treedef: Any, leaves: list) -> list:
+def _with_diff(
+    args: tuple[Any, ...], nums: tuple[Any, ...], treedef: Any, leaves: list[Any]
+) -> list[Any]:
     new = list(args)
     for i, v in zip(nums, optree.tree_unflatten(treedef, leaves), strict=True):
         new[i] = v
@@ -138,7 +142,7 @@ def _split_aux(name: str, out: Any) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _finish(derivatives: list, given: list) -> list:
+def _finish(derivatives: list[Any], given: list[Any]) -> list[Any]:
     """Derivatives as the user may keep and write them: new writable arrays, none of
     them the (co)tangents or primals `given`, nor another derivative (the gradients of
     `x + y` are one array; the pullback of the identity returns its cotangent)."""
@@ -149,9 +153,10 @@ def _finish(derivatives: list, given: list) -> list:
 
 
 def _vjp_call(
-    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, has_aux: bool,
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any],
+    nums: tuple[Any, ...], has_aux: bool,
     once: bool = False,
-) -> tuple[Any, Callable, Any]:  # fmt: skip
+) -> tuple[Any, Callable[..., Any], Any]:  # fmt: skip
     """Run `f` recording a tape for the arguments `nums`; returns `(out, pull, aux)`
     where `pull(ct)` gives one cotangent pytree per differentiated argument. With
     `once`, `pull` is called only once and frees the tape as it goes (lower peak
@@ -173,7 +178,7 @@ def _vjp_call(
     ]  # fmt: skip
     primal_out = optree.tree_unflatten(out_tree, [strip(trace, x) for x in out_leaves])
 
-    def pull(ct: Any) -> tuple:
+    def pull(ct: Any) -> tuple[Any, ...]:
         try:
             ct_leaves = out_tree.flatten_up_to(ct)
         except ValueError as e:
@@ -202,7 +207,7 @@ def _vjp_call(
     return primal_out, pull, aux
 
 
-def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """The output of `f(*primals)` and its vector-Jacobian product function.
 
     **Arguments:**
@@ -229,7 +234,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     _check_callable("vjp", f)
     out, pull, aux = _vjp_call("vjp", f, primals, {}, tuple(range(len(primals))), has_aux)
 
-    def vjp_fn(ct: Any) -> tuple:
+    def vjp_fn(ct: Any) -> tuple[Any, ...]:
         return pull(ct)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
@@ -295,8 +300,9 @@ def value_and_grad(
 
 
 def _value_and_grad(
-    name: str, f: Callable, argnums: Any, has_aux: bool, holomorphic: bool, args: tuple,
-    kwargs: dict,
+    name: str, f: Callable[..., Any], argnums: Any, has_aux: bool, holomorphic: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
 ) -> Any:  # fmt: skip
     nums = _normalize_argnums(name, argnums, len(args))
     out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, once=True)
@@ -366,7 +372,8 @@ def grad(
 
 
 def _jvp_call(
-    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, tangents: list,
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any],
+    nums: tuple[Any, ...], tangents: list[Any],
     has_aux: bool,
 ) -> tuple[Any, Any, Any]:  # fmt: skip
     """`(out, tangent_out, aux)` of `f` at `args`, with `tangents` (flat, one per leaf of
@@ -407,7 +414,12 @@ def _zeros_like_out(p: Any) -> Any:
     return np.zeros_like(p) if hasattr(p, "shape") else np.zeros_like(np.asarray(p))
 
 
-def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, has_aux: bool = False) -> tuple:
+def jvp(
+    f: Callable[..., Any],
+    primals: tuple[Any, ...] | list[Any],
+    tangents: tuple[Any, ...] | list[Any],
+    has_aux: bool = False,
+) -> tuple[Any, ...]:
     """The output of `f(*primals)` and its directional derivative along `tangents`
     (forward mode: a Jacobian-vector product).
 
@@ -454,7 +466,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, has_aux: boo
     return (out, tan, aux) if has_aux else (out, tan)
 
 
-def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """The output of `f(*primals)` and a function computing JVPs at `primals`.
 
     `f_jvp(*tangents)` equals `jvp(f, primals, tangents)[1]`; each call re-runs `f` in
@@ -482,7 +494,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
 # -- Jacobians ------------------------------------------------------------------------
 
 
-def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list, Any]:
+def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list[Any], Any]:
     leaves, tree = optree.tree_flatten(out, is_leaf=_is_leaf)
     fixed = []
     for k, x in enumerate(leaves):
@@ -502,7 +514,7 @@ def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list, Any]:
     return fixed, tree
 
 
-def _split_row(row: Any, like: list) -> list:
+def _split_row(row: Any, like: list[Any]) -> list[Any]:
     """Slices of one basis row shaped like the leaves in `like`."""
     parts, off = [], 0
     for x in like:
@@ -515,7 +527,7 @@ def _split_row(row: Any, like: list) -> list:
     return parts
 
 
-def _offsets(leaves: list) -> list[tuple[int, int]]:
+def _offsets(leaves: list[Any]) -> list[tuple[int, int]]:
     spans, off = [], 0
     for x in leaves:
         n = int(np.prod(x.shape, dtype=np.int64))
@@ -524,7 +536,7 @@ def _offsets(leaves: list) -> list[tuple[int, int]]:
     return spans
 
 
-def _basis_map(name: str, chunk_size: Any) -> Callable:
+def _basis_map(name: str, chunk_size: Any) -> Callable[..., Any]:
     """The `vmap` over a Jacobian's basis: `chunk_size` rows (or columns) at a time, or
     vmap's default (`"auto"`) where it is None."""
     if chunk_size is None:
@@ -571,7 +583,7 @@ def jacrev(
         m = spans[-1][1] if spans else 0
         dtype = np.result_type(*outs) if outs else np.float64
 
-        def pull_row(row: Any) -> list:
+        def pull_row(row: Any) -> list[Any]:
             cts = optree.tree_unflatten(out_tree, _split_row(row, outs))
             return optree.tree_leaves(pull(cts), is_leaf=_is_leaf)
 
@@ -629,7 +641,7 @@ def jacfwd(
         n = spans[-1][1] if spans else 0
         dtype = np.result_type(*ins)
 
-        def push(row: Any) -> tuple:
+        def push(row: Any) -> tuple[Any, ...]:
             out, tan, aux = _jvp_call(
                 "jacfwd", f, args, kwargs, nums, _split_row(row, ins), has_aux
             )

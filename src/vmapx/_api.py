@@ -143,7 +143,9 @@ class _Options:
 # -- one call -----------------------------------------------------------------------
 
 
-def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
+def _vmap_call(
+    f: Callable[..., Any], opts: _Options, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     plain = None if kwargs else _plain_call(opts, args)
     if plain is not None:  # the common case, without the general walk (see _plain_call)
         axes, size = plain
@@ -167,7 +169,7 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
 
 
-def _plain_call(opts: _Options, args: tuple) -> tuple[list, int] | None:
+def _plain_call(opts: _Options, args: tuple[Any, ...]) -> tuple[list[Any], int] | None:
     """`(axes, batch size)` of a call whose arguments are NumPy arrays mapped along axis 0
     (or not mapped) with one batch size, else None (the general path then checks and
     explains). The time spent around `f` counts beyond its warm cost: over large arrays
@@ -196,7 +198,13 @@ def _plain_call(opts: _Options, args: tuple) -> tuple[list, int] | None:
 
 
 def _auto_chunked(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+    f: Callable[..., Any],
+    opts: _Options,
+    leaves: list[Any],
+    treedef: Any,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
+    size: int,
 ) -> Any:
     """The call in chunks where earlier calls showed it pays (`_autochunk`), else whole;
     whole-batch calls with large intermediates are recorded."""
@@ -211,7 +219,7 @@ def _auto_chunked(
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
-    made: list = []
+    made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
     cpu = time.thread_time() - cpu
@@ -230,7 +238,9 @@ def _auto_chunked(
     return out
 
 
-def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list]:
+def _flatten_args(
+    f: Callable[..., Any], in_axes: Any, args: tuple[Any, ...]
+) -> tuple[list[Any], Any, list[Any]]:
     """Leaves of the arguments, their structure (None where the leaves are the
     positional arguments themselves) and the batch axis of each (`None` = unmapped)."""
     if isinstance(in_axes, list):
@@ -249,7 +259,7 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
         )
     prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
-    axes: list = []
+    axes: list[Any] = []
     for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
         axes += leaf_axes(
             p,
@@ -262,13 +272,13 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     return leaves, treedef, axes
 
 
-def leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list:
+def leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list[Any]:
     """The axis of every leaf of `tree`, given a pytree `prefix` of axes."""
     try:
         subtrees = optree.tree_structure(prefix, none_is_leaf=True).flatten_up_to(tree)
     except ValueError as e:
         raise mismatch(e) from None
-    axes: list = []
+    axes: list[Any] = []
     for ax, sub in zip(optree.tree_leaves(prefix, none_is_leaf=True), subtrees, strict=True):
         axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
     return axes
@@ -278,13 +288,13 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, Tracer | np.ndarray)
 
 
-def _arguments(treedef: Any, leaves: list) -> Any:
+def _arguments(treedef: Any, leaves: list[Any]) -> Any:
     """The positional arguments from their leaves; `treedef` None: the leaves are the
     arguments (no pytrees among them)."""
     return leaves if treedef is None else optree.tree_unflatten(treedef, leaves)
 
 
-def _arg_name(f: Callable, index: int) -> str:
+def _arg_name(f: Callable[..., Any], index: int) -> str:
     try:
         params = [
             p.name
@@ -298,7 +308,7 @@ def _arg_name(f: Callable, index: int) -> str:
     return f"argument {index}"
 
 
-def _leaf_name(f: Callable, args: tuple, i: int) -> str:
+def _leaf_name(f: Callable[..., Any], args: tuple[Any, ...], i: int) -> str:
     """`argument `x`['w']`: the i-th leaf of the arguments, for messages only."""
     path = optree.tree_paths(args, is_leaf=_is_leaf)[i]
     name = _arg_name(f, path[0])
@@ -309,7 +319,9 @@ def _describe(x: Any) -> str:
     return f"{np.result_type(x) if hasattr(x, 'dtype') else type(x).__name__}{list(np.shape(x))}"
 
 
-def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | None) -> int:
+def _batch_size(
+    leaves: list[Any], axes: list[Any], name_of: Callable[..., Any], axis_size: int | None
+) -> int:
     sizes = []
     for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
         if ax is None:
@@ -348,8 +360,9 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 
 def _run(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    made: list | None = None, dtypes: list | None = None, watch_hidden: bool = True,
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int,
+    made: list[Any] | None = None, dtypes: list[Any] | None = None, watch_hidden: bool = True,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
@@ -413,7 +426,9 @@ _HIDDEN_RANDOM = (
 )
 
 
-def _hidden_generator_states(f: Callable, opts: _Options, leaves: list, kwargs: dict) -> list:
+def _hidden_generator_states(
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], kwargs: dict[Any, Any]
+) -> list[Any]:
     """The states of the generators `f` reads from closures and globals (not passed).
     None under randomness="same": one draw for the whole batch is what that asks for."""
     if opts.randomness == "same":
@@ -463,7 +478,7 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return view
 
 
-def _explain_read_only(error: Exception, axes: list) -> None:
+def _explain_read_only(error: Exception, axes: list[Any]) -> None:
     """Add to NumPy's "read-only" error what an unmapped argument is inside `f`."""
     if isinstance(error, ValueError) and "read-only" in str(error) and None in axes:
         message = (
@@ -476,7 +491,7 @@ def _explain_read_only(error: Exception, axes: list) -> None:
 
 
 def _unbatch_outputs(
-    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list = ()
+    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list[Any] = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
         return _own(out.val, inputs)  # the common case: one batched array
@@ -506,7 +521,7 @@ def _unbatch_outputs(
     return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
 
 
-def _own(val: Any, inputs: list) -> Any:
+def _own(val: Any, inputs: list[Any]) -> Any:
     """The loop returns a fresh writable array: copy a result that is a read-only
     broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
     if type(val) is not np.ndarray:
@@ -530,11 +545,11 @@ def _repeats(val: np.ndarray) -> bool:
     return 0 in strides and any(not s and n > 1 for s, n in zip(strides, val.shape, strict=True))
 
 
-def fresh_arrays(results: list, inputs: list, copy: list | None = None) -> list:
+def fresh_arrays(results: list[Any], inputs: list[Any], copy: list[Any] | None = None) -> list[Any]:
     """`results` as a caller may keep and write them: each array that is (a view of) one
     of `inputs`, read-only, broadcast (a zero stride), sharing memory with an earlier
     result, or marked in `copy`, is copied (gradients of `x + y` are one array)."""
-    seen: set = set()
+    seen: set[Any] = set()
     out = []
     for k, r in enumerate(results):
         if (
@@ -558,7 +573,7 @@ def memory_owner(x: np.ndarray) -> Any:
     return x
 
 
-def output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
+def output_axes(out_axes: Any, out: Any, treedef: Any) -> list[Any]:
     if isinstance(out_axes, int) or out_axes is None:
         return [out_axes] * treedef.num_leaves
     if isinstance(out_axes, list):
@@ -597,22 +612,23 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 
 def _chunked(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int,
     chunk: int, workers: int = 1,
 ) -> Any:  # fmt: skip
     """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`)."""
     joined = _Joined(opts.out_axes, size)
 
-    def run(start: int, stop: int) -> tuple:
+    def run(start: int, stop: int) -> tuple[Any, ...]:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
-        dtypes: list = []
+        dtypes: list[Any] = []
         out = _run(
             f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
             watch_hidden=workers == 1,
         )  # fmt: skip
         return out, dtypes or None
 
-    def join(result: tuple, start: int, stop: int) -> None:
+    def join(result: tuple[Any, ...], start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
     legacy = _legacy_random.snapshot() if workers > 1 else None
@@ -659,12 +675,12 @@ class _Joined:
     def __init__(self, out_axes: Any, size: int) -> None:
         self.out_axes, self.size = out_axes, size
         self.treedef: Any = None
-        self.columns: list = []  # per leaf: a whole-batch array, a list of parts, or None
-        self.axes: list = []
-        self.first: list = []
-        self.dtypes: list = []  # per leaf: the dtypes of its examples
+        self.columns: list[Any] = []  # per leaf: a whole-batch array, a list of parts, or None
+        self.axes: list[Any] = []
+        self.first: list[Any] = []
+        self.dtypes: list[Any] = []  # per leaf: the dtypes of its examples
 
-    def add(self, out: Any, start: int, stop: int, dtypes: list | None = None) -> None:
+    def add(self, out: Any, start: int, stop: int, dtypes: list[Any] | None = None) -> None:
         """A chunk's outputs, for examples `start:stop`; `dtypes`: per output, those of
         its examples, where they may differ (the loop ran)."""
         if self.treedef is None:
@@ -702,7 +718,7 @@ class _Joined:
         return optree.tree_unflatten(self.treedef, leaves)
 
 
-def _concatenate(parts: list, axis: int, dtypes: set) -> Any:
+def _concatenate(parts: list[Any], axis: int, dtypes: set[Any]) -> Any:
     if None in dtypes or any(isinstance(p, Tracer) for p in parts):
         return np.concatenate(parts, axis=axis)  # (an outer transform's values)
     return np.concatenate(parts, axis=axis, dtype=np.result_type(*dtypes))
@@ -732,15 +748,15 @@ def _fits(column: np.ndarray, leaf: Any, ax: int, n: int) -> bool:
 
 
 def _whole_function_loop(
-    f: Callable,
+    f: Callable[..., Any],
     opts: _Options,
-    leaves: list,
+    leaves: list[Any],
     treedef: Any,
-    axes: list,
-    kwargs: dict,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
     size: int,
     signal: ConcretizationSignal,
-    dtypes: list | None = None,
+    dtypes: list[Any] | None = None,
 ) -> Any:
     """Re-run `f` once per example and stack: the answer of the loop, by the loop
     (`dtypes`, if given, gets the dtypes of each output's examples)."""
@@ -779,7 +795,7 @@ def _take(x: Any, axis: int, i: int) -> Any:
     return example.copy() if type(example) is np.ndarray else example
 
 
-def _stack_outputs(results: list, dtypes: list | None = None) -> Any:
+def _stack_outputs(results: list[Any], dtypes: list[Any] | None = None) -> Any:
     leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
     columns = [treedef.flatten_up_to(r) for r in results]
     for i, leaf in enumerate(leaves0):
@@ -811,7 +827,9 @@ def _place_axes(stacked: Any, out_axes: Any) -> Any:
 # -- special arguments (random generators; see `vmapx.random`) ---------------------
 
 
-def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) -> tuple:
+def _prepare_special(
+    leaves: list[Any], axes: list[Any], kwargs: dict[Any, Any], randomness: str
+) -> tuple[Any, ...]:
     """Arguments with special meaning (random generators) replaced by their batch-aware
     stand-ins; the last item says whether any was."""
     replaced = []
@@ -831,7 +849,7 @@ def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) ->
     return prepared, axes, kwargs, bool(replaced)
 
 
-def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
+def _special_kwargs(trace: BatchTrace, kwargs: dict[Any, Any]) -> dict[Any, Any]:
     if not kwargs or not ARGUMENT_ADAPTERS:
         return kwargs
     return optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs)
@@ -851,7 +869,7 @@ def _special_example(x: Any, i: int) -> Any:
 
 
 def vectorized_map(
-    fn: Callable, elems: Any, fallback_to_loop: bool = True, warn: bool = True
+    fn: Callable[..., Any], elems: Any, fallback_to_loop: bool = True, warn: bool = True
 ) -> Any:
     """TensorFlow's `tf.vectorized_map` for NumPy code: map `fn` over axis 0 of `elems`.
 

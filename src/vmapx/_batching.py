@@ -57,7 +57,9 @@ class BatchTracer(Tracer):
         self._version += 1
 
     # -- values that must leave the trace (Python control flow): agree, or the loop --
-    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         if how == "array":
             raise self._trace.concretization(
                 "`np.asarray`/`np.array` (or a plain NumPy array operation) received a "
@@ -94,7 +96,7 @@ class BatchTracer(Tracer):
             return self._concrete_scalar(convert, "operator.index")
         return self._concrete_scalar(convert, how)  # float, int, complex, item
 
-    def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
+    def _to_concrete(self, convert: Callable[..., Any], what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
         if val.shape[0] == 0:
@@ -110,7 +112,7 @@ class BatchTracer(Tracer):
             return convert(first)
         raise self._trace.concretization(what, fix)
 
-    def _concrete_scalar(self, convert: Callable, name: str) -> Any:
+    def _concrete_scalar(self, convert: Callable[..., Any], name: str) -> Any:
         if self.size != 1:
             raise TypeError(f"only size-1 arrays can be converted to Python scalars ({name})")
         return self._to_concrete(
@@ -163,7 +165,7 @@ class BatchTrace(Trace):
                 self.largest = n
         return BatchTracer(self, val)
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         rule = prim.rules.batch
         if self.like is not None:
             args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
@@ -237,7 +239,7 @@ def align_rank(val: Any, example_rank: int, rank: int) -> Any:
     return val.reshape(val.shape[:1] + (1,) * (rank - example_rank) + val.shape[1:])
 
 
-def aligned_operands(trace: BatchTrace, operands: Any) -> list:
+def aligned_operands(trace: BatchTrace, operands: Any) -> list[Any]:
     """Operands ready for broadcasting NumPy calls: batched ones get the batch axis
     at the front of the broadcast shape, unbatched ones stay as they are (no copy)."""
     # hot path (every ufunc call): one pass, and no reshape when ranks already agree
@@ -310,13 +312,21 @@ def user_stacklevel() -> int:
     return level
 
 
-def loop_rule(trace: BatchTrace, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+def loop_rule(
+    trace: BatchTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """Run `prim` once per example and stack: correct for any function, but slow."""
     warn_fallback(trace, f"`{prim.name}`")
     return loop_apply(trace, prim.impl, args, kwargs, prim.name)
 
 
-def loop_apply(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict, name: str) -> Any:
+def loop_apply(
+    trace: BatchTrace,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    name: str,
+) -> Any:
     n = trace.axis_size
     if n == 0:
         return _loop_zero(trace, fn, args, kwargs)
@@ -324,7 +334,7 @@ def loop_apply(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict, name:
     return stack_results(trace, results, name)
 
 
-def stack_results(trace: BatchTrace, results: list, name: str) -> Any:
+def stack_results(trace: BatchTrace, results: list[Any], name: str) -> Any:
     """Stack per-example results; results whose shapes differ between examples (data-
     dependent shapes such as `np.nonzero`'s) cannot be one batched value: loop `f`."""
     first = results[0]
@@ -343,7 +353,9 @@ def stack_results(trace: BatchTrace, results: list, name: str) -> Any:
     return optree.tree_unflatten(treedef, [trace.wrap(s) for s in stacked])
 
 
-def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> Any:
+def _loop_zero(
+    trace: BatchTrace, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """A zero-size batch: run one dummy example to learn the output shapes."""
 
     def dummy(x: Any) -> Any:
@@ -364,7 +376,8 @@ def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> An
 
 @builder
 def defbatch(
-    funcs: Callable | Iterable[Callable], rule: Callable, *, may_view: bool = False,
+    funcs: Callable[..., Any] | Iterable[Callable[..., Any]], rule: Callable[..., Any], *,
+    may_view: bool = False,
     replace: bool = False,
 ) -> None:  # fmt: skip
     """Register `rule(func)` as the batch rule of each function in `funcs`.
@@ -380,11 +393,11 @@ def defbatch(
 
 
 @builder
-def refuse(func: Callable, why: str) -> None:
+def refuse(func: Callable[..., Any], why: str) -> None:
     """Mark a function as impossible on traced values, with the reason."""
     prim = prim_of(func)
 
-    def rule(trace: Any, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         raise UnsupportedError(f"vmap: `{prim.name}` cannot be used on batched values: {why}")
 
     register(prim, "batch", rule)

@@ -23,7 +23,7 @@ import numpy as np
 NUMPY2: bool = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 
-def present(module: ModuleType | None, *names: str) -> list[Callable]:
+def present(module: ModuleType | None, *names: str) -> list[Callable[..., Any]]:
     """The functions `module.<name>` that the installed NumPy has, for registration lists.
 
     Names that only NumPy 2 has are left out on NumPy 1.26, and names NumPy 2 removed
@@ -45,7 +45,7 @@ def umath_ufuncs() -> dict[str, np.ufunc]:
     return {u.__name__: u for u in vars(umath).values() if isinstance(u, np.ufunc)}
 
 
-def signature(func: Callable) -> inspect.Signature:
+def signature(func: Callable[..., Any]) -> inspect.Signature:
     """`inspect.signature(func)`, also for NumPy 1.26's Cython methods (`Generator.normal`),
     which state their signature only in their docstring's first line(s).
 

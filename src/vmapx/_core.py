@@ -37,7 +37,7 @@ class Trace:
         self.alive = True
         self.transform = transform
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         raise NotImplementedError
 
     def concretization(self, what: str, fix: str) -> BaseException:
@@ -93,7 +93,9 @@ class Tracer:
     # (saying so where a derivative is dropped), jit the value, and marks the recording
     # as one that cannot be replayed.
 
-    def _leave_trace(self, how: str, convert: Callable[[Any], Any] | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[[Any], Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         """`convert` applied to the value Python reads out of this tracer. `how` names
         the conversion: `bool`, `float`, `int`, `complex`, `index`, `format` (`args`:
         the spec), `item` (`args`: its arguments), `tolist`, `array` (`args`: the dtype;
@@ -198,7 +200,7 @@ def _top_in(seq: Any, best: Trace | None) -> Trace | None:
     return best
 
 
-def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
+def find_top_trace(args: tuple[Any, ...], kwargs: dict[Any, Any] | None = None) -> Trace | None:
     """The highest-level live trace among the tracers in `args`/`kwargs`."""
     best = _top_in(args, None)
     if kwargs:
@@ -206,7 +208,7 @@ def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
     return best
 
 
-def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
+def bind(prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """Apply `prim` to `args`: the top trace handles it, or plain NumPy runs."""
     trace = _top_in(args, None)
     if kwargs:
@@ -221,7 +223,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def mark_view(trace: Trace, args: tuple, out: Any) -> None:
+def mark_view(trace: Trace, args: tuple[Any, ...], out: Any) -> None:
     """Record that the tracers in `out` may be views of the first traced operand (of
     its root base)."""
     base = next((a for a in args if isinstance(a, Tracer) and a._trace is trace), None)

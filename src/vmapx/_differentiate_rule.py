@@ -42,7 +42,7 @@ def own_impl(trace: BatchTrace) -> bool:
     return isinstance(trace, DerivativeTrace)
 
 
-def composite_by_rule(func: Callable) -> Callable:
+def composite_by_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """The derivative composite of `func` (see `_autodiff.defcomposite`): its batch rule
     run on a batch of one, so that derivatives follow the rule's own arithmetic."""
     prim = primitive(func)
@@ -69,7 +69,7 @@ def defcomposite_by_rule(funcs: Any) -> None:
         defcomposite(func, composite_by_rule(func))
 
 
-def _lifter(trace: BatchTrace) -> Callable:
+def _lifter(trace: BatchTrace) -> Callable[..., Any]:
     def lift(x: Any) -> Any:
         if isinstance(x, Tracer | np.ndarray):
             return trace.wrap(x[None])

@@ -83,7 +83,7 @@ class RecordTracer(Tracer):
     __slots__ = ("value", "slot", "sources")
 
     def __init__(
-        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset | None = None
+        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset[Any] | None = None
     ) -> None:
         self._trace = trace
         self._view = None
@@ -115,7 +115,7 @@ class RecordTracer(Tracer):
         self._version += 1
 
     # Python looks at the value: right now, but another value could go another way
-    def _read(self, convert: Callable) -> Any:
+    def _read(self, convert: Callable[..., Any]) -> Any:
         trace = self._trace
         if self.sources:  # a value of number arguments only: record them as constants
             trace.static_needed |= self.sources
@@ -124,7 +124,9 @@ class RecordTracer(Tracer):
             trace.why = f"Python reads a value at {_core.user_frame_location()}"
         return convert(self.value)
 
-    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         if how == "array":
             dtype = args[0]
             return self._read(lambda v: np.asarray(v, dtype=dtype))
@@ -150,7 +152,7 @@ class ScalarTracer(RecordTracer):
         return np.result_type(self.value)
 
 
-def _number_operator(op: Callable, reflected: bool) -> Callable:
+def _number_operator(op: Callable[..., Any], reflected: bool) -> Callable[..., Any]:
     fallback = op.__name__
 
     def method(self: ScalarTracer, other: Any) -> Any:
@@ -164,7 +166,7 @@ def _number_operator(op: Callable, reflected: bool) -> Callable:
     return method
 
 
-def _number_unary(op: Callable) -> Callable:
+def _number_unary(op: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: ScalarTracer) -> Any:
         return self._trace.process(_python_primitive(op), (self,), {})
 
@@ -184,11 +186,11 @@ for _op in (operator.neg, operator.pos, operator.abs):
 
 
 @functools.cache
-def _python_primitive(op: Callable) -> Primitive:
+def _python_primitive(op: Callable[..., Any]) -> Primitive:
     return Primitive(f"operator.{op.__name__}", op)
 
 
-def _is_python_op(impl: Callable) -> bool:
+def _is_python_op(impl: Callable[..., Any]) -> bool:
     return getattr(impl, "__module__", None) in ("_operator", "operator")
 
 
@@ -213,10 +215,10 @@ class RecordTrace(Trace):
         self.why = ""  # why not, in words
         self.static_needed: set[int] = set()  # number arguments Python read
         self.owners = _replay_memory.Owners()
-        self.layouts: list = []  # per slot (inputs: set by `_record`; never written)
+        self.layouts: list[Any] = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         values = _replace(self, args, _value)
         kw_values = {k: _replace(self, v, _value) for k, v in kwargs.items()} if kwargs else {}
         impl = prim.impl
@@ -235,8 +237,8 @@ class RecordTrace(Trace):
             return out  # depends on the shape and dtype only: a constant of the recording
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         operands = {id(v) for v in _arrays_in((values, kw_values))}
-        outs: list = []
-        wrapped: list = []
+        outs: list[Any] = []
+        wrapped: list[Any] = []
         for leaf in leaves:
             if python_op and type(leaf) in _NUMBERS:  # (arithmetic of number arguments)
                 outs.append(self.slots)
@@ -273,7 +275,7 @@ class RecordTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
 
-    def record_effect(self, fn: Callable, args: list) -> None:
+    def record_effect(self, fn: Callable[..., Any], args: list[Any]) -> None:
         """Record `fn(*args)`, a call made for what it does (no result): every replay
         makes it (`vmapx.debug.print`)."""
         step = _Step(fn, _replace(self, tuple(args), _slot, _snapshot), {}, [], _NO_RESULT)
@@ -288,7 +290,7 @@ _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
 
 
 @functools.cache
-def _functional_at(ufunc: np.ufunc) -> Callable:
+def _functional_at(ufunc: np.ufunc) -> Callable[..., Any]:
     """`ufunc.at` on a copy of its target, returning it (NumPy's writes in place)."""
 
     def at(target: Any, *args: Any, **kwargs: Any) -> Any:
@@ -300,10 +302,10 @@ def _functional_at(ufunc: np.ufunc) -> Callable:
     return at
 
 
-def _sources(trace: RecordTrace, x: Any) -> frozenset | None:
+def _sources(trace: RecordTrace, x: Any) -> frozenset[Any] | None:
     """The number arguments the tracers in `x` depend on, if they depend on no array
     argument (else None)."""
-    found: set = set()
+    found: set[Any] = set()
     for t in _tracers_in(trace, x):
         if not t.sources:
             return None
@@ -311,7 +313,7 @@ def _sources(trace: RecordTrace, x: Any) -> frozenset | None:
     return frozenset(found) if found else None
 
 
-def _tracers_in(trace: RecordTrace, x: Any) -> list:
+def _tracers_in(trace: RecordTrace, x: Any) -> list[Any]:
     if type(x) in (RecordTracer, ScalarTracer) and x._trace is trace:
         return [x]
     if type(x) in (list, tuple):
@@ -321,7 +323,7 @@ def _tracers_in(trace: RecordTrace, x: Any) -> list:
     return []
 
 
-def _arrays_in(x: Any) -> list:
+def _arrays_in(x: Any) -> list[Any]:
     """The NumPy arrays in `x` (an argument: lists, tuples and dicts walked)."""
     if type(x) is np.ndarray:
         return [x]
@@ -344,7 +346,7 @@ def _has_tracer(trace: RecordTrace, x: Any) -> bool:
 
 def _replace(
     trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any],
-    array: Callable | None = None,
+    array: Callable[..., Any] | None = None,
 ) -> Any:  # fmt: skip
     """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
     by `by(t)` (their values to compute, their slots to record) and, if `array` is
@@ -388,7 +390,14 @@ class _Step:
     __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single", "reads", "positional",
                  "into", "method", "effect")  # fmt: skip
 
-    def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
+    def __init__(
+        self,
+        impl: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[Any, Any],
+        outs: list[Any],
+        treedef: Any,
+    ) -> None:
         self.impl = impl
         self.args = args
         self.kwargs = kwargs or None
@@ -411,7 +420,7 @@ class GeneratedProgram:
     __slots__ = ("replay", "out_tree", "constant", "checked", "text")
 
     def __init__(
-        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
+        self, steps: list[Any], n_inputs: int, outputs: list[Any], out_tree: Any, fresh: list[bool]
     ) -> None:
         self.replay, self.text = _compile(steps, n_inputs, outputs)
         self.out_tree = out_tree
@@ -419,7 +428,7 @@ class GeneratedProgram:
         # outputs the replay always makes as new arrays of their own need no check
         self.checked = not all(fresh)
 
-    def run(self, arrays: list) -> Any:
+    def run(self, arrays: list[Any]) -> Any:
         results = self.replay(*arrays)
         if self.checked:
             results = fresh_arrays(results, arrays, self.constant)
@@ -435,7 +444,7 @@ _METHODS = {
 }
 
 
-def _as_method(impl: Callable, n_args: int, kwargs: dict) -> str | None:
+def _as_method(impl: Callable[..., Any], n_args: int, kwargs: dict[Any, Any]) -> str | None:
     entry = _METHODS.get(impl)
     if entry is None or (impl is not np.sum and n_args > 2):
         return None
@@ -447,7 +456,7 @@ def _is_name(key: Any) -> bool:
     return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
 
 
-def _live(steps: list, results: list[int], layouts: list) -> list:
+def _live(steps: list[Any], results: list[int], layouts: list[Any]) -> list[Any]:
     """The steps to replay, in order: those whose arrays the results need, and those
     that could raise for other values. The others made values that `f` computed and
     dropped (the value of a loss under `grad`, the primal output of a `vjp` whose
@@ -470,7 +479,7 @@ _DROPPABLE = frozenset((np.sum, np.mean, np.reshape, np.transpose, np.broadcast_
                         np.imag, np.squeeze, np.expand_dims, np.moveaxis, np.swapaxes))  # fmt: skip
 
 
-def _droppable(step: _Step, layouts: list) -> bool:
+def _droppable(step: _Step, layouts: list[Any]) -> bool:
     """Whether leaving `step` out can change nothing but its result (NumPy calls that
     can raise for some values, such as indexing by a computed array, `np.linalg.inv`
     or a `np.frompyfunc` ufunc of Python objects, stay)."""
@@ -484,7 +493,7 @@ def _droppable(step: _Step, layouts: list) -> bool:
     return impl in _DROPPABLE
 
 
-def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
+def _compile(steps: list[Any], n_inputs: int, outputs: list[Any]) -> tuple[Callable[..., Any], str]:
     """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
     source as a person reads it (NumPy's functions by name, other constants listed)."""
     names: dict[str, Any] = {}
@@ -529,12 +538,12 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
     return names["replay"], _readable(source, names)
 
 
-def _readable(source: str, names: dict) -> str:
+def _readable(source: str, names: dict[Any, Any]) -> str:
     """`source` with NumPy's functions and small constants written out; the other
     constants (arrays, pytree structures) keep their names and are listed below it."""
     listed: list[str] = []
 
-    def show(match: re.Match) -> str:
+    def show(match: re.Match[str]) -> str:
         name = match.group(0)
         value = names[name]
         spelled = _spelled(value)
@@ -591,7 +600,9 @@ _NAMESPACES = (("np.", np), ("np.linalg.", np.linalg), ("np.fft.", np.fft))
 _NOT_REPLAYABLE = object()
 
 
-def run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
+def run_plainly(
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any], arrays: list[Any]
+) -> Any:
     """`f`'s result where no replay runs, its arrays made new as a replay's are."""
     leaves, tree = optree.tree_flatten(f(*args, **kwargs), none_is_leaf=True)
     return optree.tree_unflatten(tree, fresh_arrays(leaves, arrays))
@@ -608,12 +619,14 @@ class NotReplayable:
 
     __slots__ = ("why", "static")
 
-    def __init__(self, why: str, static: frozenset = frozenset()) -> None:
+    def __init__(self, why: str, static: frozenset[Any] = frozenset()) -> None:
         self.why = why
         self.static = static
 
 
-def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
+def record(
+    f: Callable[..., Any], leaves: list[Any], treedef: Any, numbers: frozenset[Any]
+) -> tuple[Any, Any]:
     """Run `f` recording its NumPy calls, with the array leaves and the leaves at the
     positions `numbers` traced: `(GeneratedProgram or NotReplayable, f's result)`."""
     positions = [

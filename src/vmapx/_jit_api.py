@@ -69,7 +69,7 @@ class Jitted(Generic[P, R]):
         )
         self._recordings: dict[Any, Any] = {}
         # per argument structure: the positions of number leaves that `f` reads
-        self._read_numbers: dict[Any, frozenset] = {}
+        self._read_numbers: dict[Any, frozenset[Any]] = {}
         self._lock = threading.Lock()
         self._warned = False
 
@@ -78,7 +78,7 @@ class Jitted(Generic[P, R]):
             return self._f(*args, **kwargs)
         if not kwargs and not self._static_nums and all(type(a) is np.ndarray for a in args):
             leaves, treedef = list(args), _flat_treedef(len(args))
-            static: frozenset = frozenset()
+            static: frozenset[Any] = frozenset()
         else:
             leaves, treedef, static = self._flatten(args, kwargs)
         key, numbers = self._signature(leaves, treedef, static)
@@ -118,7 +118,9 @@ class Jitted(Generic[P, R]):
         return Program(recorded)
 
     # -- signatures ----------------------------------------------------------------------
-    def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any, frozenset]:
+    def _flatten(
+        self, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> tuple[list[Any], Any, frozenset[Any]]:
         """The leaves of `(args, kwargs)`, their structure, the positions of static ones."""
         paths, leaves, treedef = optree.tree_flatten_with_path((args, kwargs), none_is_leaf=True)
         nums, names = self._static_nums, self._static_names
@@ -130,11 +132,11 @@ class Jitted(Generic[P, R]):
         return leaves, treedef, static
 
     def _signature(
-        self, leaves: list, treedef: Any, static: frozenset
-    ) -> tuple[tuple | None, frozenset]:
+        self, leaves: list[Any], treedef: Any, static: frozenset[Any]
+    ) -> tuple[tuple[Any, ...] | None, frozenset[Any]]:
         """What a recording depends on (None where nothing can be recorded), and the
         positions of the number leaves it traces."""
-        parts: list = [treedef]
+        parts: list[Any] = [treedef]
         read = self._read_numbers.get(treedef, frozenset())
         numbers = []
         first: dict[int, int] = {}
@@ -159,7 +161,9 @@ class Jitted(Generic[P, R]):
         return tuple(parts), frozenset(numbers)
 
     # -- recordings ----------------------------------------------------------------------
-    def _record(self, key: tuple, leaves: list, treedef: Any, numbers: frozenset) -> tuple:
+    def _record(
+        self, key: tuple[Any, ...], leaves: list[Any], treedef: Any, numbers: frozenset[Any]
+    ) -> tuple[Any, ...]:
         try:
             recorded, out = record(self._f, leaves, treedef, numbers)
         except Exception:
@@ -180,7 +184,7 @@ class Jitted(Generic[P, R]):
             self._recordings[key] = recorded
         return recorded, out
 
-    def _room(self, key: tuple, leaves: list) -> bool:
+    def _room(self, key: tuple[Any, ...], leaves: list[Any]) -> bool:
         """Whether another signature may be recorded; warns once where not."""
         if len(self._recordings) < MAX_SIGNATURES:
             return True
@@ -199,8 +203,8 @@ class Jitted(Generic[P, R]):
 
 
 def _static_arguments(
-    f: Callable, nums: tuple[int, ...], names: tuple[str, ...]
-) -> tuple[frozenset, frozenset]:
+    f: Callable[..., Any], nums: tuple[int, ...], names: tuple[str, ...]
+) -> tuple[frozenset[Any], frozenset[Any]]:
     """`static_argnums` and `static_argnames`, each completed from the other where `f`'s
     signature names its positional parameters (as `jax.jit` does)."""
     for n in nums:
@@ -235,14 +239,14 @@ def _hashable(x: Any, i: int) -> Any:
     return x
 
 
-def _what_changes(key: tuple, last: tuple) -> str:
+def _what_changes(key: tuple[Any, ...], last: tuple[Any, ...]) -> str:
     if len(key) != len(last) or key[0] != last[0]:
         return "The structure of the arguments changes between calls."
     changed = [i for i, (a, b) in enumerate(zip(key[1:], last[1:], strict=True)) if a != b]
     return f"The last new signature differs in argument leaves {changed}."
 
 
-def _name(f: Callable) -> str:
+def _name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
 

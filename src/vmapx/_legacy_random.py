@@ -46,10 +46,10 @@ _GAUSS = _find_gauss_cache()
 _mtrand = np.random.mtrand
 # the global RandomState and views of its state's memory (MT19937 words and position,
 # the cached Gaussian)
-_cache: list = [None, None, None]
+_cache: list[Any] = [None, None, None]
 
 
-def _views(rand: np.random.RandomState) -> list:
+def _views(rand: np.random.RandomState) -> list[Any]:
     if _cache[0] is not rand:
         mt = (ctypes.c_char * _MT_BYTES).from_address(rand._bit_generator.ctypes.state_address)
         gauss = (ctypes.c_char * (16 if _GAUSS is not None else 0)).from_address(
@@ -59,14 +59,14 @@ def _views(rand: np.random.RandomState) -> list:
     return _cache
 
 
-def snapshot() -> tuple:
+def snapshot() -> tuple[Any, ...]:
     """The global legacy generator's state, as raw bytes (cheap)."""
     rand = _mtrand._rand
     _, mt, gauss = _cache if _cache[0] is rand else _views(rand)
     return rand, mt.tobytes(), gauss.tobytes()
 
 
-def moved(saved: tuple) -> bool:
+def moved(saved: tuple[Any, ...]) -> bool:
     """Whether the global legacy generator left the state `saved` by `snapshot`."""
     rand, mt, gauss = _cache
     return (
@@ -75,7 +75,7 @@ def moved(saved: tuple) -> bool:
     )  # fmt: skip
 
 
-def restore(saved: tuple) -> None:
+def restore(saved: tuple[Any, ...]) -> None:
     """Put the global legacy generator back in the state `saved` by `snapshot`."""
     _, mt, aug = saved
     key = np.frombuffer(mt[: 624 * 4], np.uint32).copy()
@@ -102,7 +102,7 @@ _GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)
 _SEARCH_DEPTH = 3  # f, the plain functions it reads, and theirs
 
 
-_names_by_code: dict[int, tuple] = {}  # id(code) -> (code, its global names)
+_names_by_code: dict[int, tuple[Any, ...]] = {}  # id(code) -> (code, its global names)
 
 
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ _GENERATOR_KINDS = frozenset(_GENERATOR_TYPES)
 _FOLLOWED_KINDS = frozenset((types.FunctionType, functools.partial, types.MethodType))
 
 
-def _referenced(f: Any) -> list:
+def _referenced(f: Any) -> list[Any]:
     """The objects a plain function, partial or bound method holds (closure cells, partial
     arguments, the globals it reads). Other objects (ufuncs, builtins, modules, classes)
     are not searched: they cannot hold the user's generator where vmapx could see it."""
@@ -154,7 +154,7 @@ def _referenced(f: Any) -> list:
     return found
 
 
-def hidden_generators(f: Any, passed: list) -> list:
+def hidden_generators(f: Any, passed: list[Any]) -> list[Any]:
     """The generators `f` reaches through closures, globals and partials, that are not
     among `passed` (the call's arguments, which vmap draws from itself)."""
     found: dict[int, Any] = {}
@@ -180,12 +180,12 @@ def _state_of(g: Any) -> Any:
     return g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state()
 
 
-def snapshot_hidden(generators: list) -> list:
+def snapshot_hidden(generators: list[Any]) -> list[Any]:
     """The states of `generators` (from `hidden_generators`)."""
     return [(g, _state_of(g)) for g in generators]
 
 
-def hidden_moved(saved: list) -> bool:
+def hidden_moved(saved: list[Any]) -> bool:
     """Whether any generator of `saved` (by `snapshot_hidden`) left its state."""
     return any(not _same_state(_state_of(g), state) for g, state in saved)
 
@@ -200,7 +200,7 @@ def _same_state(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def restore_hidden(saved: list) -> None:
+def restore_hidden(saved: list[Any]) -> None:
     """Put every generator of `saved` back in its state."""
     for g, state in saved:
         if isinstance(g, np.random.Generator):

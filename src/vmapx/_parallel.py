@@ -124,7 +124,7 @@ def map_in_order(
     raised, after every chunk started has finished."""
     pool = _get_pool(workers)
     joins = _InOrder(join)
-    pending: deque[Future] = deque()
+    pending: deque[Future[Any]] = deque()
     chunks = iter(enumerate(bounds))
 
     def task(k: int, start: int, stop: int) -> None:
@@ -169,7 +169,7 @@ class _InOrder:
     def __init__(self, join: Callable[[Any, int, int], None]) -> None:
         self.join = join
         self.lock = threading.Lock()
-        self.ready: dict[int, tuple] = {}
+        self.ready: dict[int, tuple[Any, ...]] = {}
         self.next = 0
         self.joining = False
 

@@ -69,7 +69,7 @@ class Primitive:
 
     __slots__ = ("name", "impl", "may_view", "rules", "__weakref__")
 
-    def __init__(self, name: str, impl: Callable, *, may_view: bool = False) -> None:
+    def __init__(self, name: str, impl: Callable[..., Any], *, may_view: bool = False) -> None:
         self.name = name
         self.impl = impl
         self.may_view = may_view
@@ -83,13 +83,13 @@ class Primitive:
 
 # a function (as `__array_function__` receives it, or registered by `vmapx.extend`)
 # -> its primitive; ufunc methods are keyed by `(ufunc, method)`
-FUNCTIONS: dict[Callable, Primitive] = {}
+FUNCTIONS: dict[Callable[..., Any], Primitive] = {}
 UFUNC_PRIMITIVES: dict[tuple[np.ufunc, str], Primitive] = {}
 # hooks `hook(prim, ufunc, method)` that register family defaults on ufunc primitives
 _UFUNC_DEFAULTS: list[tuple[Callable[[Primitive, np.ufunc, str], None], str]] = []
 
 
-def function_name(func: Callable) -> str:
+def function_name(func: Callable[..., Any]) -> str:
     """How messages name a function: `np.sum`, `np.linalg.inv`, `scipy.special.erf`."""
     if isinstance(func, np.ufunc):
         module = _ufunc_module(func)
@@ -113,7 +113,7 @@ def _ufunc_module(ufunc: np.ufunc) -> str:
     return "numpy"
 
 
-def primitive(func: Callable, *, may_view: bool = False) -> Primitive:
+def primitive(func: Callable[..., Any], *, may_view: bool = False) -> Primitive:
     """The primitive of a function, created on first use."""
     prim = FUNCTIONS.get(func)
     if prim is None:
@@ -237,7 +237,7 @@ def _as_default(source: str) -> Iterator[None]:
 _BUILDERS: set[CodeType] = set()
 
 
-def builder(func: Callable) -> Callable:
+def builder(func: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a registration helper, so that its callers' lines are recorded as where
     the rules it registers come from."""
     _BUILDERS.add(func.__code__)
@@ -272,21 +272,25 @@ def registered() -> Iterator[tuple[Any, Primitive]]:
 # -- reading a call's arguments (for rules of every kind) ----------------------------
 
 
-def get_arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
+def get_arg(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], index: int, name: str, default: Any = None
+) -> Any:
     """A call's argument given positionally (at `index`) or by keyword."""
     if len(args) > index:
         return args[index]
     return kwargs.get(name, default)
 
 
-def set_arg(args: tuple, kwargs: dict, index: int, name: str, value: Any) -> tuple[tuple, dict]:
+def set_arg(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], index: int, name: str, value: Any
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
     """The call's `(args, kwargs)` with one argument replaced (positional or keyword)."""
     if len(args) > index:
         return (*args[:index], value, *args[index + 1 :]), kwargs
     return args, {**kwargs, name: value}
 
 
-def each_function(funcs: Any) -> list:
+def each_function(funcs: Any) -> list[Any]:
     """A builder's `funcs` (one function or a list) as a list, each function once: NumPy
     has aliases that are one object (`np.permute_dims is np.transpose` on NumPy 2)."""
     items = list(funcs) if isinstance(funcs, list | tuple) else [funcs]

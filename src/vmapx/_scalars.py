@@ -94,12 +94,12 @@ def _weak_type(x: Any) -> type | None:
     return None
 
 
-def any_weak(operands: tuple) -> bool:
+def any_weak(operands: tuple[Any, ...]) -> bool:
     """Whether a weakly typed tracer is among `operands`."""
     return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
 
 
-def strengthen(operands: tuple) -> tuple[tuple, bool]:
+def strengthen(operands: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
     """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
     the other operands, and whether all are Python numbers (then the result is one)."""
     weak = [_weak_type(x) for x in operands]

@@ -134,7 +134,7 @@ def _is_shaped(x: Any) -> bool:
     return _is_array_like(x) or (hasattr(x, "shape") and hasattr(x, "dtype"))
 
 
-def _drop_last(f: Callable) -> Callable:
+def _drop_last(f: Callable[..., Any]) -> Callable[..., Any]:
     def g(*args: Any, **kwargs: Any) -> Any:
         return f(*args[:-1], **kwargs)
 

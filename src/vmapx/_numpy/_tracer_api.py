@@ -84,7 +84,9 @@ IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
 defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
 
 
-def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+def _array_function(
+    self: Tracer, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
@@ -216,7 +218,7 @@ def _power_ufunc(base: Tracer, exponent: Any) -> Any:
     return None
 
 
-def _binary(ufunc: np.ufunc) -> tuple:
+def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
@@ -345,7 +347,7 @@ def _compress(self: Tracer, condition: Any, axis: Any = None, out: Any = None) -
     return _call(np.compress, condition, self, axis=axis, out=out)
 
 
-def _shape_args(args: tuple) -> Any:
+def _shape_args(args: tuple[Any, ...]) -> Any:
     """`x.reshape(2, 3)` and `x.reshape((2, 3))` mean the same."""
     return args[0] if len(args) == 1 else args
 

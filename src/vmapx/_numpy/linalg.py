@@ -57,7 +57,9 @@ from .contractions import dot_rule, matmul_vals, operand_parts
 LinAlgError = np.linalg.LinAlgError
 
 
-def _numpy_error(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> None:
+def _numpy_error(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> None:
     """Let NumPy raise its own error for invalid per-example shapes: call `func` on
     stand-ins (zeros) of one example."""
 
@@ -69,20 +71,26 @@ def _numpy_error(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -
          **optree.tree_map(stand_in, kwargs, is_leaf=leaf, none_is_leaf=True))  # fmt: skip
 
 
-def _check_rank(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, core: int) -> None:
+def _check_rank(
+    trace: BatchTrace,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    core: int,
+) -> None:
     """Examples with fewer than `core` axes raise NumPy's error (a batched value would
     otherwise pass for a stack of smaller ones)."""
     if example_ndim(trace, args[0]) < core:
         _numpy_error(trace, func, args, kwargs)
 
 
-def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
+def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable[..., Any]:
     """Factory of rules for `func(a, ...)` stacked over the axes of `a` before its last
     `core` ones; `params` name the (position, keyword) arguments that broadcast against
     the stack (`rcond=`, `tol=`, ...), batched or not."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             a = args[0]
             _check_rank(trace, func, args, kwargs, core)
             va, ba = unwrap(trace, a)
@@ -136,11 +144,11 @@ def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
     return ans[0] * (tr - np.real(tr)), np.real(tr)
 
 
-def _transposed(jvp: Callable) -> Callable:
+def _transposed(jvp: Callable[..., Any]) -> Callable[..., Any]:
     """The VJP maker of a function of one matrix from its (linear) JVP rule `jvp(t, ans,
     a, ...)`, by reverse mode through it; absent cotangents of several results are zeros."""
 
-    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
+    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         from .._ad_api import vjp
 
         multi = isinstance(ans, tuple)
@@ -164,7 +172,7 @@ def _transposed(jvp: Callable) -> Callable:
 
 
 @builder
-def _defjvp_multi(func: Callable, jvp: Callable) -> None:
+def _defjvp_multi(func: Callable[..., Any], jvp: Callable[..., Any]) -> None:
     """JVP and transposed VJP of a function of one matrix with several results."""
     defjvp(func, jvp)
     defvjp(func, _transposed(jvp))
@@ -348,7 +356,7 @@ def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     return np.sum(absx**ord, axis=axis) ** (1.0 / ord)
 
 
-def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
+def _matrix_norm(x: Any, ord: Any, axis: tuple[Any, ...]) -> Any:  # noqa: A002
     x = np.moveaxis(x, axis, (-2, -1))
     if ord in ("fro", "f"):
         return _vector_norm(x, 2, (-2, -1))
@@ -469,10 +477,10 @@ def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) 
 defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
 
 
-def _matrix_rank_rule(func: Callable) -> Callable:
+def _matrix_rank_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     stacked = _stacked(2, ((1, "tol"), (3, "rtol")))(func)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a = args[0]
         if example_ndim(trace, a) >= 2 or not is_batched(trace, a):
             return stacked(trace, args, kwargs)
@@ -492,7 +500,9 @@ defzero([np.linalg.matrix_rank])
 # -- solve / lstsq / tensor versions ---------------------------------------------------------
 
 
-def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+def _solve_vals(
+    va: Any, ba: bool, sa: tuple[Any, ...], vb: Any, bb: bool, sb: tuple[Any, ...]
+) -> Any:
     """Per example `np.linalg.solve(a, b)` as a batch-front value."""
     n_batch = (va if ba else vb).shape[0]
     if len(sb) == 1:  # b is one vector per example
@@ -525,7 +535,7 @@ def _vector_b(nd_a: int, nd_b: int) -> bool:
     return nd_b == 1 if NUMPY2 else nd_b == nd_a - 1
 
 
-def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _solve_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     vector = _vector_b(len(sa), len(sb))
@@ -588,7 +598,7 @@ _RCOND_WARNING = (
 )
 
 
-def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _lstsq_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
     if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
@@ -605,7 +615,9 @@ def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return _lstsq_svd(trace, va, ba, vb, bb, rcond, vector)
 
 
-def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool) -> tuple:
+def _lstsq_columns(
+    trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool
+) -> tuple[Any, ...]:
     """Unbatched `a`: one LAPACK call with every example's right-hand sides as columns;
     the rank and singular values belong to `a` alone (unbatched results)."""
     n_batch, m, k = vb.shape
@@ -619,7 +631,7 @@ def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool
 
 
 def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
-               vector: bool) -> tuple:  # fmt: skip
+               vector: bool) -> tuple[Any, ...]:  # fmt: skip
     """Batched `a`: the minimum-norm solution from the SVD, singular values at most
     `rcond * s_max` treated as zero (LAPACK `gelsd`), in double precision like NumPy."""
     if not ba:
@@ -664,7 +676,7 @@ defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
 # -- compositions ---------------------------------------------------------------------
 
 
-def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
+def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple[Any, ...]:
     """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
     default cutoff is the old one (`rcond=-1`)."""
     m, n = np.shape(a)
@@ -687,7 +699,7 @@ def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
 defcomposite(np.linalg.lstsq, _lstsq_impl)
 
 
-def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tensorinv_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a = args[0]
     ind = get_arg(args, kwargs, 1, "ind", 2)
     if ind <= 0:
@@ -713,7 +725,7 @@ def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
 defcomposite(np.linalg.tensorinv, _tensorinv_impl)
 
 
-def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tensorsolve_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     axes = get_arg(args, kwargs, 2, "axes")
     (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
@@ -753,7 +765,7 @@ defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
 # -- norms -----------------------------------------------------------------------------------
 
 
-def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x = args[0]
     ord_ = get_arg(args, kwargs, 1, "ord")
     axis = get_arg(args, kwargs, 2, "axis")
@@ -781,7 +793,7 @@ def _flat_two_norm(v: Any) -> Any:
     return np.sqrt(vecdot(flat, flat))
 
 
-def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vector_norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x = args[0]
     axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
     ord_ = kwargs.get("ord", 2)
@@ -854,7 +866,7 @@ def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) 
     return best[(0, n - 1)][1]
 
 
-def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _multi_dot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     arrays = list(get_arg(args, kwargs, 0, "arrays"))
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
@@ -873,7 +885,7 @@ def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
             raise LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
     order = _chain_order([s for _, _, s in ops], [b for _, b, _ in ops], trace.axis_size)
 
-    def product(node: Any) -> tuple:
+    def product(node: Any) -> tuple[Any, ...]:
         if isinstance(node, int):
             return ops[node]
         (va, ba, sa), (vb, bb, sb) = product(node[0]), product(node[1])
@@ -922,7 +934,7 @@ def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
     return out
 
 
-def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _cross_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
     ndims = [example_ndim(trace, x) for x in (x1, x2)]
@@ -940,7 +952,7 @@ def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(np.cross(v1, v2, axisa=ax1, axisb=ax2, axisc=out_axis))
 
 
-def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vecdot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
     ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])

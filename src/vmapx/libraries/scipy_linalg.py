@@ -185,7 +185,7 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     raise Unsupported  # (residues, rank, singular values: SciPy's own conventions)
 
 
-def _expm_batched(in_batched: list, a: Any) -> Any:
+def _expm_batched(in_batched: list[Any], a: Any) -> Any:
     return scipy.linalg.expm(a)  # SciPy's expm takes a stack of matrices
 
 
@@ -198,7 +198,7 @@ def expm(A):
     return _expm(A)
 
 
-def _lu_factor_batched(in_batched: list, a: Any, **kwargs: Any) -> Any:
+def _lu_factor_batched(in_batched: list[Any], a: Any, **kwargs: Any) -> Any:
     lu, piv = scipy.linalg.lu_factor(a)  # SciPy's own batching over leading axes
     return lu, piv
 

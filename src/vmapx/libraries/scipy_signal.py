@@ -27,7 +27,7 @@ def _signal_batch(name: str, out_batched: Any = True) -> Any:
     batched float 1-D signal `x` and unbatched other arguments."""
     fun = getattr(ss, name)
 
-    def call(in_batched: list, *args: Any, **kwargs: Any) -> Any:
+    def call(in_batched: list[Any], *args: Any, **kwargs: Any) -> Any:
         signal = _SIGNAL_ARG[name]
         x = args[signal]
         batched_others = [i for i, b in enumerate(in_batched) if i != signal and any_batched(b)]
@@ -112,7 +112,7 @@ def _convolve_batch(name: str) -> Any:
     """`convolve`/`correlate`/`fftconvolve` of 1-D float signals: one `fftconvolve` over
     the batch axis (`axes=-1`); `correlate` is convolution with the reversed kernel."""
 
-    def call(in_batched: list, in1: Any, in2: Any, mode: str = "full", method: str = "auto"):
+    def call(in_batched: list[Any], in1: Any, in2: Any, mode: str = "full", method: str = "auto"):
         n1 = np.ndim(in1) - in_batched[0]
         n2 = np.ndim(in2) - in_batched[1]
         floats = all(np.issubdtype(np.result_type(v), np.floating) for v in (in1, in2))

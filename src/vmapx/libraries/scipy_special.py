@@ -12,6 +12,7 @@ declared with `nondiff_argnums`: differentiating with respect to it raises a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.special as sc
@@ -37,7 +38,7 @@ def elementwise(ufunc: np.ufunc, partials: Sequence[Partial]) -> None:
     """
     nondiff = tuple(i for i, p in enumerate(partials) if p is None)
 
-    def jvp(primals: tuple, tangents: tuple) -> tuple:
+    def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
         out = ufunc(*primals)
         terms = [
             p(*primals, out) * t
@@ -52,7 +53,7 @@ def elementwise(ufunc: np.ufunc, partials: Sequence[Partial]) -> None:
     extend.register_jvp(ufunc, jvp, nondiff_argnums=nondiff)
 
 
-def _unary(ufunc: np.ufunc, partial: Callable) -> None:
+def _unary(ufunc: np.ufunc, partial: Callable[..., Any]) -> None:
     elementwise(ufunc, [partial])
 
 
