@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any, ParamSpec
 
 import numpy as np
-import optree
 
 from . import _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import fresh_arrays, vmap
 from ._autodiff import (
     VJPTracer,

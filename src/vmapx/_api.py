@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any, ParamSpec
 
 import numpy as np
-import optree
 
 from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -133,6 +133,17 @@ def vmap(
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
                  "fallback", "autochunk", "workers", "progress", "kwargs_noticed")  # fmt: skip
+    in_axes: Any
+    out_axes: Any
+    axis_size: int | None
+    axis_name: Any
+    randomness: str
+    chunk_size: Any
+    fallback: str | None
+    autochunk: Any
+    workers: int | None
+    progress: Any
+    kwargs_noticed: bool
 
     def __init__(self, *values: Any) -> None:
         for name, value in zip(self.__slots__[:-1], values, strict=True):

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _config, _core, _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError

@@ -19,8 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-import optree
-
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._ad_api import jvp, vjp
 from ._autodiff import is_float
 from .extend import primitive, register_jvp, register_vjp

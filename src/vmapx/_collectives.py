@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, unwrap
 from ._core import _state, bind
 from ._registry import Primitive, register

@@ -68,6 +68,21 @@ class Tracer:
     __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
+    _trace: Trace
+    _view: tuple[Tracer, int] | None  # (the base, its `_version` when this view was made)
+    _version: int
+    _scalar: Any
+
+    if TYPE_CHECKING:  # the array attributes every kind of tracer defines
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def dtype(self) -> Any: ...
+        @property
+        def size(self) -> int: ...
 
     @property
     def _aliased(self) -> bool:

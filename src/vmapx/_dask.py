@@ -35,8 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .errors import AxisSizeError, InAxesError, UnsupportedError
 
 

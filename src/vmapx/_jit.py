@@ -51,9 +51,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _autochunk, _core, _payload, _replay_memory
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import fresh_arrays, memory_owner
 from ._compat import NUMPY2
 from ._core import Trace, Tracer, pop_trace, push_trace

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
-import optree
 
 from . import _core
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._compat import NUMPY2
 from ._core import Tracer
 from ._jit import GeneratedProgram, NotReplayable, record, run_plainly

@@ -7,8 +7,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import optree
-
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .errors import KeywordArgumentWarning
 
 

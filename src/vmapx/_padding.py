@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import leaf_axes  # (a pytree prefix of axes to one axis per leaf, as in vmap)
 from .errors import PaddingError
 

@@ -11,9 +11,9 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _padding
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._config import config
 from .errors import (

@@ -47,6 +47,14 @@ class Rules:
     `sources`: kind -> the `file:line` that registered it."""
 
     __slots__ = (*KINDS, "sources", "defaults")
+    batch: Callable[..., Any] | None
+    jvp: Callable[..., Any] | None
+    vjp: Callable[..., Any] | None
+    composite: Callable[..., Any] | None
+    zero: Any
+    linear: Any
+    partials: Any
+    refused: Any
 
     def __init__(self) -> None:
         for kind in KINDS:

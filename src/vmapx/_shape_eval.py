@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _config
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._core import Tracer
 from .errors import AxisSizeError, ConcretizationError, FallbackError

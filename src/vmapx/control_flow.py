@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
 from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
 from ._registry import Primitive, register

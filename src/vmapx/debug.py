@@ -15,8 +15,8 @@ import itertools
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._autodiff import ADTracer
 from ._batching import BatchTracer
 from ._core import Tracer

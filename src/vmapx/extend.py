@@ -35,9 +35,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _numpy  # noqa: F401  (vmapx's own rules first: yours must not replace them)
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._autodiff import NoRule, is_float
 from ._batching import BatchTrace, unwrap

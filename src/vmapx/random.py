@@ -38,9 +38,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _api
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
 from ._core import _state, user_frame_location

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,

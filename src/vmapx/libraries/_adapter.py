@@ -21,8 +21,8 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .. import extend
 from .._core import Tracer, current_level
 
