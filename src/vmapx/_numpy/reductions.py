@@ -104,7 +104,9 @@ def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
     return total[..., None] if keepdims else total
 
 
-def _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd):  # noqa: ANN001, ANN202
+def _keepdims_flat(
+    trace: Any, func: Any, v: Any, args: Any, kwargs: Any, axis_pos: Any, nd: Any
+) -> Any:  # noqa: ANN001, ANN202
     args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", 1)
     out = func(*args, **kwargs)
     return trace.wrap(out.reshape((out.shape[0],) + (1,) * nd))

@@ -3,13 +3,15 @@ differentiable), for the metrics people use most."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _adapter
 from ._adapter import Unsupported, adapts
 
 
-def _pairwise(u, v, metric, p=2.0):
+def _pairwise(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
     """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
     d = u[:, None, :] - v[None, :, :]
     if metric == "euclidean":
@@ -38,13 +40,13 @@ def _pairwise(u, v, metric, p=2.0):
     raise Unsupported
 
 
-def _check(x):
+def _check(x: Any) -> None:
     if np.ndim(x) != 2 or not np.issubdtype(np.result_type(x), np.floating):
         raise Unsupported
 
 
 @adapts("scipy.spatial.distance", "cdist", ("XA", "XB"))
-def cdist(XA, XB, metric="euclidean", *, out=None, p=2.0):
+def cdist(XA: Any, XB: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) -> Any:
     if out is not None or not isinstance(metric, str):
         raise Unsupported
     _check(XA)
@@ -53,7 +55,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=2.0):
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",))
-def pdist(X, metric="euclidean", *, out=None, p=2.0):
+def pdist(X: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) -> Any:
     if out is not None or not isinstance(metric, str):
         raise Unsupported
     _check(X)
@@ -62,7 +64,7 @@ def pdist(X, metric="euclidean", *, out=None, p=2.0):
 
 
 @adapts("scipy.spatial.distance", "squareform", ("X",))
-def squareform(X, force="no", checks=True):
+def squareform(X: Any, force: Any = "no", checks: Any = True) -> Any:
     if force != "no" or np.ndim(X) != 1:
         raise Unsupported  # (a square matrix to its condensed form: the library)
     m = len(X)
@@ -75,8 +77,8 @@ def squareform(X, force="no", checks=True):
     return out + out.T
 
 
-def _vector_metric(name):
-    def lowering(u, v, w=None):
+def _vector_metric(name: Any) -> Any:
+    def lowering(u: Any, v: Any, w: Any = None) -> Any:
         if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
             raise Unsupported
         return _pairwise(u[None, :] * 1.0, v[None, :] * 1.0, name)[0, 0]
@@ -91,7 +93,7 @@ for _name in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "c
 
 
 @adapts("scipy.spatial.distance", "minkowski", ("u", "v", "w"))
-def minkowski(u, v, p=2, w=None):
+def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
         raise Unsupported
     return _pairwise(u[None, :] * 1.0, v[None, :] * 1.0, "minkowski", p)[0, 0]

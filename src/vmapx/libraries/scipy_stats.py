@@ -32,7 +32,7 @@ METHODS = {
 
 
 def _method(dist: Any, formula: str, rescale: Any) -> Any:
-    def lowering(x, loc=0, scale=1):
+    def lowering(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
         safe_scale = np.where(scale > 0, scale, 1.0)
         value = rescale(getattr(dist, formula)((x - loc) / safe_scale), safe_scale)
         return np.where(scale > 0, value, np.nan) * 1.0
