@@ -96,9 +96,11 @@ def _describe(x: Any) -> str:
 
 
 def _diff_leaves(
-    name: str, f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[Any, ...]
-) -> tuple[list[Any], Any]:
-    """The leaves of the differentiated arguments (checked: float or complex)."""
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[Any, ...],
+    allow_int: bool = False,
+) -> tuple[list[Any], Any]:  # fmt: skip
+    """The leaves of the differentiated arguments (checked: float or complex, or with
+    `allow_int` integer or bool, which are then constants)."""
     diff = tuple(args[i] for i in nums)
     leaves, treedef = optree.tree_flatten(diff, is_leaf=_is_leaf)
     out = []
@@ -106,16 +108,35 @@ def _diff_leaves(
         x = leaf
         if isinstance(x, float | complex):
             x = np.asarray(x)
-        if not is_float(x):
+        if not is_float(x) and not (allow_int and _is_integer(x)):
             path = optree.tree_paths(diff, is_leaf=_is_leaf)[i]  # (for the message only)
             where = _arg_name(f, nums[path[0]]) + "".join(f"[{k!r}]" for k in path[1:])
             raise DifferentiationError(
                 f"{name}: {where} is {_describe(leaf)}, which is not float or complex, so it "
-                "cannot be differentiated. Convert it with `.astype(float)`, or leave it out "
-                "of `argnums` (the other arguments are constants)."
+                "cannot be differentiated. Convert it with `.astype(float)`, leave it out "
+                "of `argnums` (the other arguments are constants), or pass `allow_int=True` "
+                "(its derivative is then a zero array of dtype float0)."
             )
         out.append(x)
     return out, treedef
+
+
+def _is_integer(x: Any) -> bool:
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return bool(dtype.kind in "iub")
+
+
+# the dtype of the derivative for an integer input under `allow_int=True` (as JAX's
+# `jax.dtypes.float0`): no values, so no arithmetic is done with it by mistake
+FLOAT0 = np.dtype([("float0", np.void, 0)])
+
+
+def _with_float0(derivatives: list[Any], live: list[int], leaves: list[Any]) -> list[Any]:
+    """`derivatives` of the float leaves `live`, with float0 zeros for the integer ones."""
+    full = [np.zeros(np.shape(x), dtype=FLOAT0) for x in leaves]
+    for i, d in zip(live, derivatives, strict=True):
+        full[i] = d
+    return full
 
 
 def _with_diff(
@@ -155,17 +176,24 @@ def _finish(derivatives: list[Any], given: list[Any]) -> list[Any]:
 def _vjp_call(
     name: str, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any],
     nums: tuple[Any, ...], has_aux: bool,
-    once: bool = False,
+    once: bool = False, allow_int: bool = False,
 ) -> tuple[Any, Callable[..., Any], Any]:  # fmt: skip
     """Run `f` recording a tape for the arguments `nums`; returns `(out, pull, aux)`
     where `pull(ct)` gives one cotangent pytree per differentiated argument. With
     `once`, `pull` is called only once and frees the tape as it goes (lower peak
-    memory: each node's saved values go as soon as its cotangents are out)."""
-    leaves, treedef = _diff_leaves(name, f, args, nums)
-    trace, tracers, out = vjp_flat(
-        name, lambda *ts: f(*_with_diff(args, nums, treedef, list(ts)), **kwargs), leaves
-    )
-    inputs = [(t.node, leaf) for t, leaf in zip(tracers, leaves, strict=True)]
+    memory: each node's saved values go as soon as its cotangents are out). With
+    `allow_int`, integer leaves are constants and their derivatives float0 zeros."""
+    leaves, treedef = _diff_leaves(name, f, args, nums, allow_int)
+    live = [i for i, x in enumerate(leaves) if is_float(x)]  # (all but allow_int's ints)
+
+    def run(*ts: Any) -> Any:
+        full = list(leaves)
+        for i, t in zip(live, ts, strict=True):
+            full[i] = t
+        return f(*_with_diff(args, nums, treedef, full), **kwargs)
+
+    trace, tracers, out = vjp_flat(name, run, [leaves[i] for i in live])
+    inputs = [(t.node, leaves[i]) for t, i in zip(tracers, live, strict=True)]
     aux = None
     if has_aux:
         out, aux = _split_aux(name, out)
@@ -202,6 +230,8 @@ def _vjp_call(
             [np.zeros_like(leaf) if cts[node] is None else cts[node] for node, leaf in inputs],
             [*ct_leaves, *leaves],
         )
+        if len(live) < len(leaves):
+            grads = _with_float0(grads, live, leaves)
         return tuple(optree.tree_unflatten(treedef, grads))
 
     return primal_out, pull, aux
@@ -273,7 +303,7 @@ def _scalar_out(name: str, out: Any, holomorphic: bool) -> Any:
 
 def value_and_grad(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False,
+    holomorphic: bool = False, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """Like `grad`, but the function returns `(value, gradient)`.
 
@@ -294,7 +324,9 @@ def value_and_grad(
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _value_and_grad("value_and_grad", f, argnums, has_aux, holomorphic, args, kwargs)
+        return _value_and_grad(
+            "value_and_grad", f, argnums, has_aux, holomorphic, args, kwargs, allow_int
+        )
 
     return wrapped
 
@@ -302,10 +334,10 @@ def value_and_grad(
 def _value_and_grad(
     name: str, f: Callable[..., Any], argnums: Any, has_aux: bool, holomorphic: bool,
     args: tuple[Any, ...],
-    kwargs: dict[Any, Any],
+    kwargs: dict[Any, Any], allow_int: bool = False,
 ) -> Any:  # fmt: skip
     nums = _normalize_argnums(name, argnums, len(args))
-    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, once=True)
+    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, True, allow_int)
     out = _scalar_out(name, out, holomorphic)
     g = pull(np.ones_like(out))
     g = g[0] if _is_int(argnums) else g
@@ -314,7 +346,7 @@ def _value_and_grad(
 
 def grad(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False,
+    holomorphic: bool = False, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """The gradient of a scalar function, by reverse mode (a tape of VJP closures).
 
@@ -326,6 +358,11 @@ def grad(
       weights): the gradient has the same structure.
     - `has_aux`: `f` returns `(value, aux)`; the result is then `(gradient, aux)`.
     - `holomorphic`: allow a complex output of a holomorphic `f` (gradient `f'(z)`).
+    - `allow_int`: let differentiated arguments hold integer (or bool) arrays, as JAX's
+      `allow_int`: they are constants, and their gradient is a zero array of their shape
+      with the value-less dtype float0 (`np.dtype([("float0", np.void, 0)])`, JAX's
+      `jax.dtypes.float0`), which no arithmetic accepts by mistake. Without it, an
+      integer argument raises a `DifferentiationError` (a `TypeError`) naming it.
 
     Compositions work in any order: `vmap(grad(f))` gives per-example gradients,
     `grad(grad(f))` second derivatives. For a real function of complex `z` the gradient
@@ -351,6 +388,9 @@ def grad(
     >>> vmapx.vmap(vmapx.grad(loss), in_axes=(None, 0, 0))(w, x, y)  # per example
     array([[ 0.,  3.,  6.],
            [36., 48., 60.]])
+    >>> gw, gn = vmapx.grad(lambda w, n: np.sum(w**n), argnums=(0, 1), allow_int=True)(w, 2)
+    >>> gw, gn.shape, gn.dtype.names  # (an int argument: float0 zeros)
+    (array([2., 2., 2.]), (), ('float0',))
 
     ```
     """
@@ -359,7 +399,7 @@ def grad(
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        out = _value_and_grad("grad", f, argnums, has_aux, holomorphic, args, kwargs)
+        out = _value_and_grad("grad", f, argnums, has_aux, holomorphic, args, kwargs, allow_int)
         if has_aux:
             (_, aux), g = out
             return g, aux
@@ -551,7 +591,7 @@ def _basis_map(name: str, chunk_size: Any) -> Callable[..., Any]:
 
 def jacrev(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False, chunk_size: int | None = None,
+    holomorphic: bool = False, chunk_size: int | None = None, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """The Jacobian of `f` by reverse mode: `vmap` of the VJP over the output basis.
 
@@ -559,6 +599,7 @@ def jacrev(
     `S` with respect to an input of shape `T` has shape `S + T`; for pytrees the
     result nests the input structure inside the output structure. `chunk_size=k`
     computes `k` rows at a time (less memory, the same result), as `torch.func.jacrev`.
+    `allow_int=True` accepts integer inputs, as `grad`'s: their blocks are float0 zeros.
 
     **Example:**
 
@@ -577,7 +618,7 @@ def jacrev(
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
         nums = _normalize_argnums("jacrev", argnums, len(args))
-        out, pull, aux = _vjp_call("jacrev", f, args, kwargs, nums, has_aux)
+        out, pull, aux = _vjp_call("jacrev", f, args, kwargs, nums, has_aux, allow_int=allow_int)
         outs, out_tree = _out_leaves("jacrev", out, holomorphic)
         spans = _offsets(outs)
         m = spans[-1][1] if spans else 0

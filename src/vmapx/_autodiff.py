@@ -61,7 +61,7 @@ import inspect
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -104,22 +104,23 @@ class ADTracer(Tracer):
     (Views written in place are tracked by the core, see `vmapx._core.Tracer`.)"""
 
     __slots__ = ("primal",)
+    primal: Any  # the value one level down
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.primal.shape
+        return cast("tuple[int, ...]", self.primal.shape)
 
     @property
     def ndim(self) -> int:
-        return self.primal.ndim
+        return cast(int, self.primal.ndim)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.primal.dtype
+        return cast("np.dtype[Any]", self.primal.dtype)
 
     @property
     def size(self) -> int:
-        return self.primal.size
+        return cast(int, self.primal.size)
 
     # The tape is eager: Python control flow and conversions use the value (the
     # derivative does not flow through a Python number; printing a loss inside `f`
@@ -134,7 +135,7 @@ class ADTracer(Tracer):
         dropped = _DROPPED.get(how)
         if dropped is not None:
             _dropped_derivative(self, dropped)
-        return convert(self.primal)
+        return cast("Callable[..., Any]", convert)(self.primal)  # (None only for "array")
 
     def _check_not_stored(self, frame: Any) -> None:
         """NumPy converts a value written into one element of a plain array with
@@ -165,6 +166,7 @@ class JVPTracer(ADTracer):
     """A value of forward mode: `primal` and its `tangent` (`None`: zero)."""
 
     __slots__ = ("tangent",)
+    tangent: Any
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
         self._trace = trace
@@ -174,8 +176,8 @@ class JVPTracer(ADTracer):
         self.tangent = tangent
 
     def _become(self, other: Tracer) -> None:
-        self.primal = other.primal
-        self.tangent = other.tangent
+        self.primal = cast(JVPTracer, other).primal
+        self.tangent = cast(JVPTracer, other).tangent
         self._version += 1
 
 
@@ -184,6 +186,7 @@ class VJPTracer(ADTracer):
     for one result of a primitive with several, its index `out` (-1 otherwise)."""
 
     __slots__ = ("node", "out")
+    node: Any
 
     def __init__(self, trace: VJPTrace, primal: Any, node: int | None, out: int = -1) -> None:
         self._trace = trace
@@ -194,9 +197,9 @@ class VJPTracer(ADTracer):
         self.out = out
 
     def _become(self, other: Tracer) -> None:
-        self.primal = other.primal
-        self.node = other.node
-        self.out = other.out
+        self.primal = cast(VJPTracer, other).primal
+        self.node = cast(VJPTracer, other).node
+        self.out = cast(VJPTracer, other).out
         self._version += 1
 
 
@@ -253,7 +256,7 @@ def _unwrap(
         for k, v in kwargs.items():
             if isinstance(v, Tracer) and v._trace is trace:
                 new_kwargs[k] = v.primal
-                if _payload(v) is not None:
+                if _derivative_payload(v) is not None:
                     argnums.append(k)
                     tracers.append(v)
             elif type(v) in (list, tuple):
@@ -263,7 +266,7 @@ def _unwrap(
     return new_args, new_kwargs, argnums, tracers
 
 
-def _payload(t: ADTracer) -> Any:
+def _derivative_payload(t: ADTracer) -> Any:
     return t.tangent if type(t) is JVPTracer else t.node
 
 
@@ -314,12 +317,12 @@ def _to_positional(
         except (TypeError, ValueError):
             return args, kwargs
     params = list(sig.parameters.values())
-    args, kwargs = list(args), dict(kwargs)
-    for p in params[len(args) :]:
+    args_list, kwargs = list(args), dict(kwargs)
+    for p in params[len(args_list) :]:
         if p.kind is not p.POSITIONAL_OR_KEYWORD or p.name not in kwargs:
             break
-        args.append(kwargs.pop(p.name))
-    return tuple(args), kwargs
+        args_list.append(kwargs.pop(p.name))
+    return tuple(args_list), kwargs
 
 
 def fit(x: Any, shape: tuple[Any, ...], dtype: np.dtype) -> Any:
@@ -846,7 +849,7 @@ def defvjp(
             raise NoRule(argnum, "vjp")
         if m is None:
             return _zero_pullback
-        return m(ans, *args, **kwargs)
+        return cast("Callable[..., Any]", m(ans, *args, **kwargs))
 
     defvjp_argnum(func, maker, replace=replace)
 
@@ -1047,7 +1050,7 @@ class _ElementwisePullback:
 
     def scaled(self, ct: Any) -> list[Any]:
         base, scale = _scaled.split(ct)
-        out = []
+        out: list[Any] = []
         for p in self.pulls:
             if p is _zero_pullback:
                 out.append(None)

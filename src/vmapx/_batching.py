@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -22,13 +22,17 @@ from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
 
-BatchRule = Callable[["BatchTrace", tuple, dict], Any]
+if TYPE_CHECKING:
+    from types import FrameType
+
+BatchRule = Callable[["BatchTrace", tuple[Any, ...], dict[str, Any]], Any]
 
 
 class BatchTracer(Tracer):
     """A batched value seen per example: `.shape` etc. omit the batch axis (axis 0)."""
 
     __slots__ = ("val",)
+    val: Any  # the batch: a NumPy (or duck) array, the batch axis first
 
     def __init__(self, trace: BatchTrace, val: Any) -> None:
         self._trace = trace
@@ -38,22 +42,22 @@ class BatchTracer(Tracer):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.val.shape[1:]
+        return cast("tuple[int, ...]", self.val.shape[1:])
 
     @property
     def ndim(self) -> int:
-        return self.val.ndim - 1
+        return cast(int, self.val.ndim - 1)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.val.dtype
+        return cast("np.dtype[Any]", self.val.dtype)
 
     @property
     def size(self) -> int:
         return math.prod(self.val.shape[1:])
 
     def _become(self, other: Tracer) -> None:
-        self.val = other.val
+        self.val = cast(BatchTracer, other).val
         self._version += 1
 
     # -- values that must leave the trace (Python control flow): agree, or the loop --
@@ -218,7 +222,7 @@ def _ndim(x: Any) -> int:
 def example_ndim(trace: BatchTrace, x: Any) -> int:
     """Number of axes of `x` as one example sees it."""
     if type(x) is BatchTracer and x._trace is trace:
-        return x.val.ndim - 1
+        return cast(int, x.val.ndim - 1)
     return _ndim(x)
 
 
@@ -306,7 +310,8 @@ def user_stacklevel() -> int:
 
     from ._core import _is_library_file
 
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and _is_library_file(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
@@ -341,7 +346,7 @@ def stack_results(trace: BatchTrace, results: list[Any], name: str) -> Any:
     if first is None:
         return None
     leaves0, treedef = optree.tree_flatten(first, none_is_leaf=True)
-    columns = [treedef.flatten_up_to(r) for r in results]
+    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
     for j in range(len(leaves0)):
         if len({np.shape(c[j]) for c in columns}) > 1:
             raise trace.concretization(

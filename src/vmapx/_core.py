@@ -19,12 +19,17 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .errors import EscapedTracerError, TraceMixError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ._registry import Primitive
+
+
+T = TypeVar("T", bound="Trace")
 
 
 class Trace:
@@ -67,7 +72,7 @@ class Tracer:
 
     __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
-    __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: elementwise __eq__, so not hashable
     _trace: Trace
     _view: tuple[Tracer, int] | None  # (the base, its `_version` when this view was made)
     _version: int
@@ -84,12 +89,17 @@ class Tracer:
         @property
         def size(self) -> int: ...
 
+        # (and NumPy's array API, installed by `vmapx._numpy._tracer_api`)
+        def __getitem__(self, key: Any) -> Any: ...
+        def __neg__(self) -> Any: ...
+        def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any: ...
+
     @property
     def _aliased(self) -> bool:
         return self._view is not None
 
     def _check_fresh(self) -> None:
-        view = self._view
+        view = cast("tuple[Tracer, int]", self._view)  # (called where it is not None)
         if view[0]._version != view[1]:
             raise self._trace.concretization(
                 "a view (a slice, reshape, transpose, ...) was used after the array it "
@@ -118,22 +128,22 @@ class Tracer:
         raise NotImplementedError
 
     def __bool__(self) -> bool:
-        return self._leave_trace("bool", bool)
+        return cast(bool, self._leave_trace("bool", bool))
 
     def __float__(self) -> float:
-        return self._leave_trace("float", float)
+        return cast(float, self._leave_trace("float", float))
 
     def __int__(self) -> int:
-        return self._leave_trace("int", int)
+        return cast(int, self._leave_trace("int", int))
 
     def __complex__(self) -> complex:
-        return self._leave_trace("complex", complex)
+        return cast(complex, self._leave_trace("complex", complex))
 
     def __index__(self) -> int:
-        return self._leave_trace("index", operator.index)
+        return cast(int, self._leave_trace("index", operator.index))
 
     def __format__(self, spec: str) -> str:
-        return self._leave_trace("format", lambda v: format(v, spec), (spec,))
+        return cast(str, self._leave_trace("format", lambda v: format(v, spec), (spec,)))
 
     def item(self, *args: Any) -> Any:
         return self._leave_trace("item", lambda v: v.item(*args), args)
@@ -153,7 +163,7 @@ class _State(threading.local):
 _state = _State()
 
 
-def push_trace(trace: Trace) -> Trace:
+def push_trace(trace: T) -> T:
     _state.stack.append(trace)
     trace.level = len(_state.stack)
     return trace
@@ -253,7 +263,7 @@ def mark_view(trace: Trace, args: tuple[Any, ...], out: Any) -> None:
 
 def user_frame_location() -> str:
     """`file:line` of the innermost frame outside vmapx and NumPy (the user's line)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _is_library_file(filename):
@@ -264,7 +274,7 @@ def user_frame_location() -> str:
 
 def _package_dir(name: str) -> str:
     spec = importlib.util.find_spec(name)
-    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
+    return os.path.dirname(os.path.abspath(cast(str, spec.origin))) + os.sep if spec else os.sep * 3
 
 
 # frames in vmapx or NumPy (its Python wrappers dispatch to us) are not the user's line

@@ -16,7 +16,7 @@ import functools
 import struct
 import sys
 import types
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,7 +26,7 @@ _MT_BYTES = 624 * 4 + 4  # mt19937_state: uint32 key[624]; int pos
 def _find_gauss_cache() -> int | None:
     """The offset of `{int has_gauss; double gauss}` in a `RandomState`, or None."""
     rs = np.random.RandomState(0)
-    head = rs.get_state()[:3]
+    head = cast("tuple[Any, ...]", rs.get_state())[:3]  # (NumPy's stubs: a dict)
     size = sys.getsizeof(rs)
     found = set()
     for value in (0.123456789, -987.654321):
@@ -81,7 +81,7 @@ def restore(saved: tuple[Any, ...]) -> None:
     key = np.frombuffer(mt[: 624 * 4], np.uint32).copy()
     pos = struct.unpack("i", mt[624 * 4 :])[0]
     if _GAUSS is None:
-        has_gauss, gauss = np.random.get_state()[3:]
+        has_gauss, gauss = cast("tuple[Any, ...]", np.random.get_state())[3:]
     else:
         has_gauss, gauss = struct.unpack("i", aug[:4])[0], struct.unpack("d", aug[8:])[0]
     np.random.set_state(("MT19937", key, pos, has_gauss, gauss))
@@ -110,7 +110,7 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     read (cached: a code object's hash is computed afresh on each use, a dict by id is not)."""
     entry = _names_by_code.get(id(code))
     if entry is not None and entry[0] is code:
-        return entry[1]
+        return cast("tuple[str, ...]", entry[1])
     names = list(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
@@ -118,7 +118,7 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     if len(_names_by_code) > 4096:
         _names_by_code.clear()
     _names_by_code[id(code)] = (code, tuple(dict.fromkeys(names)))
-    return _names_by_code[id(code)][1]
+    return cast("tuple[str, ...]", _names_by_code[id(code)][1])
 
 
 _GENERATOR_KINDS = frozenset(_GENERATOR_TYPES)

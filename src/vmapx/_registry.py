@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import CodeType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def _ufunc_module(ufunc: np.ufunc) -> str:
     only on newer NumPy, so fall back to looking them up by name."""
     module = getattr(ufunc, "__module__", None)
     if module and module != "numpy":
-        return module
+        return cast(str, module)
     if getattr(np, ufunc.__name__, None) is ufunc:
         return "numpy"
     special = sys.modules.get("scipy.special")

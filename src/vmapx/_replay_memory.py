@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -138,5 +138,5 @@ def _operand_to_reuse(
         if layout.shape != result.shape or layout.dtype != result.dtype:
             continue
         if all(last_read.get(t, -1) <= i for t in members[g]):
-            return s
+            return cast("int | None", s)
     return None
