@@ -14,7 +14,7 @@ import optree
 import pytest
 
 import vmapx
-from vmapx import _padding, _ragged
+from vmapx import _padded_groups, _padding, _ragged
 from vmapx.errors import (
     AxisSizeError,
     ConcretizationError,
@@ -456,6 +456,58 @@ def test_padded_examples_traced_by_grad() -> None:
 
     grads = vmapx.grad(lambda xs: sum(vmapx.map(masked_loss, xs, pad_axes=0, buckets=2)))(seqs)
     assert_loop(grads, [vmapx.grad(lambda x: np.sum(np.tanh(x @ w)))(x) for x in seqs])
+
+
+def padded_plan(xs: tuple, pad_axes: Any, buckets: Any, general: bool) -> Any:
+    """The grouped plan of `map(f, *xs, pad_axes=...)`, by the array path or the general."""
+    plan = _ragged._Plan(KEEP, xs, [0] * len(xs), pad_axes, {})
+    if general:
+        plan._group_by_length = lambda buckets: False  # (the general path's own grouping)
+    plan.group(buckets)
+    return plan
+
+
+def group_sets(plan: Any) -> dict:
+    return {(g.size, tuple(g.pads)): sorted(g.idxs) for g in plan.groups.values()}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_groups_found_by_length_equal_the_general_grouping(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    count, ndim = int(rng.integers(1, 200)), int(rng.integers(1, 4))
+    axis = int(rng.integers(-ndim, ndim))
+    lengths = rng.integers(0, int(rng.integers(1, 90)), count)
+    other = tuple(rng.integers(0, 4, ndim - 1))
+    shape = lambda n: other[: axis % ndim] + (n,) + other[axis % ndim :]  # noqa: E731
+    xs = ([rng.normal(size=shape(n)) for n in lengths],)
+    pads: Any = axis
+    if seed % 3:  # a second padded argument of another dtype, and one not padded
+        xs += ([np.ones((2, n), np.int32) for n in lengths], [np.ones(3)] * count)
+        pads = (axis, -1, None)
+    buckets = ["auto", int(rng.integers(1, 6)), [5, 20, 40]][seed % 3]
+    fast, general = (padded_plan(xs, pads, buckets, flag) for flag in (False, True))
+    assert _padded_groups.plain_lengths(fast.columns, fast.pad_axes) is not None
+    np.testing.assert_array_equal(fast.lengths, general.lengths)
+    np.testing.assert_array_equal(fast.sizes, general.sizes)
+    assert group_sets(fast) == group_sets(general)
+
+
+UNEVEN = [  # (examples of one argument, pad axis): batches the array path leaves alone
+    ([np.ones(3), np.ones(4, np.float32)] * 5, 0),  # two dtypes
+    ([np.ones((2, 3)), np.ones((3, 4))] * 5, 1),  # other dimensions that differ
+    ([np.ones((2, 3)), np.ones(4)] * 5, -1),  # numbers of dimensions that differ
+    ([np.ones(3)] * 5, {"a": 0}),  # a pytree of axes (the general path explains)
+]
+
+
+@pytest.mark.parametrize(("xs", "axis"), UNEVEN)
+def test_uneven_batches_take_the_general_grouping(xs: list, axis: Any) -> None:
+    assert _padded_groups.plain_lengths([xs], [axis]) is None
+    if isinstance(axis, dict):
+        return
+    f = lambda x, n: np.where(np.arange(x.shape[-1]) < n, x, 0.0).sum(axis=-1)  # noqa: E731
+    got = vmapx.map(f, xs, pad_axes=axis, min_group_size=1, check=True)
+    assert_loop(got, [f(x, x.shape[-1]) for x in xs])
 
 
 @pytest.mark.parametrize("seed", range(40))

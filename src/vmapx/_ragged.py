@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _padding
+from . import _padded_groups, _padding
 from ._api import vmap
 from ._config import config
 from .errors import (
@@ -345,6 +345,8 @@ class _Plan:
     def group(self, buckets: Any) -> None:
         """Group the examples by signature; in the padded mode, merge the groups whose
         signatures are equal once each length is rounded up to its bucket's size."""
+        if self.padded and self.plain and self._group_by_length(buckets):
+            return
         keys = _plain_keys(self.leaves) if self.plain else _keys(self)
         exact: dict = {}
         for e, key in enumerate(keys):
@@ -377,6 +379,21 @@ class _Plan:
             key = (self.specs[e], tuple(_padded_key(x, ax, size) for x, ax in pads))
             merged = self.groups.setdefault(key, _Group([], size, group.pads))
             merged.idxs += group.idxs
+
+    def _group_by_length(self, buckets: Any) -> bool:
+        """The padded groups found with array operations, where every example is plain
+        arrays that differ only in their padded length (`_padded_groups`); False where
+        the batch is not that case."""
+        found = _padded_groups.plain_lengths(self.columns, self.pad_axes)
+        if found is None:
+            return False
+        self.lengths = found.lengths
+        self.sizes, groups = _padded_groups.bucket_groups(
+            found.lengths,
+            lambda values, counts: _padding.bucket_sizes(values, buckets, counts * found.width),
+        )
+        self.groups = {size: _Group(idxs, size, found.pads) for size, idxs in groups}
+        return True
 
     def _length(self, e: int) -> tuple[int, list]:
         """Example `e`'s true length and the padded axis of each of its leaves."""
