@@ -42,6 +42,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
+from .._payload import like
 from .._registry import builder, get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
@@ -224,26 +225,6 @@ def _data_shape(trace: BatchTrace, func: Callable) -> BaseException:
 
 
 defbatch(np.take, _take_rule)
-defbatch(np.take_along_axis, _take_along_axis_rule)
-defbatch(np.choose, _choose_rule)
-defbatch(np.select, _select_rule)
-defbatch(np.compress, _compress_rule)
-defbatch(np.extract, _extract_rule)
-
-# -- derivatives of the gathers (see vmapx._autodiff) ---------------------------------
-# A gather is linear in the array it reads: the JVP gathers the tangent (`deflinear`),
-# the VJP sends the cotangent back to the positions read, added up where an index may
-# repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
-# and `select` are where-like: each output element comes from one operand.
-
-
-def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
-    """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
-    nd = len(shape)
-    return tuple(
-        indices if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
-        for d, n in enumerate(shape)
-    )
 
 
 def scatter(g: Any, shape: tuple, index: Any, add: bool = True) -> Any:
@@ -270,6 +251,26 @@ def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
     return lambda g: scatter(g, a.shape, index)
 
 
+defvjp(np.take, _take_vjp)
+defbatch(np.take_along_axis, _take_along_axis_rule)
+
+
+# -- derivatives of the gathers (see vmapx._autodiff) ---------------------------------
+# A gather is linear in the array it reads: the JVP gathers the tangent (`deflinear`),
+# the VJP sends the cotangent back to the positions read, added up where an index may
+# repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
+# and `select` are where-like: each output element comes from one operand.
+
+
+def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
+    """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
+    nd = len(shape)
+    return tuple(
+        indices if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+        for d, n in enumerate(shape)
+    )
+
+
 def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Callable:
     if axis is None:
         return lambda g: np.reshape(scatter(g, (_size(arr),), (indices,)), arr.shape)
@@ -277,33 +278,9 @@ def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Ca
     return lambda g: scatter(g, arr.shape, along_axis_index(arr.shape, indices, ax))
 
 
-def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
-    kept = np.nonzero(condition)[0]
-    if axis is None:
-        return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
-    ax = normalize_axis_index(axis, a.ndim)
-    return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)
-
-
-def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
-    kept = np.nonzero(np.ravel(condition))[0]
-    return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
-
-
-@builder
-def defwhere(func: Callable, mask: Callable) -> None:
-    """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
-    output elements come from that operand (broadcastable to the result)."""
-
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
-        return np.where(mask(argnum, ans, args, kwargs), t, 0)
-
-    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        m = mask(argnum, ans, args, kwargs)
-        return lambda g: np.where(m, g, 0)
-
-    defjvp_argnum(func, jvp)
-    defvjp_argnum(func, vjp)
+deflinear([np.take, np.take_along_axis])
+defvjp(np.take_along_axis, _take_along_axis_vjp)
+defbatch(np.choose, _choose_rule)
 
 
 def _choice(args: tuple, kwargs: dict) -> tuple[Any, int]:
@@ -338,6 +315,27 @@ def _choose_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
     return lambda g: np.sum(np.where(m, g, 0), axis=extra) if extra else np.where(m, g, 0)
 
 
+defjvp_argnum(np.choose, _choose_jvp)
+defvjp_argnum(np.choose, _choose_vjp)
+defbatch(np.select, _select_rule)
+
+
+@builder
+def defwhere(func: Callable, mask: Callable) -> None:
+    """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
+    output elements come from that operand (broadcastable to the result)."""
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        return np.where(mask(argnum, ans, args, kwargs), t, 0)
+
+    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        m = mask(argnum, ans, args, kwargs)
+        return lambda g: np.where(m, g, 0)
+
+    defjvp_argnum(func, jvp)
+    defvjp_argnum(func, vjp)
+
+
 def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     conds = get_arg(args, kwargs, 0, "condlist")
     n = len(conds)
@@ -351,15 +349,29 @@ def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     return which == argnum[1]
 
 
-deflinear([np.take, np.take_along_axis])
-defvjp(np.take, _take_vjp)
-defvjp(np.take_along_axis, _take_along_axis_vjp)
-deflinear([np.compress, np.extract], argnums=(1,))
-defvjp(np.compress, _compress_vjp, argnums=(1,))
-defvjp(np.extract, _extract_vjp, argnums=(1,))
-defjvp_argnum(np.choose, _choose_jvp)
-defvjp_argnum(np.choose, _choose_vjp)
 defwhere(np.select, _select_mask)
+defbatch(np.compress, _compress_rule)
+
+
+def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
+    kept = np.nonzero(condition)[0]
+    if axis is None:
+        return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
+    ax = normalize_axis_index(axis, a.ndim)
+    return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)
+
+
+defvjp(np.compress, _compress_vjp, argnums=(1,))
+defbatch(np.extract, _extract_rule)
+
+
+def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
+    kept = np.nonzero(np.ravel(condition))[0]
+    return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
+
+
+deflinear([np.compress, np.extract], argnums=(1,))
+defvjp(np.extract, _extract_vjp, argnums=(1,))
 
 
 # -- in-place writers: functional updates of a traced target --------------------------
@@ -404,8 +416,8 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         replay_errors(trace, _put_impl, (a, ind, v, mode), {})
     if m == 0 or k == 0:  # NumPy writes nothing
         return trace.wrap(flat.reshape(bcast_batch(trace, a).shape).copy())
-    vals = np.take(vals, np.arange(k) % m, axis=-1)  # NumPy repeats `v` as needed
-    rows = np.arange(flat.shape[0]).reshape(-1, 1)
+    vals = np.take(vals, np.arange(k, like=like(vals)) % m, axis=-1)  # NumPy repeats `v`
+    rows = np.arange(flat.shape[0], like=like(flat)).reshape(-1, 1)
 
     def run() -> Any:
         return bind(SETITEM, (flat, (rows, idx), vals), {})
@@ -459,14 +471,14 @@ def _masked_write(
             replay_errors(trace, impl, args, {})
         v = v.astype(dtype, copy=False)
     else:
-        v = np.array(v, dtype=dtype)
+        v = np.array(v, dtype=dtype, like=like(base))
     v = np.reshape(v, _rows_shape(v) if vb else (-1,))
     count = v.shape[-1]
     if count == 0:
         if by_count and bool(np.any(m)):
             replay_errors(trace, impl, args, {})
         return trace.wrap(base.copy())
-    pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1])
+    pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1], like=like(flat))
     pos = pos % count
     if not vb:
         chosen = bind(GETITEM, (v, pos), {})  # `v[pos]`: `pos` may be an outer tracer
@@ -475,6 +487,7 @@ def _masked_write(
     return trace.wrap(np.where(m, chosen, flat).reshape(base.shape))
 
 
+@builder
 def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
     """Register an in-place NumPy writer: a functional primitive (its rule), and the
     `IN_PLACE` entry that writes the new value back into a traced target."""
@@ -500,11 +513,6 @@ def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
 
     IN_PLACE[func] = write
 
-
-_in_place(np.put, _put_impl, _put_rule)
-_in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
-_in_place(np.place, _place_impl, _place_rule)
-_in_place(np.putmask, _putmask_impl, _putmask_rule)
 
 # -- derivatives of the writers: functional writes `out = write(target, where, values)`.
 # Linear in (target, values) jointly: the JVP writes the values' tangent into the
@@ -601,6 +609,12 @@ defvjp_argnum(np.place, _masked_write_vjp(by_count=True, name="vals"))
 defvjp_argnum(np.putmask, _masked_write_vjp(by_count=False, name="values"))
 
 
+_in_place(np.put, _put_impl, _put_rule)
+_in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
+_in_place(np.place, _place_impl, _place_rule)
+_in_place(np.putmask, _putmask_impl, _putmask_rule)
+
+
 # -- data-dependent shapes: nonzero, argwhere, flatnonzero -----------------------------
 
 
@@ -619,7 +633,7 @@ def _nonzero_rule(func: Callable) -> Callable:
         if func is np.flatnonzero:
             return trace.wrap(np.nonzero(flat)[1].reshape(b, k))
         if nd == 0:  # argwhere of a 0-d example: (k, 0)
-            return trace.wrap(np.zeros((b, k, 0), dtype=np.intp))
+            return trace.wrap(np.zeros((b, k, 0), dtype=np.intp, like=like(v)))
         where = np.nonzero(v)[1:]  # sorted by example first, like one call per example
         if func is np.argwhere:
             return trace.wrap(np.stack(where, axis=-1).reshape(b, k, nd))
@@ -661,7 +675,7 @@ def _shape_only_rule(func: Callable) -> Callable:
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         x = args[0]
-        stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+        stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype, like=like(x)), x.shape)
         return func(stand_in, *args[1:], **kwargs)
 
     return rule
@@ -676,7 +690,14 @@ def _ix_rule(func: Callable) -> Callable:
         out = []
         for k, seq in enumerate(args):
             if not is_batched(trace, seq):
-                out.append(func(*[seq if j == k else np.zeros(1, np.intp) for j in range(nd)])[k])
+                out.append(
+                    func(
+                        *[
+                            seq if j == k else np.zeros(1, np.intp, like=like(*args))
+                            for j in range(nd)
+                        ]
+                    )[k]
+                )
                 continue
             if seq.ndim != 1:
                 raise ValueError("Cross index must be 1 dimensional")
@@ -718,11 +739,15 @@ def _bincount_rule(func: Callable) -> Callable:
         if trace.axis_size == 0:
             return zero_batch(trace, func, args, kwargs)
         if xb:
-            top = np.max(xv, axis=1) + 1 if xv.shape[1] else np.zeros(xv.shape[0], np.intp)
+            top = (
+                np.max(xv, axis=1) + 1
+                if xv.shape[1]
+                else np.zeros(xv.shape[0], np.intp, like=like(xv))
+            )
             length = agreed_size(trace, np.maximum(top, minlength), "`np.bincount`")
         else:
             length = len(np.bincount(x, minlength=minlength))
-        offsets = np.arange(trace.axis_size, dtype=np.intp).reshape(-1, 1) * length
+        offsets = np.arange(trace.axis_size, dtype=np.intp, like=like(x)).reshape(-1, 1) * length
         flat = (offsets + bcast_batch(trace, x)).ravel()
         w = None if weights is None else bcast_batch(trace, weights).ravel()
         run = lambda: np.bincount(flat, w, minlength=length * trace.axis_size)  # noqa: E731
@@ -776,7 +801,16 @@ def _trim_zeros_rule(func: Callable) -> Callable:
 
 
 defbatch(np.bincount, _bincount_rule)
+
+
+deflinear(np.bincount, argnums=(1,))
+defvjp(
+    np.bincount,
+    lambda ans, x, weights=None, minlength=0: lambda g: bind(GETITEM, (g, x), {}),
+    argnums=(1,),
+)
 defbatch(np.trim_zeros, _trim_zeros_rule)
+
 
 # -- derivatives: `bincount` is linear in its weights (the VJP reads `g` at each value's
 # bin); `trim_zeros` is a slice whose bounds the primal's zeros fix.
@@ -804,11 +838,5 @@ def _trim_zeros_vjp(ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Callable:
     return lambda g: scatter(g, filt.shape, index, add=False)
 
 
-deflinear(np.bincount, argnums=(1,))
-defvjp(
-    np.bincount,
-    lambda ans, x, weights=None, minlength=0: lambda g: bind(GETITEM, (g, x), {}),
-    argnums=(1,),
-)
 defjvp(np.trim_zeros, _trim_zeros_jvp)
 defvjp(np.trim_zeros, _trim_zeros_vjp)

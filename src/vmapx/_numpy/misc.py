@@ -3,7 +3,8 @@
 Polynomials are 1-d coefficient arrays per example, so a batch of them is `(B, n)`;
 rules loop over coefficients (the degree), never over examples. `searchsorted_rows` is
 the batched `np.searchsorted` these rules (and the histograms) need: NumPy's own only
-takes one sorted array.
+takes one sorted array. Derivatives are those of each rule applied to one example
+(`defcomposite_by_rule`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -28,7 +28,8 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import RankWarning, trapezoid
-from .._differentiate_rule import composite_by_rule, own_impl
+from .._differentiate_rule import defcomposite_by_rule, own_impl
+from .._payload import like
 from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
 from .sorting import search_rows
@@ -242,6 +243,7 @@ def _per_example(v: Any, batched: bool, rank: int) -> Any:
 
 
 defrules(np.interp, _interp_rule)
+defcomposite_by_rule(np.interp)
 
 
 # -- trapezoid ------------------------------------------------------------------------
@@ -283,6 +285,7 @@ def _trapezoid_rule(func: Callable) -> Callable:
 
 
 defrules(trapezoid, _trapezoid_rule)
+defcomposite_by_rule(trapezoid)
 
 
 # -- polynomials ----------------------------------------------------------------------
@@ -334,7 +337,7 @@ def _padded(v: Any, length: int) -> Any:
     missing = length - v.shape[-1]
     if missing <= 0:
         return v
-    zeros = np.zeros(v.shape[:-1] + (missing,), v.dtype)
+    zeros = np.zeros(v.shape[:-1] + (missing,), v.dtype, like=like(v))
     return np.concatenate((zeros, v), axis=-1)
 
 
@@ -391,7 +394,7 @@ def _polyder(trace: BatchTrace, coefs: list, params: dict) -> Any:
     (p, _), = coefs  # fmt: skip
     for _ in range(m):
         n = p.shape[-1] - 1
-        p = p[..., :-1] * np.arange(n, 0, -1)
+        p = p[..., :-1] * np.arange(n, 0, -1, like=like(p))
     return trace.wrap(p)
 
 
@@ -411,12 +414,12 @@ def _polyint(trace: BatchTrace, coefs: list, params: dict) -> Any:
         elif example_ndim(trace, k) > 1:
             return loop(trace, np.polyint, (params["p"], params["m"], params["k"]), {})
     if kv.shape[-1] == 1 and m > 1:
-        kv = kv[..., :1] * np.ones(m, float)
+        kv = kv[..., :1] * np.ones(m, float, like=like(kv))
     if kv.shape[-1] < m:
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     b = trace.axis_size
     for j in range(m):
-        p = p / np.arange(p.shape[-1], 0, -1)
+        p = p / np.arange(p.shape[-1], 0, -1, like=like(p))
         const = kv[..., j : j + 1]
         p = np.concatenate(
             (bcast_batch_value(p, p.ndim == 2, b), bcast_batch_value(const, const.ndim == 2, b)),
@@ -469,8 +472,8 @@ def _poly(trace: BatchTrace, coefs: list, params: dict) -> Any:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     if zv.shape[-1] == 0:
         return 1.0
-    a = np.ones((zv.shape[0], 1), zv.dtype)
-    zero = np.zeros((zv.shape[0], 1), zv.dtype)
+    a = np.ones((zv.shape[0], 1), zv.dtype, like=like(zv))
+    zero = np.zeros((zv.shape[0], 1), zv.dtype, like=like(zv))
     for i in range(zv.shape[-1]):
         shifted = np.concatenate((zero, a), axis=-1)
         a = np.concatenate((a, zero), axis=-1) - shifted * zv[:, i : i + 1]
@@ -513,7 +516,8 @@ def _roots(trace: BatchTrace, coefs: list, params: dict) -> Any:
     size = p.shape[1]
     if size > 1:
         row = -p[:, 1:] / p[:, :1]
-        sub = np.broadcast_to(np.eye(size - 2, size - 1, dtype=p.dtype), (b, size - 2, size - 1))
+        sub = np.eye(size - 2, size - 1, dtype=p.dtype, like=like(p))
+        sub = np.broadcast_to(sub, (b, size - 2, size - 1))
         roots = np.linalg.eigvals(np.concatenate((row[:, None, :], sub), axis=1))
         if roots.dtype.kind == "c" and p.dtype.kind != "c" and b:
             real = np.all(roots.imag == 0, axis=-1)
@@ -688,24 +692,23 @@ def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
 
 
 defrules(np.polyadd, _poly_rule(_polyadd(np.add), 2))
+defcomposite_by_rule(np.polyadd)
 defrules(np.polysub, _poly_rule(_polyadd(np.subtract), 2))
+defcomposite_by_rule(np.polysub)
 defrules(np.polymul, _poly_rule(_polymul, 2))
+defcomposite_by_rule(np.polymul)
 defrules(np.polydiv, _poly_rule(_polydiv, 2))
+defcomposite_by_rule(np.polydiv)
 defrules(np.polyval, _poly_rule(_polyval, 1, scalars=False))
+defcomposite_by_rule(np.polyval)
 defrules(np.polyder, _poly_rule(_polyder, 1, scalars=False))
+defcomposite_by_rule(np.polyder)
 defrules(np.polyint, _poly_rule(_polyint, 1, scalars=False))
+defcomposite_by_rule(np.polyint)
 # a dummy example would guess the dtype (complex roots): real coefficients give real here
 defrules(np.roots, _poly_rule(_roots, 1), zero=False)
+defcomposite_by_rule(np.roots)
 defrules(np.poly, _poly_rule(_poly, 0))
+defcomposite_by_rule(np.poly)
 defrules(np.polyfit, _polyfit_rule, zero=False)  # a dummy example is a singular fit
-
-
-# -- derivatives: each rule applied to one example (see `composite_by_rule`) ----------
-
-
-for _func in (
-    np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,
-    np.polyint, np.roots, np.poly, np.polyfit,
-    trapezoid,
-):  # fmt: skip
-    defcomposite(_func, composite_by_rule(_func))
+defcomposite_by_rule(np.polyfit)

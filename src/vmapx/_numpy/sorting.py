@@ -28,6 +28,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index
 from .._core import bind
+from .._payload import like, moved
 from .._registry import builder, get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
@@ -88,9 +89,7 @@ def _sort_complex_rule(func: Callable) -> Callable:
 
 
 defbatch([np.sort, np.argsort], _sort_rule)
-defbatch([np.partition, np.argpartition], _partition_rule)
-defbatch(np.lexsort, _lexsort_rule)
-defbatch(np.sort_complex, _sort_complex_rule)
+
 
 # -- derivatives: a sort moves elements. With `perm` the source of each output position
 # (`ans == take_along_axis(a, perm)`), the JVP gathers the tangent and the VJP writes the
@@ -99,15 +98,6 @@ defbatch(np.sort_complex, _sort_complex_rule)
 
 def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
     return np.argsort(a, axis=axis, kind="stable")
-
-
-def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
-    """NumPy's partition arranges elements its own way (`argpartition` may arrange them
-    otherwise): the r-th smallest element sits at `sorted_ans[r]` and comes from
-    `sorted_a[r]`, the two stable argsorts."""
-    from_a = np.argsort(a, axis=axis, kind="stable")
-    at = np.argsort(ans, axis=axis, kind="stable")
-    return _write_back(from_a, at, ans.shape, axis)
 
 
 def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
@@ -140,7 +130,21 @@ def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
 
 
 defpermutation(np.sort, _sort_perm, axis_at=1)
+defbatch([np.partition, np.argpartition], _partition_rule)
+
+
+def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
+    """NumPy's partition arranges elements its own way (`argpartition` may arrange them
+    otherwise): the r-th smallest element sits at `sorted_ans[r]` and comes from
+    `sorted_a[r]`, the two stable argsorts."""
+    from_a = np.argsort(a, axis=axis, kind="stable")
+    at = np.argsort(ans, axis=axis, kind="stable")
+    return _write_back(from_a, at, ans.shape, axis)
+
+
 defpermutation(np.partition, _partition_perm, axis_at=2)
+defbatch(np.lexsort, _lexsort_rule)
+defbatch(np.sort_complex, _sort_complex_rule)
 
 
 # -- searchsorted, digitize ------------------------------------------------------------
@@ -162,7 +166,7 @@ def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> An
     if check and n > 1 and _unsorted_rows(a):
         return None
     if n == 0:
-        return np.zeros(v.shape, dtype=np.intp)
+        return np.zeros(v.shape, dtype=np.intp, like=like(v))
     before = _before(dtype.kind, side)
     found = _bisect(a, v.shape, lambda x: before(x, v))
     missing = _missing(dtype.kind)
@@ -180,8 +184,8 @@ def _bisect(a: Any, shape: tuple, before: Callable) -> Any:
     row): a branch-free binary search whose halving steps are the same for every query."""
     b, n = a.shape
     flat = a.reshape(b * n)
-    row = np.arange(b, dtype=np.intp).reshape(b, 1) * n
-    base = np.zeros(shape, dtype=np.intp)
+    row = np.arange(b, dtype=np.intp, like=like(a)).reshape(b, 1) * n
+    base = np.zeros(shape, dtype=np.intp, like=like(a))
     size = n
     while size > 1:  # `base + half` stays in the row
         half = size // 2
@@ -270,7 +274,7 @@ def _searchsorted_rule(func: Callable) -> Callable:
                 lambda: np.take_along_axis(rows, bcast_batch(trace, sorter), axis=1),
             )  # fmt: skip
         queries, shape = _rows(trace, v)
-        found = search_rows(rows, queries, side)
+        found = search_rows(rows, moved(queries, rows), side)
         if found is None:
             return _unsorted(trace, func, args, kwargs)
         return trace.wrap(found.reshape(len(queries), *shape))
@@ -311,7 +315,7 @@ def _monotonicity(bins: Any) -> Any:
     first value that differs from the first bin."""
     b = bins.astype(np.float64)
     if b.shape[1] < 2:
-        return np.ones(b.shape[0], dtype=np.intp)
+        return np.ones(b.shape[0], dtype=np.intp, like=like(b))
     differs = b[:, 1:] != b[:, :1]
     first = np.argmax(differs, axis=1) + 1
     up = b[:, 0] < np.take_along_axis(b, first.reshape(-1, 1), axis=1)[:, 0]
