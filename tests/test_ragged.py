@@ -541,6 +541,23 @@ def test_auto_buckets_trade_padding_against_groups(seed: int) -> None:
         assert auto <= cost(_padding.bucket_sizes(lengths, k, weights)) + 1e-6
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_auto_search_stops_where_buckets_save_too_little(seed: int) -> None:
+    """The least padding is convex in the number of buckets: the search for 'auto' stops
+    at the first bucket that saves no more than one costs, and picks what the full
+    search over 1..MAX_AUTO_BUCKETS picks."""
+    rng = np.random.default_rng(seed)
+    values = np.unique(rng.integers(1, int(rng.choice([30, 500])), int(rng.integers(2, 300))))
+    counts = rng.integers(1, 3000, len(values)).astype(float)
+    kmax = min(_padding.MAX_AUTO_BUCKETS, len(values))
+    full, _ = _padding._best_splits(values.astype(float), counts, kmax)
+    assert (np.diff(full, 2) >= -1e-6 * full[0]).all()  # (convex)
+    cut, _ = _padding._best_splits(values.astype(float), counts, kmax, 5000.0)
+    np.testing.assert_array_equal(cut, full[: len(cut)])
+    pick = lambda t: np.argmin(t + 5000.0 * np.arange(len(t)))  # noqa: E731
+    assert pick(cut) == pick(full)
+
+
 @pytest.mark.parametrize("buckets", [1, 5, "auto"])
 def test_buckets_over_many_distinct_lengths(buckets: Any) -> None:
     lengths = np.random.default_rng(0).integers(0, 5000, 3000)
