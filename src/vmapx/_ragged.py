@@ -16,6 +16,7 @@ import optree
 from . import _padded_groups, _padding
 from ._api import vmap
 from ._config import config
+from ._ragged_random import RandomWatch, passed_values
 from .errors import (
     AxisSizeError,
     ConcretizationError,
@@ -88,9 +89,11 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
       cannot stay batched (Python control flow on values where the examples disagree,
       a result shape that depends on the data) runs example by example, with a
       `vmapx.PerformanceWarning` (`fallback="silent"`: quietly, `"error"`: raises).
-    - `randomness`: only `"error"`: a draw from a `numpy.random.Generator` argument
-      raises `vmapx.errors.RandomnessError`, since grouping runs the examples in another
-      order than the loop (draw the numbers before the map, in a loop, and map them).
+    - `randomness`: only `"error"`: a draw from a `numpy.random.Generator` argument,
+      from one `f` reads from a closure or a global, or from NumPy's legacy global
+      functions raises `vmapx.errors.RandomnessError` (the generators' states put back),
+      since grouping runs the examples in another order than the loop (draw the numbers
+      before the map, in a loop, and map them).
     - `**kwargs`: passed to `f` unbatched (the names above are `map`'s own; bind a
       keyword of `f` with one of those names with `functools.partial`).
 
@@ -128,12 +131,15 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     runner = _GroupRunner(
         plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value, bool(check)
     )
+    runner.watch = watch = RandomWatch(f, passed_values(plan.shared, kwargs))
     for group in plan.groups.values():
         runner.run(group, results)
+        watch.check()  # (a draw the groups' vmap cannot see: no loop's numbers)
     if check and plan.padded:
         count = 8 if check is True else int(check)
         sample = _padding.check_sample(runner.padded, count)
         _padding.check_against_loop(sample, results, plan.call)
+        watch.check()
     return results
 
 
@@ -510,6 +516,7 @@ class _GroupRunner:
         self.record = record  # keep `padded` (for `check`)
         self.padded: list = []  # (group number, padding, example) of padded batched runs
         self.count = 0  # groups run batched so far
+        self.watch: RandomWatch | None = None  # (the random generators' states at the start)
 
     def run(self, group: _Group, results: list) -> None:
         idxs = group.idxs
@@ -526,9 +533,11 @@ class _GroupRunner:
         except ConcretizationError as error:  # cannot stay batched: the group's own loop
             if self.fallback == "error":
                 raise
-            self._warn_loop(idxs, error)
             for e in idxs:
                 results[e] = self.plan.call(e)
+            if self.watch is not None:  # (a random draw made it loop: an error, not a warning)
+                self.watch.check()
+            self._warn_loop(idxs, error)
             return
         self._scatter(out, idxs, results)
         self.count += 1
