@@ -57,6 +57,7 @@ class Case:
     order: int = 2
     modes: tuple[str, ...] = ("fwd", "rev")
     vmap: bool = True
+    loops: bool = False  # vmap falls back to the per-example loop (and warns so)
     rtol: float = 1e-5
     atol: float = 1e-5
 
@@ -78,7 +79,10 @@ class Case:
         leaves, g = self.flat()
         vmapx.check_grads(g, leaves, order=self.order, modes=self.modes, rtol=self.rtol,
                           atol=self.atol)  # fmt: skip
-        if self.vmap:
+        if self.vmap and self.loops:
+            with pytest.warns(vmapx.PerformanceWarning):
+                check_vmap_and_grad(g, leaves)
+        elif self.vmap:
             check_vmap_and_grad(g, leaves)
 
 
@@ -153,6 +157,6 @@ def single(name: str, fun: Callable, *args: Any, argnums: Sequence[int] = (0,), 
     return pytest.param(Case(fun, args, tuple(argnums), **opts), id=name, marks=marks)
 
 
-def xfail(reason: str) -> Any:
+def xfail(reason: str, raises: type[BaseException] | None = None) -> Any:
     """A strict expected failure: vmapx deliberately differs from autograd here."""
-    return pytest.mark.xfail(strict=True, reason=reason)
+    return pytest.mark.xfail(strict=True, reason=reason, raises=raises)
