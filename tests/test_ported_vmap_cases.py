@@ -404,10 +404,10 @@ def test_collective_dot_jvp_and_vjp():
 
 COLLECTIVE_VJP = pytest.mark.xfail(
     strict=True,
-    reason="vmapx transposes a collective over every example's copy of its result (the VJP "
-    "is the transpose of the joint JVP: a cotangent given to each example is summed over "
-    "the examples); JAX treats the result as one batch-invariant value, so its per-example "
-    "VJP is axis_size times smaller",
+    reason="vmapx defines vmap(grad(f)) as grad(sum(vmap(f))): a collective's transpose is the "
+    "same collective, so a result that is the same for every example is counted once per "
+    "example; JAX counts such a batch-invariant result once (its transpose of psum is a "
+    "broadcast), so its per-example VJP is axis_size times smaller",
 )
 
 
