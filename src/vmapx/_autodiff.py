@@ -668,7 +668,10 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
             zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
 
             def push(*ts: Any) -> Any:
-                t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                try:
+                    t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                except NoRule as e:  # (raised here, when the pullback runs)
+                    raise _no_rule(trace, prim, e.argnum, "reverse-mode (VJP)") from None
                 if _is_multi(ans):
                     t = [None] * len(ans) if t is None else t
                     return tuple(
