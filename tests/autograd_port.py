@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ class Case:
     modes: tuple[str, ...] = ("fwd", "rev")
     vmap: bool = True
     loops: bool = False  # vmap falls back to the per-example loop (and warns so)
+    grads: bool = True  # False: the vmap check only
     rtol: float = 1e-5
     atol: float = 1e-5
 
@@ -77,6 +79,9 @@ class Case:
 
     def check(self) -> None:
         leaves, g = self.flat()
+        if not self.grads:
+            self.check_vmap_only(leaves, g)
+            return
         vmapx.check_grads(g, leaves, order=self.order, modes=self.modes, rtol=self.rtol,
                           atol=self.atol)  # fmt: skip
         if self.vmap and self.loops:
@@ -84,6 +89,12 @@ class Case:
                 check_vmap_and_grad(g, leaves)
         elif self.vmap:
             check_vmap_and_grad(g, leaves)
+
+    def check_vmap_only(self, leaves: list, g: Callable) -> None:
+        batched = perturbed_batch(leaves)
+        with pytest.warns(vmapx.PerformanceWarning) if self.loops else nullcontext():
+            got = vmapx.vmap(g)(*batched)
+        assert_same(got, loop(g, batched, [0] * len(batched)), rtol=1e-10, atol=1e-12)
 
 
 def total(out: Any) -> Any:
@@ -155,6 +166,14 @@ def single(name: str, fun: Callable, *args: Any, argnums: Sequence[int] = (0,), 
     """One case, `check_grads(fun, argnums)(*args)`, as a pytest param."""
     marks = opts.pop("marks", ())
     return pytest.param(Case(fun, args, tuple(argnums), **opts), id=name, marks=marks)
+
+
+def batching_only(params: list, loops: bool) -> list:
+    """The vmap check alone of each case of `params` (ids suffixed `-vmap`)."""
+    return [
+        pytest.param(replace(p.values[0], grads=False, loops=loops), id=f"{p.id}-vmap")
+        for p in params
+    ]
 
 
 def xfail(reason: str, raises: type[BaseException] | None = None) -> Any:
