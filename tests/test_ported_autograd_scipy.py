@@ -201,26 +201,6 @@ def _split(params: list) -> list:
 STATS, SIGNAL, SPECIAL, LINALG = _split(STATS), _split(SIGNAL), _split(SPECIAL), _split(LINALG)
 
 
-@pytest.mark.parametrize("case", STATS)
-def test_stats(case):
-    run(case)
-
-
-@pytest.mark.parametrize("case", LOGSUMEXP)
-def test_logsumexp(case):
-    run(case)
-
-
-@pytest.mark.parametrize("case", SIGNAL)
-def test_signal(case):
-    run(case)
-
-
-@pytest.mark.parametrize("case", SPECIAL)
-def test_special(case):
-    run(case)
-
-
-@pytest.mark.parametrize("case", LINALG)
-def test_linalg(case):
+@pytest.mark.parametrize("case", [*STATS, *LOGSUMEXP, *SIGNAL, *SPECIAL, *LINALG])
+def test_scipy(case):
     run(case)

@@ -110,21 +110,6 @@ BINARY = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", STATS)
-def test_statistic(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", UNARY)
-def test_unary_ufunc(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", BINARY)
-def test_binary_ufunc(case):
-    case.check()
-
-
 # -- shapes, contractions, joins and splits ----------------------------------------------
 
 TRANSPOSE_AXES = [None, [0, 1, 2], [0, 2, 1], [2, 0, 1], [2, 1, 0], [1, 0, 2], [1, 2, 0]]
@@ -261,26 +246,8 @@ JOINS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", SHAPES)
-def test_shape_op(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", MAXIMA)
-def test_maximum_minimum(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", CONTRACTIONS)
-def test_contraction(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", EINSUM)
-def test_einsum(case):
-    case.check()
-
-
-@pytest.mark.parametrize("case", JOINS)
-def test_join_split(case):
+@pytest.mark.parametrize(
+    "case", [*STATS, *UNARY, *BINARY, *SHAPES, *MAXIMA, *CONTRACTIONS, *EINSUM, *JOINS]
+)
+def test_systematic(case):
     case.check()
