@@ -580,3 +580,93 @@ def test_randomness_error_same_different():
     g = np.random.default_rng(0)
     assert_same(nested, np.stack([np.stack([f(v, g) for v in row]) for row in
                                   np.arange(6.0).reshape(2, 3)]))  # fmt: skip
+
+
+# -- in-place writes (PyTorch's in-place-on-view tests, for NumPy's semantics) -------------
+
+
+def _view_add(x):
+    y = x[0]
+    y += 1
+    return x
+
+
+def _transposed_view_mul(x):
+    y = x.T
+    y[0] *= 2
+    return x
+
+
+def _reshaped_view_set(x):
+    y = x.reshape(-1)
+    y[3] = -1.0
+    return x
+
+
+def _slice_sorted_in_place(x):
+    y = x[:, 1:3]
+    y[...] = np.sort(y, axis=0)
+    return x
+
+
+def _raveled_sort(x):
+    a = x.ravel()
+    a.sort()
+    return x
+
+
+def _fill_view(x):
+    x[::2].fill(3.0)
+    return x
+
+
+def _overlapping_add(x):
+    x[1:] += x[:-1]
+    return x
+
+
+def _add_out(x):
+    x = x.copy()
+    np.add(x, 1, out=x)
+    return x
+
+
+def _softmax_in_place(x):
+    x = x - x.max(axis=1, keepdims=True)
+    np.exp(x, out=x)
+    return x / x.sum(axis=1, keepdims=True)
+
+
+def _masked_set(x):
+    x = x.copy()
+    x[x > 0.5] = 0
+    return x
+
+
+def _reversed_self_assign(x):
+    x[...] = x[::-1]
+    return x
+
+
+def _clip_out(x):
+    np.clip(x, 0.2, 0.8, out=x)
+    return x
+
+
+# writes through a view of another array: one call per example (the loop's answer)
+THROUGH_VIEWS = [_view_add, _transposed_view_mul, _reshaped_view_set, _slice_sorted_in_place,
+                 _raveled_sort, _fill_view, _overlapping_add]  # fmt: skip
+BATCHED_WRITES = [_add_out, _softmax_in_place, _masked_set, _reversed_self_assign, _clip_out]
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, 2])
+@pytest.mark.parametrize("fun", THROUGH_VIEWS + BATCHED_WRITES, ids=lambda f: f.__name__[1:])
+def test_in_place_writes(fun, in_axes):
+    x = np.moveaxis(np.random.RandomState(3).rand(3, 4, 5), 0, in_axes)
+    before = x.copy()
+    if fun in THROUGH_VIEWS:
+        with pytest.warns(vmapx.PerformanceWarning, match="in-place write"):
+            check_vmap(fun, [x], in_axes=in_axes)
+    else:
+        check_vmap(fun, [x], in_axes=in_axes)
+    np.testing.assert_array_equal(x, before)  # the caller's array is never written
