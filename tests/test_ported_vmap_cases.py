@@ -670,3 +670,58 @@ def test_in_place_writes(fun, in_axes):
     else:
         check_vmap(fun, [x], in_axes=in_axes)
     np.testing.assert_array_equal(x, before)  # the caller's array is never written
+
+
+# -- randomness="different": the loop's numbers (PyTorch's randomness tests) ---------------
+
+DRAWS = {
+    "normal": lambda x, g: x + g.normal(size=3),
+    "normal_loc": lambda x, g: g.normal(loc=x, scale=2.0, size=2),
+    "uniform_high": lambda x, g: g.uniform(0, x),
+    "integers": lambda x, g: g.integers(0, 10, size=4) * x,
+    "integers_high": lambda x, g: g.integers(0, (x * 10).astype(int) + 1),
+    "choice": lambda x, g: g.choice(5, size=3) * x,
+    "choice_p": lambda x, g: g.choice(3, size=2, p=np.array([0.2, 0.3, 0.5])) * x,
+    "permutation": lambda x, g: g.permutation(4) * x,
+    "exponential": lambda x, g: g.exponential(scale=x, size=2),
+    "gamma": lambda x, g: g.gamma(x, size=2),
+    "random": lambda x, g: g.random((2, 2)) + x,
+    "binomial": lambda x, g: g.binomial((x * 10).astype(int), 0.3),
+    "poisson": lambda x, g: g.poisson(x, size=3),
+    "multivariate_normal": lambda x, g: g.multivariate_normal(np.zeros(2), np.eye(2) * x),
+    "beta": lambda x, g: g.beta(x, 2.0, size=2),
+    "scalar_normal": lambda x, g: x * g.normal(),
+    "two_draws": pytest.param(
+        lambda x, g: g.normal(size=2) * g.uniform() + x,
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="documented (vmapx.random): exactness holds per call; a function that "
+            "draws twice gets every example's first draw, then every example's second",
+        ),
+    ),
+}
+
+
+def _draws_like_the_loop(fun, xs, **kwargs):
+    got = vmap(fun, in_axes=(0, None), randomness="different", **kwargs)(
+        xs, np.random.default_rng(7)
+    )
+    g = np.random.default_rng(7)
+    assert_same(got, np.stack([fun(x, g) for x in xs]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fun", DRAWS.values(), ids=DRAWS.keys())
+def test_different_draws_are_the_loop_draws(fun):
+    xs = np.linspace(0.5, 2.0, 5)
+    _draws_like_the_loop(fun, xs)
+    _draws_like_the_loop(fun, xs, chunk_size=2)
+    empty = vmap(fun, in_axes=(0, None), randomness="different")(xs[:0], np.random.default_rng(7))
+    assert empty.shape[0] == 0
+
+
+def test_a_scalar_type_of_a_batched_value_loops():
+    """`np.float32(x)` of a batched `x` cannot stay batched (NumPy's scalar types take no
+    dispatch): the function runs per example, with the loop's numbers."""
+    fun = lambda x, g: g.standard_normal(2, dtype=np.float32) * np.float32(x)  # noqa: E731
+    with pytest.warns(vmapx.PerformanceWarning):
+        _draws_like_the_loop(fun, np.linspace(0.5, 2.0, 5))
