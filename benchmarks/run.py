@@ -1,4 +1,4 @@
-"""Benchmark runner: every workload (w1-w9), every method side by side.
+"""Benchmark runner: every workload (w1-w9, w11-w19), every method side by side.
 
     python benchmarks/run.py              # all workloads (what `make bench` runs)
     python benchmarks/run.py --only w1,w7 --quick
@@ -56,6 +56,7 @@ import optree  # noqa: E402
 import overhead  # noqa: E402
 import vmapx  # noqa: E402
 from workloads import WORKLOADS, Workload, compare, loop  # noqa: E402
+from workloads_more import MORE_WORKLOADS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = [
@@ -497,10 +498,10 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in info.items():
         print(f"{k}: {v}")
     budget = 0.1 if opts.quick else 0.5
-    chosen = WORKLOADS
+    chosen = WORKLOADS + MORE_WORKLOADS
     if opts.only:
         prefixes = opts.only.split(",")
-        chosen = [w for w in WORKLOADS if any(w.key.startswith(p) for p in prefixes)]
+        chosen = [w for w in chosen if any(w.key.startswith(p) for p in prefixes)]
     results = [run_workload(w, peers, budget) for w in chosen]
 
     print("per-op overhead ...")

@@ -469,8 +469,8 @@ def compare(w: Workload, got: Any, expected: Any, method: str) -> None:
     for i, (a, b) in enumerate(zip(g, e, strict=True)):
         if a.shape != b.shape:
             raise AssertionError(f"{w.key} {method}: output {i} has shape {a.shape}, not {b.shape}")
-        if a.dtype != np.float64:
-            raise AssertionError(f"{w.key} {method}: output {i} is {a.dtype}, not float64")
+        if a.dtype != b.dtype:  # float64 throughout; indices (argmin) are the loop's int64
+            raise AssertionError(f"{w.key} {method}: output {i} is {a.dtype}, not {b.dtype}")
         np.testing.assert_allclose(
             a, b, rtol=w.rtol, atol=w.atol, err_msg=f"{w.key} {method} output {i}"
         )
