@@ -34,8 +34,12 @@ Results are new arrays on every call (copies where a result would be an argument
 memory or a value kept in the recording). A replay writes an elementwise result into
 an operand that no later step reads (`vmapx._replay_memory`), so it allocates about as
 little as NumPy's own temporary elision would. A recording that makes arrays of
-`LARGE_BYTES` or more is not replayed (`f` runs): there the NumPy work dwarfs the
-interpretation, and `vmap`'s own chunking does better than a fixed replay. Replayed
+intermediates of `LARGE_BYTES` or more, larger than its results (`vmap` runs such
+calls in cache-sized chunks, `vmapx._autochunk`), is not kept: a later call records again,
+when the `vmap` inside runs in chunks, and its replay is the chunks' calls one after the
+other (a chunk's intermediates at a time: the memory of the chunked call); where after
+`RECORD_AGAIN` calls the recording still holds such arrays, calls run `f`, with a
+`PerformanceWarning` (once) that says so. Large results alone are replayed. Replayed
 results can differ from `f`'s in the last bits: under recording some rules take their
 general path, not a fast path that needs a plain array (the same NumPy calls, in
 another order).
@@ -60,10 +64,11 @@ from ._core import Trace, Tracer, pop_trace, push_trace
 from ._plain import PLAIN_ARRAYS
 from ._registry import Primitive
 
-# A recording that makes arrays this large is not replayed: interpreting the calls costs
-# little next to NumPy's work there, and `vmap` itself does better on large arrays
-# (chunks that stay in the cache, temporaries reused in place) than a fixed replay.
+# A recording whose intermediates are this large (and larger than its results) is not
+# replayed as it is: `vmap` runs such calls in cache-sized chunks, much faster than a
+# whole-batch replay; a later call records again (up to RECORD_AGAIN times), in chunks.
 LARGE_BYTES = _autochunk.LARGE_BYTES
+RECORD_AGAIN = 4
 
 # NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
 # decides `result_type`/`can_cast` of 0-d arrays by their values)
@@ -624,11 +629,19 @@ class NotReplayable:
     """A signature whose calls run `f`: `why`, in words; `static`: the positions of the
     number arguments that Python code read (they are recorded as constants next time)."""
 
-    __slots__ = ("why", "static")
+    __slots__ = ("why", "static", "again")
 
-    def __init__(self, why: str, static: frozenset = frozenset()) -> None:
+    def __init__(self, why: str, static: frozenset = frozenset(), again: bool = False) -> None:
         self.why = why
         self.static = static
+        self.again = again  # (a later call may record again: its `vmap` may run in chunks)
+
+
+def _cache_bound(largest: int, results: list) -> bool:
+    """Whether a call whose largest array had `largest` bytes is one that `vmap` runs in
+    chunks (`_autochunk`'s rule): a whole-batch replay would stream it through memory."""
+    biggest_result = max((r.nbytes for r in results if isinstance(r, np.ndarray)), default=0)
+    return largest >= LARGE_BYTES and largest >= _autochunk.RESULT_RATIO * biggest_result
 
 
 def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
@@ -672,8 +685,9 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     result = optree.tree_unflatten(out_tree, fresh_arrays(results, inputs, constant))
     if not trace.replayable or static:
         return NotReplayable(trace.why or "Python reads a number argument", static), result
-    if trace.largest >= LARGE_BYTES:
-        return NotReplayable(f"it makes arrays of {LARGE_BYTES} bytes or more"), result
+    if _cache_bound(trace.largest, results):
+        why = f"it makes intermediates of {trace.largest >> 20} MiB, larger than its results"
+        return NotReplayable(why, again=True), result
     outputs = [
         _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
     ]  # fmt: skip
