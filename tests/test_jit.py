@@ -399,7 +399,9 @@ def test_large_intermediates_replay_the_chunks_of_vmap():
         x = rng.standard_normal((2048, 3))
         assert_same(fast(x, ys), np.stack([_distances(e, ys) for e in x]))
     assert len(calls) <= vmapx._jit.RECORD_AGAIN  # the last calls replayed
-    assert "getitem(v0, (slice(0, " in str(fast.lower(x, ys))  # the first chunk
+    text = str(fast.lower(x, ys))
+    assert "getitem(v0, (slice(0, " in text  # the first chunk
+    assert "    del v" in text  # a chunk's intermediates freed before the next chunk's
 
 
 def test_large_intermediates_without_chunks_warn_once_and_run_f():
@@ -530,3 +532,14 @@ def test_jit_of_every_transform_gives_fs_results(name):
     for _ in range(3):
         x = RNG.standard_normal((5, 3))
         assert_same(fast(x), g(x.copy()), rtol=1e-12, atol=1e-14)
+
+
+def test_a_replayed_copy_method_has_the_method_s_c_order():
+    """`x.copy()` is C order (np.copy's default is "K"): a replay makes the same layout
+    as `f` (the moved layout of a broadcast subtraction copies its operands so)."""
+    x = np.arange(12.0).reshape(3, 4)
+    fast = jit(lambda a: a.T.copy())
+    for _ in range(3):
+        got = fast(x)
+        assert got.strides == x.T.copy().strides
+        assert_same(got, x.T.copy(), rtol=0, atol=0)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -69,6 +70,9 @@ from ._registry import Primitive
 # whole-batch replay; a later call records again (up to RECORD_AGAIN times), in chunks.
 LARGE_BYTES = _autochunk.LARGE_BYTES
 RECORD_AGAIN = 4
+# a replay deletes its arrays of this size or more after their last use (smaller ones
+# live until it returns, as Python's locals do: a `del` line costs more than they hold)
+FREE_BYTES = 256 << 10
 
 # NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
 # decides `result_type`/`can_cast` of 0-d arrays by their values)
@@ -434,9 +438,10 @@ class GeneratedProgram:
     __slots__ = ("replay", "out_tree", "constant", "checked", "text")
 
     def __init__(
-        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
-    ) -> None:
-        self.replay, self.text = _compile(steps, n_inputs, outputs)
+        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool],
+        large: frozenset = frozenset(),
+    ) -> None:  # fmt: skip
+        self.replay, self.text = _compile(steps, n_inputs, outputs, large)
         self.out_tree = out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
@@ -507,10 +512,14 @@ def _droppable(step: _Step, layouts: list) -> bool:
     return impl in _DROPPABLE
 
 
-def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
+def _compile(
+    steps: list, n_inputs: int, outputs: list, large: frozenset = frozenset()
+) -> tuple[Callable, str]:
     """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
-    source as a person reads it (NumPy's functions by name, other constants listed)."""
+    source as a person reads it (NumPy's functions by name, other constants listed).
+    The `large` slots are deleted after their last use (`_freed_after`)."""
     names: dict[str, Any] = {}
+    freed = _freed_after(steps, outputs, large)
 
     def const(value: Any) -> str:
         name = f"c{len(names)}"
@@ -527,7 +536,7 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
 
     lines = [f"def replay({', '.join(f'v{i}' for i in range(n_inputs))}):"]
     # (keyword names come from NumPy calls: identifiers, checked by `_record`)
-    for step in steps:
+    for i, step in enumerate(steps):
         call_args = [expr(a) for a in step.args]
         call_args += [f"{k}={expr(v)}" for k, v in (step.kwargs or {}).items()]
         if step.into is not None:  # (see `_replay_memory`)
@@ -545,11 +554,36 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
         else:
             targets = "".join(f"v{o}, " if o is not None else "_, " for o in step.outs)
             lines.append(f"    {targets}= {const(step.treedef)}.flatten_up_to({call})")
+        if i in freed:
+            lines.append(f"    del {', '.join(f'v{s}' for s in freed[i])}")
     results = ", ".join(f"v{o.index}" if type(o) is _Slot else const(o) for o in outputs)
     lines.append(f"    return [{results}]")
     source = "\n".join(lines)
     exec(source, names)  # noqa: S102 (our own generated source)
     return names["replay"], _readable(source, names)
+
+
+def _freed_after(steps: list, outputs: list, large: frozenset) -> dict[int, list[int]]:
+    """Per step, the `large` slots (not results) that no later step reads: a replay
+    deletes them there, so that the memory of a chunk's intermediates is reused by the
+    next chunk's (the locals of a function live until it returns)."""
+    if not large:
+        return {}
+    last: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for s in step.outs:
+            if s in large:
+                last.setdefault(s, i)
+        for s in step.reads:
+            if s in large:
+                last[s] = i
+    for o in outputs:
+        if type(o) is _Slot:
+            last.pop(o.index, None)
+    freed: dict[int, list[int]] = {}
+    for s, i in sorted(last.items()):
+        freed.setdefault(i, []).append(s)
+    return freed
 
 
 def _readable(source: str, names: dict) -> str:
@@ -698,5 +732,9 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     steps = _live(steps, slots, trace.layouts)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
-    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs)
+    large = frozenset(
+        s for s, layout in enumerate(trace.layouts)
+        if s >= len(inputs) and math.prod(layout.shape) * layout.dtype.itemsize >= FREE_BYTES
+    )  # fmt: skip
+    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs, large)
     return program, result
