@@ -13,7 +13,7 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
+from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _payload
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -392,6 +392,7 @@ def _run(
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        trace.like = _payload.like(*leaves)
         legacy = _legacy_random.snapshot()
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
@@ -504,7 +505,7 @@ def _unbatch_outputs(
                 )
             results.append(leaf)
             continue
-        val = leaf.val if batched else _broadcast_output(leaf, size)
+        val = leaf.val if batched else _broadcast_output(_payload.moved(leaf, trace.like), size)
         nd = np.ndim(val)
         if not -nd <= ax < nd:
             raise InAxesError(

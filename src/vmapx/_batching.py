@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config, _core
+from . import _config, _core, _payload
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -61,6 +61,12 @@ class BatchTracer(Tracer):
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
         if val.shape[0] == 0:
+            if _config.shapes_only.get():
+                raise ConcretizationError(
+                    f"eval_shape: the function reads a value ({what.split(' of ')[0]}), but "
+                    "eval_shape has shapes and dtypes only. Compute the shapes by calling "
+                    "the function, or keep the value an array (`np.where`, `vmapx.cond`)."
+                )
             return convert(np.zeros_like(val, shape=val.shape[1:]))
         first = val[0]
         if bool(np.all(val == first)):
@@ -125,11 +131,14 @@ class BatchTracer(Tracer):
         )
 
 
+_payload.INNER[BatchTracer] = lambda t: t.val
+
+
 class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made")  # fmt: skip
+                 "made", "like")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -148,6 +157,9 @@ class BatchTrace(Trace):
         # large arrays, whose temporaries, NumPy's own included, chunks keep small)
         self.largest = 0
         self.made = 0
+        # a duck payload (CuPy, ...) when the inputs live outside NumPy: host arrays met
+        # by this trace's rules are moved to its array type (vmapx._payload)
+        self.like: Any = None
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
@@ -161,6 +173,8 @@ class BatchTrace(Trace):
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
         rule = prim.rules.batch
+        if self.like is not None:
+            args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
         if rule is None:
             out = loop_rule(self, prim, args, kwargs)
         else:
