@@ -52,28 +52,42 @@ def _w11_hand(x: Any, c: Any) -> Any:
     return (p[:, :, None] * eye) - p[:, :, None] * p[:, None, :] + c * eye
 
 
+def _jacobian_workload(
+    key: str, title: str, transform: str, fn: Callable, example: Callable, hand: Callable,
+    inputs: Callable, d: int, batch: int, signature: str,
+) -> Workload:  # fmt: skip
+    """`vmap(transform(fn(lib)), in_axes=(0, None))` per library (`transform`: the name
+    of `hessian` or `jacfwd` in vmapx, `torch.func` and `jax`)."""
+    axes = (0, None)
+    return Workload(
+        key=key,
+        title=title,
+        batch=batch,
+        work=d * d,
+        inputs=inputs,
+        in_axes=axes,
+        example=example,
+        hand=hand,
+        vmapx=lambda vx: vx.vmap(getattr(vx, transform)(fn(np)), in_axes=axes),
+        signature=signature,
+        torch=lambda torch: torch.func.vmap(
+            getattr(torch.func, transform)(fn(torch)), in_dims=axes
+        ),
+        jax=lambda jax, jnp: jax.vmap(getattr(jax, transform)(fn(jnp)), in_axes=axes),
+        needs=(transform,),
+        rtol=1e-8,
+    )
+
+
 def _w11(d: int, batch: int) -> Workload:
     def inputs(rng: Rng, b: int) -> tuple:
         return rng.standard_normal((b, d)), rng.uniform(0.5, 1.5, d)
 
-    return Workload(
-        key=f"w11-{d}",
-        title=f"vmap(hessian(f)), logsumexp + quadratic, x ({d},)",
-        batch=batch,
-        work=d * d,
-        inputs=inputs,
-        in_axes=(0, None),
-        example=_w11_example,
-        hand=_w11_hand,
-        vmapx=lambda vx: vx.vmap(vx.hessian(_lse_quad(np)), in_axes=(0, None)),
-        signature="(d),(d)->(d,d)",
-        torch=lambda torch: torch.func.vmap(
-            torch.func.hessian(_lse_quad(torch)), in_dims=(0, None)
-        ),
-        jax=lambda jax, jnp: jax.vmap(jax.hessian(_lse_quad(jnp)), in_axes=(0, None)),
-        needs=("hessian",),
-        rtol=1e-8,
-    )
+    title = f"vmap(hessian(f)), logsumexp + quadratic, x ({d},)"
+    return _jacobian_workload(
+        f"w11-{d}", title, "hessian", _lse_quad, _w11_example, _w11_hand, inputs, d, batch,
+        "(d),(d)->(d,d)",
+    )  # fmt: skip
 
 
 # -- w12: per-example Jacobian by forward mode -------------------------------------------
@@ -97,24 +111,11 @@ def _w12(d: int, batch: int) -> Workload:
     def inputs(rng: Rng, b: int) -> tuple:
         return rng.standard_normal((b, d)), rng.standard_normal((d, d)) / np.sqrt(d)
 
-    return Workload(
-        key=f"w12-{d}",
-        title=f"vmap(jacfwd(f)), tanh(W x) + x², x ({d},)",
-        batch=batch,
-        work=d * d,
-        inputs=inputs,
-        in_axes=(0, None),
-        example=_w12_example,
-        hand=_w12_hand,
-        vmapx=lambda vx: vx.vmap(vx.jacfwd(_tanh_layer(np)), in_axes=(0, None)),
-        signature="(d),(d,d)->(d,d)",
-        torch=lambda torch: torch.func.vmap(
-            torch.func.jacfwd(_tanh_layer(torch)), in_dims=(0, None)
-        ),
-        jax=lambda jax, jnp: jax.vmap(jax.jacfwd(_tanh_layer(jnp)), in_axes=(0, None)),
-        needs=("jacfwd",),
-        rtol=1e-8,
-    )
+    title = f"vmap(jacfwd(f)), tanh(W x) + x², x ({d},)"
+    return _jacobian_workload(
+        f"w12-{d}", title, "jacfwd", _tanh_layer, _w12_example, _w12_hand, inputs, d, batch,
+        "(d),(d,d)->(d,d)",
+    )  # fmt: skip
 
 
 # -- w13: per-example gradients of a tiny MLP (4 -> h -> 1), squared error ----------------
