@@ -461,7 +461,7 @@ def write_chart(path: Path, results: list[dict]) -> None:
         return
     shown = SHOWN
     keys = [r["workload"].key for r in results]
-    fig, ax = plt.subplots(figsize=(12, 4.8))
+    fig, ax = plt.subplots(figsize=(max(12.0, 0.55 * len(keys)), 5.2))
     width = 0.8 / len(shown)
     for j, m in enumerate(shown):
         xs, ys = [], []
@@ -473,10 +473,10 @@ def write_chart(path: Path, results: list[dict]) -> None:
         ax.bar(xs, ys, width, label=m)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(keys)), keys)
+    ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("time / hand-vectorized NumPy (log)")
     ax.set_title("vmapx benchmarks (float64, median; lower is better)")
-    ax.legend(ncol=len(shown), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.legend(ncol=len(shown), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
