@@ -17,6 +17,7 @@ from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _paral
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
+from ._vmap_arguments import check_vmap_arguments
 from .errors import (
     AxisSizeError,
     InAxesError,
@@ -109,36 +110,13 @@ def vmap(
         in_axes = in_dims
     if out_dims is not _SENTINEL:
         out_axes = out_dims
-    if not callable(f):
-        raise TypeError(f"vmap: `f` must be callable, got {type(f).__name__}")
-    _check_axes_spec(in_axes, "in_axes")
-    _check_axes_spec(out_axes, "out_axes")
-    if chunk_size is not None and chunk_size != "auto" and (
-        not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool)
-        or chunk_size < 1
-    ):  # fmt: skip
-        raise ValueError(
-            f"vmap: `chunk_size` must be a positive int, 'auto' or None, got {chunk_size!r}"
-        )
-    if axis_size is not None and (not isinstance(axis_size, numbers.Integral) or axis_size < 0):
-        raise ValueError(f"vmap: `axis_size` must be a non-negative int, got {axis_size!r}")
-    if randomness not in _config.RANDOMNESS_MODES:
-        raise ValueError(
-            f"vmap: `randomness` must be one of {_config.RANDOMNESS_MODES}, got {randomness!r}"
-        )
-    if fallback is not None and fallback not in _config.FALLBACK_MODES:
-        raise ValueError(
-            f"vmap: `fallback` must be one of {_config.FALLBACK_MODES}, got {fallback!r}"
-        )
+    check_vmap_arguments(
+        f, in_axes, out_axes, axis_size=axis_size, axis_name=axis_name, randomness=randomness,
+        chunk_size=chunk_size, fallback=fallback, workers=workers,
+    )  # fmt: skip
     auto = chunk_size == "auto"
     if auto:
         chunk_size = None
-    if chunk_size is not None and axis_name is not None:
-        raise ValueError(
-            "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
-            "need the whole batch at once"
-        )
-    _config.check_workers(workers, "vmap")
     autochunk = _autochunk.AutoChunk() if auto and axis_name is None else None
     options = _Options(
         in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk,
@@ -160,15 +138,6 @@ class _Options:
         for name, value in zip(self.__slots__[:-1], values, strict=True):
             setattr(self, name, value)
         self.kwargs_noticed = False  # (see `_kwargs_notice`: said once per function)
-
-
-def _check_axes_spec(spec: Any, what: str) -> None:
-    for leaf in optree.tree_leaves(spec, none_is_leaf=True):
-        if leaf is not None and (not isinstance(leaf, numbers.Integral) or isinstance(leaf, bool)):
-            raise InAxesError(
-                f"vmap: `{what}` must be an int, None, or a pytree of those; "
-                f"got {leaf!r} of type {type(leaf).__name__} in {what}={spec!r}"
-            )
 
 
 # -- one call -----------------------------------------------------------------------

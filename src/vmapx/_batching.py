@@ -56,7 +56,44 @@ class BatchTracer(Tracer):
         self.val = other.val
         self._version += 1
 
-    # -- values that must leave the trace (Python control flow) ------------------
+    # -- values that must leave the trace (Python control flow): agree, or the loop --
+    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+        if how == "array":
+            raise self._trace.concretization(
+                "`np.asarray`/`np.array` (or a plain NumPy array operation) received a "
+                "batched value; a batched value cannot become one plain array",
+                "use NumPy functions on the value directly (they batch); to put it into a "
+                "new array use `np.zeros_like(x, shape=...)` and index assignment, or "
+                "`np.stack`",
+            )
+        if how == "format":  # no format of its own (as before the protocol)
+            return object.__format__(self, args[0])
+        if how == "bool":
+            if self.size != 1:
+                raise ValueError(
+                    "The truth value of an array with more than one element is ambiguous. "
+                    "Use a.any() or a.all()"
+                )
+            return self._to_concrete(
+                bool,
+                "`bool()` (an `if`/`while`/`and`/`or`) of a batched value whose examples differ",
+                "use `np.where(cond, a, b)` or `vmapx.cond(pred, true_fn, false_fn, ...)` "
+                "so that every example takes its own branch",
+            )
+        if how == "tolist":
+            return self._to_concrete(
+                convert,
+                "`.tolist()` of a batched value whose examples differ",
+                "keep the value an array",
+            )
+        if how == "item" and args:  # one element: only it must agree
+            return self[args if len(args) > 1 else args[0]].item()
+        if how == "index":
+            if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
+                raise TypeError("only integer arrays can be converted to an index")
+            return self._concrete_scalar(convert, "operator.index")
+        return self._concrete_scalar(convert, how)  # float, int, complex, item
+
     def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
@@ -80,54 +117,6 @@ class BatchTracer(Tracer):
             convert,
             f"`{name}()` of a batched value whose examples differ",
             "keep the value an array (e.g. use `np.where` instead of `if`), or use `vmapx.cond`",
-        )
-
-    def __bool__(self) -> bool:
-        if self.size != 1:
-            raise ValueError(
-                "The truth value of an array with more than one element is ambiguous. "
-                "Use a.any() or a.all()"
-            )
-        return self._to_concrete(
-            bool,
-            "`bool()` (an `if`/`while`/`and`/`or`) of a batched value whose examples differ",
-            "use `np.where(cond, a, b)` or `vmapx.cond(pred, true_fn, false_fn, ...)` "
-            "so that every example takes its own branch",
-        )
-
-    def __float__(self) -> float:
-        return self._concrete_scalar(float, "float")
-
-    def __int__(self) -> int:
-        return self._concrete_scalar(int, "int")
-
-    def __complex__(self) -> complex:
-        return self._concrete_scalar(complex, "complex")
-
-    def __index__(self) -> int:
-        if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
-            raise TypeError("only integer arrays can be converted to an index")
-        return self._concrete_scalar(lambda v: int(v.__index__()), "operator.index")
-
-    def item(self, *args: Any) -> Any:
-        """`ndarray.item`: works when every example holds the same value."""
-        if args:
-            return self[args if len(args) > 1 else args[0]].item()
-        return self._concrete_scalar(lambda v: v.item(), "item")
-
-    def tolist(self) -> Any:
-        return self._to_concrete(
-            lambda v: v.tolist(),
-            "`.tolist()` of a batched value whose examples differ",
-            "keep the value an array",
-        )
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise self._trace.concretization(
-            "`np.asarray`/`np.array` (or a plain NumPy array operation) received a batched "
-            "value; a batched value cannot become one plain array",
-            "use NumPy functions on the value directly (they batch); to put it into a new "
-            "array use `np.zeros_like(x, shape=...)` and index assignment, or `np.stack`",
         )
 
 
