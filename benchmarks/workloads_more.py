@@ -25,7 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from workloads import Rng, Workload
+from workloads import Rng, Workload, xent_of_logits
+
+
+def _vmapped(fn: Callable, axes: tuple, torch_fn: Callable | None = None) -> dict:
+    """The `vmapx`, `torch` and `jax` fields of a workload: each library's vmap of
+    `fn(lib)` (of `torch_fn(torch)` where torch's API differs)."""
+    of_torch = torch_fn or fn
+    return {
+        "vmapx": lambda vx: vx.vmap(fn(np), in_axes=axes),
+        "torch": lambda torch: torch.func.vmap(of_torch(torch), in_dims=axes),
+        "jax": lambda jax, jnp: jax.vmap(fn(jnp), in_axes=axes),
+    }
+
 
 # -- w11: per-example Hessian of a log-sum-exp with a quadratic term ---------------------
 
@@ -211,10 +223,8 @@ def _w14(batch: int) -> Workload:
         in_axes=(0,),
         example=_rk4(np),
         hand=_w14_hand,
-        vmapx=lambda vx: vx.vmap(_rk4(np)),
         signature="(n)->(n)",
-        torch=lambda torch: torch.func.vmap(_rk4(torch)),
-        jax=lambda jax, jnp: jax.vmap(_rk4(jnp)),
+        **_vmapped(_rk4, (0,)),
     )
 
 
@@ -247,10 +257,8 @@ def _w15(k: int, d: int, batch: int) -> Workload:
         in_axes=(0, None),
         example=_nearest(np),
         hand=_w15_hand,
-        vmapx=lambda vx: vx.vmap(_nearest(np), in_axes=(0, None)),
         signature="(d),(k,d)->(),()",
-        torch=lambda torch: torch.func.vmap(_nearest(torch), in_dims=(0, None)),
-        jax=lambda jax, jnp: jax.vmap(_nearest(jnp), in_axes=(0, None)),
+        **_vmapped(_nearest, (0, None)),
     )
 
 
@@ -334,10 +342,8 @@ def _w17(t: int, d: int, batch: int) -> Workload:
         in_axes=(0, 0, 0),
         example=_attention(np),
         hand=_w17_hand,
-        vmapx=lambda vx: vx.vmap(_attention(np)),
         signature="(t,d),(t,d),(t,d)->(t,d)",
-        torch=lambda torch: torch.func.vmap(_attention_torch(torch)),
-        jax=lambda jax, jnp: jax.vmap(_attention(jnp)),
+        **_vmapped(_attention, (0, 0, 0), _attention_torch),
     )
 
 
@@ -360,13 +366,13 @@ def _w18_hand(a: Any, b: Any) -> Any:
     return np.linalg.solve(low.transpose(0, 2, 1), y)[:, :, 0]
 
 
-def _w18_torch(torch: Any) -> Callable:
+def _chol_solve_torch(torch: Any) -> Callable:
     def f(a: Any, b: Any) -> Any:
         low = torch.linalg.cholesky(a)
         y = torch.linalg.solve_triangular(low, b[:, None], upper=False)
         return torch.linalg.solve_triangular(low.T, y, upper=True)[:, 0]
 
-    return torch.func.vmap(f)
+    return f
 
 
 def _w18(n: int, batch: int) -> Workload:
@@ -383,10 +389,8 @@ def _w18(n: int, batch: int) -> Workload:
         in_axes=(0, 0),
         example=_chol_solve(np),
         hand=_w18_hand,
-        vmapx=lambda vx: vx.vmap(_chol_solve(np)),
         signature="(n,n),(n)->(n)",
-        torch=_w18_torch,
-        jax=lambda jax, jnp: jax.vmap(_chol_solve(jnp)),
+        **_vmapped(_chol_solve, (0, 0), _chol_solve_torch),
         rtol=1e-8,
     )
 
@@ -395,12 +399,7 @@ def _w18(n: int, batch: int) -> Workload:
 
 
 def _linear_xent(lib: Any) -> Callable:
-    def loss(w: Any, x: Any, onehot: Any) -> Any:
-        z = x @ w
-        z = z - lib.max(z)
-        return lib.log(lib.sum(lib.exp(z))) - lib.sum(onehot * z)
-
-    return loss
+    return lambda w, x, onehot: xent_of_logits(lib, x @ w, onehot)
 
 
 def _w19_example(w: Any, x: Any, onehot: Any) -> Any:
