@@ -352,23 +352,31 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 def _run(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    made: list | None = None, dtypes: list | None = None,
+    made: list | None = None, dtypes: list | None = None, watch_hidden: bool = True,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
-    given) the dtypes of each output's examples where the loop ran."""
+    given) the dtypes of each output's examples where the loop ran. `watch_hidden`:
+    whether this run checks the generators `f` reads from closures and globals (a caller
+    running chunks on several threads checks them around all of its chunks instead)."""
     fallback = opts.fallback or _config.config.fallback
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
         trace.like = _payload.like(*leaves)
         legacy = _legacy_random.snapshot()
+        hidden = _hidden_generator_states(f, opts, leaves, kwargs) if watch_hidden else []
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
             _check_outputs_fresh(trace, out)
             if _legacy_random.moved(legacy):
                 _legacy_random.restore(legacy)  # the loop draws the loop's numbers
                 raise trace.concretization(*_LEGACY_RANDOM)
+            if trace.aware:
+                hidden = [(g, state) for g, state in hidden if id(g) not in trace.aware]
+            if hidden and _legacy_random.hidden_moved(hidden):
+                _legacy_random.restore_hidden(hidden)  # likewise
+                raise trace.concretization(*_HIDDEN_RANDOM)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
@@ -399,6 +407,22 @@ _LEGACY_RANDOM = (
     "pass a `numpy.random.Generator` (`np.random.default_rng(seed)`) as an argument and "
     "draw from it, with vmap(..., randomness='different')",
 )
+_HIDDEN_RANDOM = (
+    "a random generator that the function reads from a closure or a global (not an "
+    "argument) drew inside the batched run: called once for the whole batch, it would "
+    "give every example the same numbers",
+    "pass the generator as an argument and draw from it, with "
+    "vmap(..., in_axes=(..., None), randomness='different')",
+)
+
+
+def _hidden_generator_states(f: Callable, opts: _Options, leaves: list, kwargs: dict) -> list:
+    """The states of the generators `f` reads from closures and globals (not passed).
+    None under randomness="same": one draw for the whole batch is what that asks for."""
+    if opts.randomness == "same":
+        return []
+    generators = _legacy_random.hidden_generators(f, [*leaves, *kwargs.values()])
+    return _legacy_random.snapshot_hidden(generators)
 
 
 def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
@@ -585,18 +609,30 @@ def _chunked(
     def run(start: int, stop: int) -> tuple:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list = []
-        out = _run(f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes)
+        out = _run(
+            f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
+            watch_hidden=workers == 1,
+        )  # fmt: skip
         return out, dtypes or None
 
     def join(result: tuple, start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
     legacy = _legacy_random.snapshot() if workers > 1 else None
+    hidden = _hidden_generator_states(f, opts, leaves, kwargs) if workers > 1 else []
     _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
-    if legacy is not None and _legacy_random.moved(legacy):
-        # (`f` drew from NumPy's legacy global generator, in several threads at once:
-        # again, chunk after chunk, for the loop's numbers)
-        _legacy_random.restore(legacy)
+    if (
+        legacy is not None
+        and _legacy_random.moved(legacy)
+        or (hidden and _legacy_random.hidden_moved(hidden))
+    ):
+        # (`f` drew from NumPy's legacy global generator, or one it reads from a closure
+        # or a global, in several threads at once: again, chunk after chunk, each chunk
+        # checking, for the loop's numbers)
+        if legacy is not None:
+            _legacy_random.restore(legacy)
+        _legacy_random.restore_hidden(hidden)
+        workers = 1
         joined = _Joined(opts.out_axes, size)
         _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
     return joined.result()

@@ -127,7 +127,7 @@ class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made", "like")  # fmt: skip
+                 "made", "like", "aware")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -146,6 +146,9 @@ class BatchTrace(Trace):
         # large arrays, whose temporaries, NumPy's own included, chunks keep small)
         self.largest = 0
         self.made = 0
+        # ids of the generators `f` made batch-aware (`vmapx.random.batch_aware`): their
+        # draws are this trace's, not hidden from it (see vmapx._legacy_random)
+        self.aware: set[int] | None = None
         # a duck payload (CuPy, ...) when the inputs live outside NumPy: host arrays met
         # by this trace's rules are moved to its array type (vmapx._payload)
         self.like: Any = None
