@@ -11,7 +11,7 @@ import functools
 import inspect
 import numbers
 from collections.abc import Callable
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, cast
 
 import numpy as np
 
@@ -208,7 +208,7 @@ def _vjp_call(
 
     def pull(ct: Any) -> tuple[Any, ...]:
         try:
-            ct_leaves = out_tree.flatten_up_to(ct)
+            ct_leaves: list[Any] = out_tree.flatten_up_to(ct)
         except ValueError as e:
             raise DifferentiationError(
                 f"{name}: the cotangent does not have the structure of the function's "
@@ -265,7 +265,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     out, pull, aux = _vjp_call("vjp", f, primals, {}, tuple(range(len(primals))), has_aux)
 
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
-        return pull(ct)
+        return cast("tuple[Any, ...]", pull(ct))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
@@ -495,7 +495,7 @@ def jvp(
         )
     nums = tuple(range(len(primals)))
     try:
-        t_leaves = optree.tree_structure(tuple(primals), is_leaf=_is_leaf).flatten_up_to(
+        t_leaves: list[Any] = optree.tree_structure(tuple(primals), is_leaf=_is_leaf).flatten_up_to(
             tuple(tangents)
         )
     except ValueError as e:

@@ -8,7 +8,7 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, cast
 
 import numpy as np
 
@@ -370,7 +370,7 @@ def _batch_size(
         raise AxisSizeError(
             f"vmap got inconsistent sizes for the array axes to be mapped:\n{lines}{extra}"
         )
-    return sizes[0][0]
+    return cast(int, sizes[0][0])
 
 
 def _run(
@@ -505,7 +505,7 @@ def _explain_read_only(error: Exception, axes: list[Any]) -> None:
 
 
 def _unbatch_outputs(
-    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list[Any] = ()
+    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list[Any] | tuple[Any, ...] = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
         return _own(out.val, inputs)  # the common case: one batched array
@@ -803,7 +803,7 @@ def _whole_function_loop(
 def _take(x: Any, axis: int, i: int) -> Any:
     """Example `i` of `x`: a copy where it is an array (`f` may write into its example,
     as a batched run may; the caller's array must not see it)."""
-    index = [slice(None)] * np.ndim(x)
+    index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = i
     example = x[tuple(index)]
     return example.copy() if type(example) is np.ndarray else example
@@ -811,7 +811,7 @@ def _take(x: Any, axis: int, i: int) -> Any:
 
 def _stack_outputs(results: list[Any], dtypes: list[Any] | None = None) -> Any:
     leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
-    columns = [treedef.flatten_up_to(r) for r in results]
+    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
     for i, leaf in enumerate(leaves0):
         _check_output_leaf(leaf, i)
     if dtypes is not None:
@@ -866,7 +866,7 @@ def _prepare_special(
 def _special_kwargs(trace: BatchTrace, kwargs: dict[Any, Any]) -> dict[Any, Any]:
     if not kwargs or not ARGUMENT_ADAPTERS:
         return kwargs
-    return optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs)
+    return cast("dict[Any, Any]", optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs))
 
 
 def _special_example(x: Any, i: int) -> Any:

@@ -61,7 +61,7 @@ import inspect
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -104,6 +104,7 @@ class ADTracer(Tracer):
     (Views written in place are tracked by the core, see `vmapx._core.Tracer`.)"""
 
     __slots__ = ("primal",)
+    _trace: ADTrace
     primal: Any  # the value one level down
 
     @property
@@ -169,6 +170,7 @@ class JVPTracer(ADTracer):
     """A value of forward mode: `primal` and its `tangent` (`None`: zero)."""
 
     __slots__ = ("tangent",)
+    _trace: JVPTrace
     tangent: Any
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
@@ -189,7 +191,9 @@ class VJPTracer(ADTracer):
     for one result of a primitive with several, its index `out` (-1 otherwise)."""
 
     __slots__ = ("node", "out")
+    _trace: VJPTrace
     node: Any
+    out: int
 
     def __init__(self, trace: VJPTrace, primal: Any, node: int | None, out: int = -1) -> None:
         self._trace = trace
@@ -439,6 +443,10 @@ def _zero_filter(
 class ADTrace(Trace):
     """What forward and reverse mode share: composites, unwrapping, and skipping
     results that carry no derivative (integers, booleans)."""
+
+    if TYPE_CHECKING:  # (each mode defines it: its tracers of `ans`, with that payload)
+
+        def lift(self, ans: Any, payload: Any, multi: bool) -> Any: ...
 
     __slots__ = ()
 

@@ -32,6 +32,7 @@ class BatchTracer(Tracer):
     """A batched value seen per example: `.shape` etc. omit the batch axis (axis 0)."""
 
     __slots__ = ("val",)
+    _trace: BatchTrace
     val: Any  # the batch: a NumPy (or duck) array, the batch axis first
 
     def __init__(self, trace: BatchTrace, val: Any) -> None:
@@ -88,7 +89,7 @@ class BatchTracer(Tracer):
             )
         if how == "tolist":
             return self._to_concrete(
-                convert,
+                cast("Callable[..., Any]", convert),
                 "`.tolist()` of a batched value whose examples differ",
                 "keep the value an array",
             )
@@ -97,8 +98,10 @@ class BatchTracer(Tracer):
         if how == "index":
             if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
                 raise TypeError("only integer arrays can be converted to an index")
-            return self._concrete_scalar(convert, "operator.index")
-        return self._concrete_scalar(convert, how)  # float, int, complex, item
+            return self._concrete_scalar(cast("Callable[..., Any]", convert), "operator.index")
+        return self._concrete_scalar(
+            cast("Callable[..., Any]", convert), how
+        )  # float, int, complex, item
 
     def _to_concrete(self, convert: Callable[..., Any], what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""

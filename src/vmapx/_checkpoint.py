@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._ad_api import jvp, vjp
@@ -121,7 +121,7 @@ def _remat_step(
 
     register_vjp(prim, fwd, bwd)
     register_jvp(prim, tangents)
-    return prim
+    return cast("Callable[..., Any]", prim)
 
 
 def _float_positions(args: tuple[Any, ...]) -> list[int]:
@@ -146,7 +146,7 @@ def _pull_again(flat: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tupl
     where = _float_positions(args)
 
     def of_diff(*diff: Any) -> tuple[Any, ...]:
-        return flat(*_with(args, where, diff))
+        return cast("tuple[Any, ...]", flat(*_with(args, where, diff)))
 
     _, pull = vjp(of_diff, *(args[i] for i in where))
     cts = pull(tuple(g) if isinstance(g, tuple | list) else (g,))
@@ -163,7 +163,7 @@ def _push(
     where = [i for i in _float_positions(primals) if tans[i] is not None]
 
     def of_diff(*diff: Any) -> tuple[Any, ...]:
-        return flat(*_with(primals, where, diff))
+        return cast("tuple[Any, ...]", flat(*_with(primals, where, diff)))
 
     out, tan = jvp(of_diff, tuple(primals[i] for i in where), tuple(tans[i] for i in where))
     return out, tan

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,7 +73,7 @@ def _switch_vjp(
 
     branches = tuple(branch_vjp(b) for b in kwargs["branches"])
 
-    def pullback(g: tuple[Any, ...]) -> list[Any]:
+    def pullback(g: Sequence[Any]) -> list[Any]:
         g = [np.zeros_like(a) if c is None else c for c, a in zip(g, ans, strict=True)]
         return list(bind(SWITCH, (index, *leaves, *g), {**kwargs, "branches": branches}))
 

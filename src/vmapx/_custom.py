@@ -16,7 +16,7 @@ from .extend import PrimitiveFunction, register_batch_rule, register_jvp, regist
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_vmap"]
 
-VmapRule = Callable
+VmapRule = Callable[..., Any]
 
 
 class custom_vmap(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX's)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -141,7 +141,7 @@ def _batch_chunks(leaves: list[Any], axes: list[Any], size: int) -> tuple[Any, .
     """The batch axis' chunks: the first mapped Dask argument's (one chunk if none is)."""
     for x, ax in zip(leaves, axes, strict=True):
         if ax is not None and is_dask(x):
-            return x.chunks[ax]
+            return cast("tuple[Any, ...]", x.chunks[ax])
     return (size,)
 
 

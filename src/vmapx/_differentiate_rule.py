@@ -11,7 +11,7 @@ raises `NotByRule`: then `func` has no composite for this call.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,7 +51,9 @@ def composite_by_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         trace = push_trace(DerivativeTrace(1, None, "silent"))
         try:
             lift = _lifter(trace)
-            out = prim.rules.batch(trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
+            out = cast("Callable[..., Any]", prim.rules.batch)(
+                trace, lift(args), {k: lift(v) for k, v in kwargs.items()}
+            )
         except NotByRule:
             return NotImplemented
         finally:

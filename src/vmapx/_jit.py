@@ -53,7 +53,7 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -90,6 +90,7 @@ class RecordTracer(Tracer):
     """A concrete array, and where the recording keeps it (`slot`)."""
 
     __slots__ = ("value", "slot", "sources")
+    _trace: RecordTrace
 
     def __init__(
         self, trace: RecordTrace, value: Any, slot: int, sources: frozenset[Any] | None = None
@@ -112,15 +113,15 @@ class RecordTracer(Tracer):
 
     @property
     def dtype(self) -> np.dtype:
-        return self.value.dtype
+        return cast("np.dtype[Any]", self.value.dtype)
 
     @property
     def size(self) -> int:
         return np.size(self.value)
 
     def _become(self, other: Tracer) -> None:
-        self.value = other.value
-        self.slot = other.slot
+        self.value = cast(RecordTracer, other).value
+        self.slot = cast(RecordTracer, other).slot
         self._version += 1
 
     # Python looks at the value: right now, but another value could go another way
@@ -139,7 +140,7 @@ class RecordTracer(Tracer):
         if how == "array":
             dtype = args[0]
             return self._read(lambda v: np.asarray(v, dtype=dtype))
-        return self._read(convert)
+        return self._read(cast("Callable[..., Any]", convert))
 
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
@@ -295,7 +296,7 @@ class RecordTrace(Trace):
 _NO_RESULT = optree.tree_structure(None)
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
-_SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+_SHAPE_ONLY: frozenset[Any] = frozenset((np.empty_like, np.zeros_like, np.ones_like))
 
 
 @functools.cache
@@ -616,8 +617,10 @@ def _spelled(value: Any) -> str | None:
         return "..."
     if type(value) in (tuple, list):
         items = [_spelled(v) for v in value]
-        if all(item is not None for item in items):
-            inner = ", ".join(items) + ("," if type(value) is tuple and len(items) == 1 else "")
+        if all(item is not None for item in items):  # (then they are all str)
+            inner = ", ".join(cast("list[str]", items)) + (
+                "," if type(value) is tuple and len(items) == 1 else ""
+            )
             return f"({inner})" if type(value) is tuple else f"[{inner}]"
     if isinstance(value, np.dtype):
         return f"np.dtype({value.str!r})"

@@ -31,7 +31,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any, cast
 
 import numpy as np
@@ -255,7 +255,7 @@ def builder(func: Callable[..., Any]) -> Callable[..., Any]:
 def registration_site() -> str:
     """`file:line` of the line that asked for the current registration (inside vmapx:
     relative to the package's folder, `vmapx/_numpy/ufuncs.py:460`)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     here = __file__
     while frame is not None:
         code = frame.f_code

@@ -105,7 +105,7 @@ def plan(steps: list[Any], layouts: list[Layout | None], results: list[int]) -> 
                 members.setdefault(g, []).append(o)
     groups = [group.get(s) for s in results]
     return {
-        s: g is not None and groups.count(g) == 1 and _plain_memory(layouts[s])
+        s: g is not None and groups.count(g) == 1 and _plain_memory(cast(Layout, layouts[s]))
         for s, g in zip(results, groups, strict=True)
     }
 

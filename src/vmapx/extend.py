@@ -59,7 +59,7 @@ class PrimitiveFunction:
             raise TypeError(f"primitive: `fun` must be callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.prim = Primitive(name or getattr(fun, "__qualname__", repr(fun)), self._impl)
+        self.prim = Primitive(name or str(getattr(fun, "__qualname__", repr(fun))), self._impl)
         self.vmap_rule: Callable[..., Any] | None = None
         self.jvp_rule: Callable[..., Any] | None = None
         self.vjp_rules: tuple[Callable[..., Any], Callable[..., Any]] | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def _random_like(rng: np.random.Generator, x: Any) -> np.ndarray:
     v = rng.standard_normal(x.shape)
     if x.dtype.kind == "c":
         v = v + 1j * rng.standard_normal(x.shape)
-    return v.astype(x.dtype)
+    return cast("np.ndarray[Any, Any]", v.astype(x.dtype))
 
 
 def _float_outputs(out: Any) -> list[Any]:

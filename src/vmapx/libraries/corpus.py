@@ -22,7 +22,7 @@ from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 
 __all__ = ["entries", "measure", "summary_table"]
 
-Entry = tuple[str, str, Callable, tuple]
+Entry = tuple[str, str, Callable[..., Any], tuple[Any, ...]]
 B = 16  # the batch size measured
 
 
