@@ -496,7 +496,7 @@ def jvp(
     nums = tuple(range(len(primals)))
     try:
         t_leaves: list[Any] = optree.tree_structure(tuple(primals), is_leaf=_is_leaf).flatten_up_to(
-            tuple(tangents)
+            tuple(tangents)  # type: ignore[arg-type]  # (optree's PyTree type admits no tuple)
         )
     except ValueError as e:
         raise DifferentiationError(

@@ -7,7 +7,7 @@ import inspect
 import numbers
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, cast
 
 import numpy as np
@@ -278,7 +278,7 @@ def _flatten_args(
         axes += leaf_axes(
             p,
             a,
-            lambda e, i=i, p=p, a=a: InAxesError(
+            lambda e, i=i, p=p, a=a: InAxesError(  # type: ignore[misc]  # (defaults: no inferred type)
                 f"vmap: in_axes entry for {_arg_name(f, i)} ({p!r}) does not match the "
                 f"structure of the argument (a {type(a).__name__}): {e}"
             ),
@@ -410,11 +410,11 @@ def _run(
                 raise_own_cause(error)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
-            signal = trace.pending
+            pending = trace.pending
             pop_trace(trace)
-            trace = None
+            trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
             return _whole_function_loop(
-                f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
+                f, opts, leaves, treedef, axes, kwargs, size, pending, dtypes
             )
         if made is not None:
             made.append(trace)
@@ -505,7 +505,7 @@ def _explain_read_only(error: Exception, axes: list[Any]) -> None:
 
 
 def _unbatch_outputs(
-    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list[Any] | tuple[Any, ...] = ()
+    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: Sequence[Any] = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
         return _own(out.val, inputs)  # the common case: one batched array
@@ -535,7 +535,7 @@ def _unbatch_outputs(
     return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
 
 
-def _own(val: Any, inputs: list[Any]) -> Any:
+def _own(val: Any, inputs: Sequence[Any]) -> Any:
     """The loop returns a fresh writable array: copy a result that is a read-only
     broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
     if type(val) is not np.ndarray:
@@ -559,7 +559,9 @@ def _repeats(val: np.ndarray) -> bool:
     return 0 in strides and any(not s and n > 1 for s, n in zip(strides, val.shape, strict=True))
 
 
-def fresh_arrays(results: list[Any], inputs: list[Any], copy: list[Any] | None = None) -> list[Any]:
+def fresh_arrays(
+    results: list[Any], inputs: Sequence[Any], copy: list[Any] | None = None
+) -> list[Any]:
     """`results` as a caller may keep and write them: each array that is (a view of) one
     of `inputs`, read-only, broadcast (a zero stride), sharing memory with an earlier
     result, or marked in `copy`, is copied (gradients of `x + y` are one array)."""

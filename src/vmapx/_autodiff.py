@@ -261,7 +261,7 @@ def _unwrap(
     if kwargs:
         new_kwargs = {}
         for k, v in kwargs.items():
-            if isinstance(v, Tracer) and v._trace is trace:
+            if isinstance(v, ADTracer) and v._trace is trace:
                 new_kwargs[k] = v.primal
                 if _derivative_payload(v) is not None:
                     argnums.append(k)
@@ -274,7 +274,7 @@ def _unwrap(
 
 
 def _derivative_payload(t: ADTracer) -> Any:
-    return t.tangent if type(t) is JVPTracer else t.node
+    return t.tangent if type(t) is JVPTracer else cast(VJPTracer, t).node
 
 
 def _unwrap_seq(
@@ -282,9 +282,9 @@ def _unwrap_seq(
 ) -> Any:
     out = None
     for i, a in enumerate(seq):
-        if isinstance(a, Tracer) and a._trace is trace:
+        if isinstance(a, ADTracer) and a._trace is trace:
             new = a.primal
-            if (a.tangent if type(a) is JVPTracer else a.node) is not None:
+            if (a.tangent if type(a) is JVPTracer else cast(VJPTracer, a).node) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
                 tracers.append(a)
         elif type(a) in (list, tuple) and a:

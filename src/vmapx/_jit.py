@@ -184,6 +184,7 @@ def _number_unary(op: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _NUMBERS = (int, float, complex, bool)
+_op: Callable[..., Any]
 for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
             operator.mod, operator.pow):  # fmt: skip
     _name = _op.__name__.strip("_")

@@ -15,7 +15,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class Jitted(Generic[P, R]):
         if type(recorded) is GeneratedProgram:
             return recorded.run(inputs)  # type: ignore[no-any-return]
         if type(recorded) is NotReplayable and recorded.again:
-            return self._record_again(key, leaves, treedef, numbers)  # type: ignore[no-any-return]
+            return self._record_again(cast("tuple[Any, ...]", key), leaves, treedef, numbers)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
             return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         return self._record(key, leaves, treedef, numbers)[1]  # type: ignore[no-any-return]
@@ -236,6 +236,7 @@ def _static_arguments(
 ) -> tuple[frozenset[Any], frozenset[Any]]:
     """`static_argnums` and `static_argnames`, each completed from the other where `f`'s
     signature names its positional parameters (as `jax.jit` does)."""
+    n: object  # (an int, then a str: each is checked)
     for n in nums:
         if type(n) is not int:
             raise TypeError(f"jit: `static_argnums` must be ints, got {n!r}")

@@ -70,7 +70,7 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
     if where is not True:
         src = np.where(where, src, dst)
     if isinstance(dst, Tracer):
-        if not np.can_cast(np.result_type(src), dst.dtype, casting=casting):
+        if not np.can_cast(np.result_type(src), dst.dtype, casting=casting):  # type: ignore[arg-type]
             raise TypeError(
                 f"Cannot cast array data from {np.result_type(src)} to {dst.dtype} "
                 f"according to the rule {casting!r}"
@@ -409,7 +409,7 @@ def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
 
 
 def _put(self: Tracer, indices: Any, values: Any, mode: str = "raise") -> None:
-    np.put(self, indices, values, mode=mode)
+    np.put(self, indices, values, mode=mode)  # type: ignore[arg-type]  # (a tracer; NumPy checks the mode)
 
 
 # ndarray attributes about memory (or writing it in place in ways a tracer cannot
