@@ -107,7 +107,7 @@ ShapeDtypeStruct(shape=(), dtype=dtype('float32')))
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_shaped)
     mapped = [_is_shaped(x) and not isinstance(x, numbers.Number) for x in leaves]
     stand_ins = [_empty_batch(x) if m else x for x, m in zip(leaves, mapped, strict=True)]
-    in_axes = treedef.unflatten([0 if m else None for m in mapped])
+    in_axes: Any = treedef.unflatten([0 if m else None for m in mapped])
     if not any(mapped):  # nothing to map: an empty batch of one dummy argument
         stand_ins, in_axes = [*stand_ins, np.empty(0)], (*in_axes, 0)
         g = _drop_last(f)

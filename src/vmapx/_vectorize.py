@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -103,13 +103,17 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         self.cache = cache
         self.signature = signature
         self._core = None if signature is None else parse_signature(signature)
-        self._options = {"chunk_size": chunk_size, "fallback": fallback, "workers": workers}
+        self._options: dict[str, Any] = {
+            "chunk_size": chunk_size,
+            "fallback": fallback,
+            "workers": workers,
+        }
         self._cache: dict[Any, Any] = {}
         self.__doc__ = pyfunc.__doc__ if doc is None else doc
         functools.update_wrapper(self, pyfunc, assigned=("__name__", "__qualname__", "__module__"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        keys = [i for i in range(len(args)) if i not in self.excluded]
+        keys: list[Any] = [i for i in range(len(args)) if i not in self.excluded]
         keys += [k for k in kwargs if k not in self.excluded]
         values = [_as_array(args[k] if type(k) is int else kwargs[k]) for k in keys]
         ins, outs = self._core or ([()] * len(values), None)
@@ -137,7 +141,7 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         `has` says (kept: a `vmap` learns about its calls, see `chunk_size="auto"`)."""
         batched = self._cache.get((keys, has))
         if batched is not None:
-            return batched
+            return cast("Callable[..., Any]", batched)
         pyfunc = self.pyfunc
 
         def one(*example: Any, rest: tuple[Any, ...]) -> Any:

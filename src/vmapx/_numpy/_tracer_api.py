@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -254,18 +254,18 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
 
     def iop(self: Tracer, other: Any) -> Tracer:
         if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
-            return op(self, other)
+            return cast(Tracer, op(self, other))
         if _masked._pending.stand_ins:
             _masked.check_operand(self, other)
         if _scalars.SEEN.weak and _scalars.any_weak((other,)):
             other = _scalars.strengthen((self, other))[0][1]
         if power and (fast := _power_ufunc(self, other)) is not None:
-            return assign(self, fast(self))
+            return cast(Tracer, assign(self, fast(self)))
         result = bind(prim, (self, other), {})
         if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
             dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
             ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
-        return assign(self, result)
+        return cast(Tracer, assign(self, result))
 
     return op, rop, iop
 
@@ -320,7 +320,7 @@ def _rdivmod(self: Tracer, other: Any) -> Any:
 
 def _call(func: Any, *args: Any, **kwargs: Any) -> Any:
     """`func(*args, **kwargs)` for a NumPy function of a tracer, dispatched directly."""
-    return _array_function(None, func, None, args, kwargs)
+    return _array_function(None, func, None, args, kwargs)  # type: ignore[arg-type]  # (no tracer)
 
 
 def _forward(func: Any) -> Any:
@@ -368,11 +368,11 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    return np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
+    return np.copy(self, order=order)  # type: ignore[call-overload]  # (ndarray.copy's order is "C"; np.copy's is "K")
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
-    return np.copy(np.ravel(self, order=order))
+    return np.copy(np.ravel(self, order=order))  # type: ignore[call-overload]  # (a tracer)
 
 
 def _ravel(self: Tracer, order: str = "C") -> Any:
@@ -396,7 +396,7 @@ def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None) -> 
 
 
 def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect") -> None:
-    assign(self, np.partition(self, kth, axis=axis, kind=kind))
+    assign(self, np.partition(self, kth, axis=axis, kind=kind))  # type: ignore[call-overload]
 
 
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:

@@ -618,9 +618,9 @@ def _explicit_einsum(args: tuple[Any, ...]) -> tuple[list[str], str, list[Any]]:
 def _einsum_jvp(
     argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> Any:
-    args = list(args)
-    args[argnum] = t
-    return np.einsum(*args, **kwargs)
+    new_args = list(args)
+    new_args[argnum] = t
+    return np.einsum(*new_args, **kwargs)
 
 
 def _einsum_vjp(

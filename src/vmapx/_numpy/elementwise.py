@@ -49,9 +49,9 @@ from .joins import join, promote
 from .misc import as_array
 
 try:
-    from numpy.lib._function_base_impl import _i0A, _i0B
+    from numpy.lib._function_base_impl import _i0A, _i0B  # type: ignore[attr-defined]  # (private: not in the stubs)
 except ImportError:  # NumPy 1.x
-    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
+    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[import-not-found]  # (NumPy 1)
 
 _ABSENT = object()
 
@@ -287,7 +287,7 @@ defcomposite(np.clip, _clip)
 defbatch(np.isclose, _operand_rule((0, "a"), (1, "b"), (2, "rtol"), (3, "atol")))
 
 
-def _nan_to_num(
+def _nan_to_num_in_place(
     x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
 ) -> Any:
     """`np.nan_to_num(x, copy=False)` writes into `x`: functionally when it is traced."""
@@ -297,7 +297,7 @@ def _nan_to_num(
     return out
 
 
-IN_PLACE[np.nan_to_num] = _nan_to_num
+IN_PLACE[np.nan_to_num] = _nan_to_num_in_place
 
 
 def _real_if_close_rule(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -336,7 +336,7 @@ def _allclose_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         names = ("a", "b", "rtol", "atol")
         present = [(p, n) for p, n in enumerate(names) if len(args) > p or n in kwargs]
         values = aligned_operands(trace, [get_arg(args, kwargs, p, n) for p, n in present])
-        close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))
+        close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))  # type: ignore[call-overload]  # (two operands)
         return _all_per_example(trace, close)
 
     return rule
@@ -482,7 +482,7 @@ def _cross_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         vector_out = not (dims[0] == 2 and dims[1] == 2)
         valid = dims[0] in (2, 3) and dims[1] in (2, 3)  # else NumPy raises below
         axisc = shift_one(axisc, max(nds) - 1 + vector_out) if vector_out and valid else -1
-        return trace.wrap(np.cross(*vals, axisc=axisc))
+        return trace.wrap(np.cross(*vals, axisc=axisc))  # type: ignore[call-overload]  # (two operands)
 
     return rule
 
