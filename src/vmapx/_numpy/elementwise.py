@@ -848,7 +848,7 @@ def _piecewise_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         elif len(conds) != len(funclist):
             n = len(conds)
             raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
-        counts = [_selected(trace, c) for c in conds]
+        counts: list[Any] = [_selected(trace, c) for c in conds]  # (ints, once None is ruled out)
         if None in counts or any(not callable(f) and np.ndim(f) for f in funclist):
             if own_impl(trace):  # the loop would call `np.piecewise`, which comes back here
                 raise trace.concretization("`np.piecewise` by its rule", "")

@@ -76,7 +76,7 @@ def _shift_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         if axes is None:
             axes = tuple(range(1, nd + 1))
         elif isinstance(axes, int | np.integer):
-            axes = shift_one(axes, nd)
+            axes = shift_one(int(axes), nd)
         else:
             axes = tuple(shift_one(a, nd) for a in axes)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axes", axes)

@@ -135,8 +135,8 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
             # a gather from one array: the batch is an index axis
-            ax = None if axis is None else shift_one(axis, np.ndim(a)) - 1
-            out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
+            gather_axis = None if axis is None else shift_one(axis, np.ndim(a)) - 1
+            out = replaying(trace, *call, lambda: np.take(a, ind, axis=gather_axis, mode=mode))
             return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
         v, ax = value_and_axis(trace, a, axis)
         index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
@@ -353,7 +353,7 @@ def defwhere(func: Callable[..., Any], mask: Callable[..., Any]) -> None:
 def _select_mask(argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     conds = get_arg(args, kwargs, 0, "condlist")
     n = len(conds)
-    which = n  # the first condition that holds; `n` for the default
+    which: Any = n  # the first condition that holds; `n` for the default
     for j in range(n - 1, -1, -1):
         which = np.where(conds[j], j, which)
     if argnum in (2, "default"):

@@ -12,7 +12,7 @@ is its slice of the cotangent.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -285,7 +285,7 @@ def _split_axis(
 ) -> int:
     fixed = _SPLITS[func][1]
     if fixed is None:
-        return get_arg(args, kwargs, 2, "axis", 0)
+        return cast(int, get_arg(args, kwargs, 2, "axis", 0))
     return 0 if func is np.hsplit and np.ndim(x) == 1 else fixed
 
 

@@ -255,7 +255,7 @@ defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
 def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803
     """dw = diag(V^H dA V): the eigenvectors' derivative (undefined where eigenvalues
     repeat) is not needed."""
-    v = np.linalg.eigh(a, UPLO)[1]
+    v = np.linalg.eigh(a, UPLO)[1]  # type: ignore[call-overload]  # (NumPy checks UPLO)
     da = _from_triangle(t, UPLO.upper() == "U")
     return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
 
@@ -846,7 +846,7 @@ defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
 # -- multi_dot, cross, vecdot ------------------------------------------------------------------
 
 
-def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) -> Any:
+def _chain_order(shapes: list[tuple[int, ...]], batched: list[bool], size: int) -> Any:
     """The cheapest parenthesization (a nested tuple of indices) of a matrix chain when
     products of batched operands cost `size` times as much."""
     n = len(shapes)
@@ -957,7 +957,7 @@ def _vecdot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any
     axis = kwargs.get("axis", -1)
     ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
     v1, v2 = aligned_operands(trace, (x1, x2))
-    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
+    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))  # type: ignore[list-item]
 
 
 defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
@@ -975,4 +975,4 @@ defcomposite(present(np.linalg, "cross"), _cross_impl)
 defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 
 
-defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))
+defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))  # type: ignore[call-overload]

@@ -83,7 +83,7 @@ def searchsorted_rows(a: Any, v: Any, side: str = "left") -> Any:
     v = np.broadcast_to(v, (b, v.shape[1]))
     found = search_rows(a, v, side, check=False)
     if found is None:  # a dtype without a known order (objects): NumPy row by row
-        found = np.stack([np.searchsorted(a[i], v[i], side) for i in range(b)])
+        found = np.stack([np.searchsorted(a[i], v[i], side) for i in range(b)])  # type: ignore[call-overload]  # (NumPy checks the side)
     return found
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
             total += v[..., i]
         else:  # under `vmapx.jit`'s recording (`+=` would be a copy and a write)
             total = total + v[..., i]
-    return total[..., None] if keepdims else total
+    return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
 
 
 def _keepdims_flat(

@@ -31,7 +31,7 @@ def operands(
     `(position, keyword)` that are present in a call."""
 
     def sources(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> list[Any]:
-        found = []
+        found: list[Any] = []
         for pos, name in spec:
             if pos is not None and len(args) > pos:
                 found.append(pos)
@@ -232,7 +232,7 @@ def _sender(source: Any, total: int) -> Callable[..., Any]:
     labelled element `source[j]` (counted from 1; 0: none): a gather when no label
     repeats."""
     if not isinstance(source, np.ndarray):  # labels traced by an outer transform
-        zeros = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
+        zeros: Callable[[Any], Any] = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
         return lambda g: bind(SCATTER_ADD, (zeros(g), source, g), {})[1:]
     where = np.flatnonzero(source)
     labels = source[where] - 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def _by_values(v: Any, arrays: list[Any]) -> np.dtype | None:
     while isinstance(data, Tracer):  # the values under any transform (all their examples)
         data = getattr(data, "val", getattr(data, "primal", None))
     if data is None:
-        return v.dtype
+        return cast("np.dtype[Any] | None", v.dtype)
     data = np.ravel(data)
     kind = v.dtype.kind
     if kind in "biu":

@@ -96,7 +96,7 @@ elementwise(
 )
 
 
-def _gamma_density(a: object, x: object, out: object) -> object:
+def _gamma_density(a: Any, x: Any, out: Any) -> Any:
     """d/dx of the regularized lower incomplete gamma function: the Gamma(a) density."""
     return np.exp((a - 1) * np.log(x) - x - sc.gammaln(a))
 
@@ -108,7 +108,7 @@ elementwise(sc.gammaincc, [None, lambda a, x, out: -_gamma_density(a, x, out)])
 _unary(sc.gammasgn, lambda x, out: np.zeros_like(out))  # piecewise constant
 
 
-def _beta_density(a: object, b: object, x: object, out: object) -> object:
+def _beta_density(a: Any, b: Any, x: Any, out: Any) -> Any:
     """d/dx of the regularized incomplete beta function: the Beta(a, b) density."""
     return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - sc.betaln(a, b))
 
@@ -164,7 +164,7 @@ _unary(sc.ellipk, lambda m, out: (sc.ellipe(m) - (1 - m) * out) / (2 * m * (1 - 
 _unary(sc.ellipe, lambda m, out: (out - sc.ellipk(m)) / (2 * m))
 
 
-def _pseudo_huber_root(delta: object, r: object) -> object:
+def _pseudo_huber_root(delta: Any, r: Any) -> Any:
     return np.sqrt(1 + (r / delta) ** 2)
 
 
