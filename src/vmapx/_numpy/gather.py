@@ -137,7 +137,7 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             # a gather from one array: the batch is an index axis
             gather_axis = None if axis is None else shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=gather_axis, mode=mode))
-            return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
+            return trace.wrap(out if not gather_axis else np.moveaxis(out, gather_axis, 0))
         v, ax = value_and_axis(trace, a, axis)
         index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
