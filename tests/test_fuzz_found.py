@@ -101,8 +101,6 @@ def _count_positive(x: np.ndarray) -> np.ndarray:
     return np.arange(np.extract(x > 0, x).size)
 
 
-@_xfail("jit replays the size of a value whose shape depends on the data: on new data "
-        "it returns the recorded shape")  # fmt: skip
 def test_jit_does_not_replay_a_data_dependent_size():
     f = vmapx.vmap(_count_positive)
     jitted = vmapx.jit(f)

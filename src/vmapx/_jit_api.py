@@ -23,7 +23,7 @@ import optree
 from . import _core
 from ._compat import NUMPY2
 from ._core import Tracer
-from ._jit import NotReplayable, _Program, _run_plainly, record
+from ._jit import NotReplayable, ShapeChanged, _Program, _run_plainly, record
 from .errors import PerformanceWarning
 
 P = ParamSpec("P")
@@ -85,7 +85,10 @@ class Jitted(Generic[P, R]):
         inputs = [x for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers]
         recorded = None if key is None else self._recordings.get(key)
         if type(recorded) is _Program:
-            return recorded.run(inputs)  # type: ignore[no-any-return]
+            try:
+                return recorded.run(inputs)  # type: ignore[no-any-return]
+            except ShapeChanged:  # a shape Python read differs on these values: run `f`
+                return _run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
             return _run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         return self._record(key, leaves, treedef, numbers)[1]  # type: ignore[no-any-return]

@@ -39,9 +39,6 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     "polyval": DERIVATIVES,
     # (found) the derivative of np.sign of a complex value (z / |z| in NumPy 2) is zero
     "complex_sign": DERIVATIVES,
-    # (found) jit replays a shape read from a value whose shape depends on the data
-    # (`np.arange(np.extract(x > 0, x).size)`): a wrong shape on new data
-    "data_shape": {"jit", "jit_grad"},
     # (found) the derivative of np.heaviside in its second argument is zero
     "heaviside": DERIVATIVES,
     # (found) grad of U of a full svd leaks vmapx's internal NoRule
