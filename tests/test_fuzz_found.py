@@ -90,8 +90,6 @@ def test_union1d_array_argument_works():
 
 
 @pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26's sign of a complex is piecewise constant")
-@_xfail("the derivative of np.sign of a complex value is taken as zero; in NumPy 2 "
-        "np.sign(z) = z / |z|, which is not constant (a silently wrong derivative)")  # fmt: skip
 def test_grad_of_sign_of_complex():
     f = lambda t: np.imag(np.sign(t * (1 + 0.5j) + 1j))  # noqa: E731
     vmapx.check_grads(f, [np.array(0.7)], order=1)
@@ -202,11 +200,11 @@ def test_switch_of_branches_with_different_dtypes_then_mean():
     check_vmap(_mean_of_switch, [np.array([0, 3], np.uint8)])
 
 
-@_xfail("the derivative of np.heaviside(x1, x2) with respect to x2 is taken as zero; it is "
-        "1 where x1 == 0 (there the result is x2)")  # fmt: skip
 def test_grad_of_heaviside_in_its_second_argument():
     f = lambda h: np.heaviside(np.zeros(2), h)  # noqa: E731
     vmapx.check_grads(f, [np.array([0.3, 0.7])], order=1)
+    vmapx.check_grads(lambda h: np.heaviside(0.0, h), [np.array([0.3, 0.7])], order=1)
+    assert np.all(vmapx.grad(lambda h: np.sum(np.heaviside(0.5, h)))(np.ones(2)) == 0)
 
 
 def _write_array_into_element(x: np.ndarray) -> np.ndarray:
@@ -229,8 +227,6 @@ def test_correlate_of_two_batched_values_with_a_nan():
     check_vmap(lambda v: np.correlate(v, v, "full"), [x])
 
 
-@_xfail("np.outer (and np.kron) under vmap give +0.0 where NumPy gives -0.0 (0 * -1.5); "
-        "np.arctan2 of it then gives pi where the loop gives -pi")  # fmt: skip
 def test_outer_keeps_the_sign_of_zero():
     f = lambda x: np.arctan2(np.outer(np.zeros(1), x), -1.0)  # noqa: E731
     check_vmap(f, [np.array([[-1.5], [2.0]])])
@@ -274,3 +270,17 @@ def test_numpy1_scalar_power_promotes_like_the_loop() -> None:
     x = np.array([-1.0455, 2.0], dtype=np.float32)
     loop = np.stack([f(v) for v in x])
     assert vmapx.vmap(f)(x).dtype == loop.dtype
+
+
+def test_grad_of_sign_of_complex_in_both_parts_and_of_real_sign():
+    z = np.array([0.3 - 0.4j, -1.2 + 0.1j])
+    vmapx.check_grads(lambda z: np.sign(z) * np.conj(z) ** 2, [z], order=2)
+    assert np.all(vmapx.grad(lambda x: np.sum(np.sign(x) * x))(np.array([-2.0, 3.0])) == [-1, 1])
+
+
+def test_kron_keeps_the_sign_of_zero():
+    f = lambda x: np.copysign(1.0, np.kron(np.zeros((1, 2)), x))  # noqa: E731
+    check_vmap(f, [np.array([[[-1.5, 2.0]], [[2.0, -3.0]]])])
+    g = lambda z, x: np.copysign(1.0, np.outer(z, x))  # noqa: E731
+    check_vmap(g, [np.zeros((2, 2)), np.array([-1.5, 2.0])], in_axes=(0, None))
+    check_vmap(g, [np.zeros(2), np.array([[-1.5, 2.0], [1.0, -1.0]])], in_axes=(None, 0))

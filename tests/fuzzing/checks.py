@@ -37,10 +37,6 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
     "write_arg": {"jit", *DERIVATIVES},
     # (found) grad/jvp of np.polyval with list coefficients raise IndexError
     "polyval": DERIVATIVES,
-    # (found) the derivative of np.sign of a complex value (z / |z| in NumPy 2) is zero
-    "complex_sign": DERIVATIVES,
-    # (found) the derivative of np.heaviside in its second argument is zero
-    "heaviside": DERIVATIVES,
     # (found) grad of U of a full svd leaks vmapx's internal NoRule
     "svd_u": DERIVATIVES,
     # float()/int()/.item() under grad are silently constant
@@ -58,9 +54,6 @@ KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
 # KNOWN DEFECTS of two constructs together: the checks left out where a program has both
 LOOP_CHECKS = {"vmap", "chunked", "jit", "nested", "same", "threads", "axis_size", "zero"}
 KNOWN_DEFECT_PAIRS: list[tuple[frozenset[str], set[str]]] = [
-    # (found) np.outer/np.kron under vmap give +0.0 where NumPy gives -0.0 (0 * -1.5):
-    # functions that read the sign of a zero (arctan2, copysign, ...) then differ
-    (frozenset({"outer_product", "sign_of_zero"}), LOOP_CHECKS | DERIVATIVES),
     # (found) np.allclose/np.array_equal give a Python bool, under vmap a bool array:
     # `~` of it is -2 in the loop and False under vmap; `.astype` raises in the loop only
     (frozenset({"python_bool", "op:unary_operator"}), LOOP_CHECKS),

@@ -182,10 +182,18 @@ def _labels(na: int, nb: int) -> tuple[str, str]:
 
 
 def _products(va: Any, ba: bool, a: str, vb: Any, bb: bool, b: str, out: str) -> Any:
-    """Elementwise products laid out by labels (`a` and `b` share none) with one einsum,
-    which writes them faster than a broadcasting multiply."""
-    z = _LABELS[0]  # the batch label; operand labels start at _LABELS[1]
-    return np.einsum(f"{z * ba}{a},{z * bb}{b}->{z}{out}", va, vb)
+    """Elementwise products laid out by labels (`a` and `b` share none, each in its own
+    order in `out`) with one broadcasting multiply (einsum would add each product to a
+    zero: -0.0 becomes 0.0, where NumPy's outer and kron keep it)."""
+
+    def spread(v: Any, batched: bool, labels: str) -> Any:
+        sizes = dict(zip(labels, np.shape(v)[int(batched) :], strict=True))
+        return np.reshape(v, (*np.shape(v)[: int(batched)], *(sizes.get(x, 1) for x in out)))
+
+    va, vb = spread(va, ba, a), spread(vb, bb, b)
+    if ba != bb:  # (the unbatched operand: a leading axis of one for the batch)
+        va, vb = (va, vb[None]) if ba else (va[None], vb)
+    return np.multiply(va, vb)
 
 
 def _normalize_axes(axes: Any, ndim: int) -> list[int]:
