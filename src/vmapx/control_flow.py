@@ -323,10 +323,15 @@ class _Chain:
                 "every branch (and every iteration of a loop) must give the same shape"
             )
         (shape,) = shapes
+        if len({v.dtype for v, _ in pieces}) > 1:  # (what follows could depend on it)
+            raise self.traces[-1].concretization(
+                f"{what}: the examples' results have different dtypes "
+                f"({', '.join(sorted({str(v.dtype) for v, _ in pieces}))}), which one "
+                "batched value cannot hold",
+                "give every branch (and every iteration) the same dtype, e.g. with `.astype(...)`",
+            )
         if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
-            # (by dtypes, as `np.stack` promotes: NumPy 1.26 would promote a 0-d value
-            # of one branch by its value)
-            out = np.empty((self.size, *shape), np.result_type(*(v.dtype for v, _ in pieces)))
+            out = np.empty((self.size, *shape), pieces[0][0].dtype)
             for (v, _), idx in zip(pieces, idxs, strict=True):
                 out[idx] = v
             return out
@@ -495,7 +500,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     differs between examples, `true_fn` runs once on exactly the examples whose
     predicate holds and `false_fn` on the others; a branch that no example takes
     never runs (so it costs nothing, and cannot fail or loop forever on inputs it was
-    not meant for). The branches must return the same structure and per-example shapes.
+    not meant for). The branches must return the same structure and per-example shapes;
+    where the examples' branches give different dtypes, they run one by one (as a loop).
 
     **Arguments:**
 

@@ -732,10 +732,8 @@ def op_sets(c: Ctx) -> str:
     c.tag("data_shape")
     # KNOWN DEFECT (found, test_fuzz_found.py): np.union1d/np.setdiff1d with a list
     # argument raise TypeError under vmap; they get arrays here (write `[3]` to re-enable)
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.bincount of uint8 values holding 255
-    # fails under vmap; its argument is taken as int64 here (drop `.astype` to re-enable)
     return c.choice([f"np.unique({x})", f"np.isin({x}, [0, 2])",
-                     f"np.bincount(np.abs({x}).astype(np.int64))",
+                     f"np.bincount(np.abs({x}))",
                      f"np.in1d({x}, [1])" if not NUMPY2 else f"np.isin({x}, [1])",
                      f"np.union1d({x}, np.array([3]))",
                      f"np.setdiff1d({x}, np.array([0]))"])  # fmt: skip
@@ -852,10 +850,7 @@ def op_misc(c: Ctx) -> str:
              f"np.array_equal({x}, {x}[::-1])",
              f"np.apply_along_axis(np.sum, -1, {x})"]  # fmt: skip
     if xv.ndim == 1:
-        # KNOWN DEFECT (found, test_fuzz_found.py): np.correlate/np.convolve of two
-        # batched values turn every output NaN when one input is NaN or inf: finite here
-        fin = f"np.nan_to_num({x})"
-        forms += [f"np.convolve({x}, [1.0, -1.0])", f"np.correlate({fin}, {fin}, 'full')",
+        forms += [f"np.convolve({x}, [1.0, -1.0])", f"np.correlate({x}, {x}, 'full')",
                   f"np.polyfit(np.arange({len(xv)}), {x}, 1)"]  # fmt: skip
     return c.choice(forms)
 
@@ -902,9 +897,8 @@ def op_python_scalar(c: Ctx) -> str:
 
 @op("control", 1.5)
 def op_cond(c: Ctx) -> str:
-    # KNOWN DEFECT (found, test_fuzz_found.py): branches of different dtypes (np.sin of
-    # ints) are promoted at the cond, so later dtypes differ from the loop's: floats only
-    x = c.pick("f")
+    # (branches of different dtypes, np.sin of ints: the examples run one by one)
+    x = c.pick("f" if c.coin(0.7) else "bi")
     a, b = (c.choice(_BRANCH).format("u", "u") for _ in range(2))
     return c.choice([f"vmapx.cond(np.sum({x}) > 0.1, lambda u: {a}, lambda u: {b}, {x})",
                      f"vmapx.switch((np.sum({x}) > 0.1) * 1, "

@@ -433,6 +433,15 @@ def _conv_rule(func: Callable) -> Callable:
             like = va if ba else vv
             dtype = np.result_type(va.dtype, vv.dtype)
             return trace.wrap(np.zeros_like(like, shape=(0, _mode_len(mode, n, m)), dtype=dtype))
+        if not _finite(va, vv):  # (the fast paths below multiply zeros of padding too)
+            rows = (
+                zip(va, vv, strict=True)
+                if ba and bv
+                else ((x, vv) for x in va)
+                if ba
+                else ((va, y) for y in vv)
+            )
+            return trace.wrap(np.stack([func(x, y, mode) for x, y in rows]))
         if ba and bv:
             full = _full_both(func, va, vv, n, m)
             if full is None:  # long rows: NumPy's kernel row by row is the fastest
@@ -443,6 +452,16 @@ def _conv_rule(func: Callable) -> Callable:
         return trace.wrap(full[:, offset : offset + _mode_len(mode, n, m)])
 
     return rule
+
+
+def _finite(*values: Any) -> bool:
+    """Whether the operands hold finite numbers only (False where they are not NumPy
+    arrays: their values are not read). NumPy's kernel sums only the products of
+    overlapping elements; vmapx's batched forms multiply zeros of padding too, which
+    turns an inf or NaN into NaN where NumPy's result is finite."""
+    return all(type(v) is np.ndarray for v in values) and all(
+        v.dtype.kind in "biu" or bool(np.isfinite(v).all()) for v in values
+    )
 
 
 def _as_1d(v: Any, batched: bool, shape: tuple) -> Any:
