@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from . import _config, _core, _scaled
-from ._batching import BatchTracer, _user_stacklevel
+from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._registry import ALL, Primitive, builder, each_function, register
@@ -234,7 +234,7 @@ def _dropped_derivative(x: ADTracer, what: str) -> None:
     )
     if _config.config.fallback == "error":
         raise ConcretizationError(message + ".")
-    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=_user_stacklevel())
+    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=user_stacklevel())
 
 
 def is_float(x: Any) -> bool:
