@@ -57,8 +57,6 @@ def _write_unmapped(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return w * x
 
 
-@_xfail("jit's recording call of a vmap that writes into an in_axes=None argument returns "
-        "a result; vmap itself (and every later jit call) raises 'read-only'")  # fmt: skip
 def test_jit_recording_keeps_unmapped_argument_read_only():
     x, w = np.ones((2, 3)), np.zeros(3)
     f = vmapx.vmap(_write_unmapped, in_axes=(0, None))
@@ -135,8 +133,6 @@ def _write_unmapped_after_python_if(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return w * x
 
 
-@_xfail("when vmap falls back to running f per example, an in_axes=None argument is "
-        "writable there: vmap returns a result where it raises 'read-only' otherwise")  # fmt: skip
 def test_unmapped_argument_is_read_only_in_the_fallback():
     f = vmapx.vmap(_write_unmapped_after_python_if, in_axes=(None, 0))
     with warnings.catch_warnings():

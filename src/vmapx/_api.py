@@ -451,10 +451,17 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
     elif axis is None:
         return _read_only(x)
     if axis is None:
-        return x
+        return _read_only_tracer(x)
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
     return BatchTracer(trace, x)
+
+
+def _read_only_tracer(x: Any) -> Any:
+    """`x`, or where it is a traced plain array (`jit`'s recording: it has
+    `read_only_view`) the same value read-only, as `_read_only` makes a plain array."""
+    view = getattr(x, "read_only_view", None) if isinstance(x, Tracer) else None
+    return x if view is None else view()
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
@@ -832,11 +839,13 @@ def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
 
 
 def _special_example(x: Any, i: int) -> Any:
-    """Example `i`'s value of an unmapped argument: a copy of an array (each example may
-    write into its own, as in a batched run; never the caller's), the generator stand-in
-    of a special argument."""
+    """Example `i`'s value of an unmapped argument: an array read-only, as in a batched
+    run (`_read_only`: a write raises there, so it must here), the generator stand-in of
+    a special argument."""
     if type(x) is np.ndarray:
-        return x.copy()
+        return _read_only(x)
+    if isinstance(x, Tracer):
+        return _read_only_tracer(x)
     example = getattr(type(x), "_vmapx_example", None)
     return x if example is None else example(x, i)
 

@@ -116,6 +116,19 @@ class RecordTracer(Tracer):
         self._trace.shapes_read |= self.shaped_by
         return np.size(self.value)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether NumPy would refuse a write into this array (writes are recorded as
+        functional updates, which never fail: `vmapx._numpy._tracer_api` asks)."""
+        return type(self.value) is np.ndarray and not self.value.flags.writeable
+
+    def read_only_view(self) -> RecordTracer:
+        """This value, read-only (an unmapped argument of `vmap`, as it makes plain ones)."""
+        view = self.value.view() if type(self.value) is np.ndarray else self.value
+        if type(view) is np.ndarray:
+            view.flags.writeable = False
+        return type(self)(self._trace, view, self.slot, self.sources, self.shaped_by)
+
     def _become(self, other: Tracer) -> None:
         self.value = other.value
         self.slot = other.slot

@@ -101,6 +101,7 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
 def assign(target: Any, value: Any) -> Any:
     """Write `value` into all of `target` (`out=`), functionally where it is traced."""
     if isinstance(target, Tracer):
+        _check_writeable(target)
         if (
             type(value) is type(target) and value._trace is target._trace
             and not target._aliased and value.shape == target.shape
@@ -124,8 +125,16 @@ def _leave_error(value: Tracer) -> BaseException:
     )
 
 
+def _check_writeable(target: Tracer) -> None:
+    """NumPy's error for a write into a read-only array (a tracer of a plain array that
+    says `read_only`: `jit`'s recording of an unmapped `vmap` argument)."""
+    if getattr(target, "read_only", False):
+        raise ValueError("assignment destination is read-only")
+
+
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
+    _check_writeable(target)
     if _masked._pending.stand_ins:
         whole = _masked.written_back(target, idx, value)
         if whole is not None:
