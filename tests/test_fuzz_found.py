@@ -284,3 +284,53 @@ def test_kron_keeps_the_sign_of_zero():
     g = lambda z, x: np.copysign(1.0, np.outer(z, x))  # noqa: E731
     check_vmap(g, [np.zeros((2, 2)), np.array([-1.5, 2.0])], in_axes=(0, None))
     check_vmap(g, [np.zeros(2), np.array([[-1.5, 2.0], [1.0, -1.0]])], in_axes=(None, 0))
+
+
+def _copy_of_a_scalar_then_add(x: np.ndarray) -> np.ndarray:
+    s = np.median(x).copy()  # a NumPy scalar's copy is a scalar: `+=` rebinds it
+    s += x
+    return s
+
+
+def _astype_of_a_scalar_then_subtract(x: np.ndarray) -> np.ndarray:
+    s = (np.zeros(()) + np.std(x)).astype(np.float32)
+    s -= x[:1]
+    return s
+
+
+@pytest.mark.parametrize("f", [_copy_of_a_scalar_then_add, _astype_of_a_scalar_then_subtract])
+def test_in_place_operator_on_a_copied_numpy_scalar_rebinds(f):  # noqa: ANN001
+    check_vmap(f, [np.arange(6.0).reshape(2, 3)])
+
+
+@pytest.mark.parametrize("draw", [
+    lambda g: g.standard_normal(dtype=np.float32), lambda g: g.integers(0, 5),
+    lambda g: g.random(),
+])  # fmt: skip
+def test_a_returned_python_number_draw_stacks_as_the_loop(draw):  # noqa: ANN001
+    def f(x, g):  # noqa: ANN001, ANN202
+        return draw(g)
+
+    x = np.zeros((2, 3))
+    want = np.stack([f(v, np.random.default_rng(0)) for v in x[:1]])
+    got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(x[:1], np.random.default_rng(0))
+    assert got.dtype == want.dtype
+    inner = vmapx.vmap(f, in_axes=(0, None), randomness="different")
+    nested = vmapx.vmap(inner, in_axes=(0, None), randomness="different")
+    assert nested(x[:, None], np.random.default_rng(0)).dtype == want.dtype
+
+
+@pytest.mark.parametrize("loop", [
+    lambda x: vmapx.fori_loop(0, np.sum(x > 2), lambda i, u: u * 0.5 + i, np.sum(x)),
+    lambda x: vmapx.fori_loop(np.sum(x > 2), 4, lambda i, u: u * 0.5 + i, np.sum(x)),
+    lambda x: vmapx.while_loop(lambda s: s[0] < np.sum(x > 2), lambda s: (s[0] + 1, s[1] * 0.9),
+                               (0, np.sum(x)))[1],
+    lambda x: vmapx.cond(np.sum(x) > 5, lambda u: u * 2, lambda u: u - 1, np.sum(x)),
+])  # fmt: skip
+def test_in_place_operator_on_a_scalar_from_control_flow_rebinds(loop):  # noqa: ANN001
+    def f(x):  # noqa: ANN001, ANN202
+        s = loop(x).copy()
+        s += x
+        return s
+
+    check_vmap(f, [np.arange(6.0).reshape(2, 3)])

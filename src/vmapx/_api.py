@@ -13,7 +13,7 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
+from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _scalars
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -492,7 +492,7 @@ def _unbatch_outputs(
     trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
-        return _own(out.val, inputs)  # the common case: one batched array
+        return _own(_as_stacked(out), inputs)  # the common case: one batched array
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
     axes = output_axes(out_axes, out, treedef)
     results = []
@@ -508,7 +508,7 @@ def _unbatch_outputs(
                 )
             results.append(leaf)
             continue
-        val = leaf.val if batched else _broadcast_output(leaf, size)
+        val = _as_stacked(leaf) if batched else _broadcast_output(leaf, size)
         nd = np.ndim(val)
         if not -nd <= ax < nd:
             raise InAxesError(
@@ -517,6 +517,13 @@ def _unbatch_outputs(
             )
         results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
     return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
+
+
+def _as_stacked(out: BatchTracer) -> Any:
+    """The batched value of `out`, as `np.stack` gives the examples' values (Python
+    numbers per example, a random draw's `float`, stack as float64)."""
+    dtype = _scalars.stacked_dtype(out)
+    return out.val if dtype is None or dtype == out.val.dtype else out.val.astype(dtype)
 
 
 def _own(val: Any, inputs: list) -> Any:

@@ -111,3 +111,12 @@ def strengthen(operands: tuple) -> tuple[tuple, bool]:
         for x, w in zip(operands, weak, strict=True)
     )
     return cast, False
+
+
+def stacked_dtype(x: Any) -> np.dtype | None:
+    """The dtype `np.stack` gives the examples' values of `x` where they are Python
+    numbers (float64 for floats: a float32 draw's `float`), else None."""
+    if not SEEN.weak:
+        return None
+    w = _weak_type(x)
+    return None if w is None else np.result_type(w(0))

@@ -662,15 +662,13 @@ def op_setitem(c: Ctx) -> list[str]:
 
 @op("inplace", 1.5)
 def op_iop(c: Ctx) -> list[str]:
-    # KNOWN DEFECT (excluded): in-place operators on per-example 0-d scalars from
-    # reductions are never generated (lo=1 below).
-    x = c.pick("ifc", lo=1)
+    x = c.pick("ifc")
     v = c.val(x)
     # a float operand on integer values raises in NumPy (and so must vmap) now and then
     kinds = {"i": "bif" if c.coin(0.1) else "bi", "f": "bif", "c": "bifc"}[kind(v)]
     y = c.other(x, kinds)
     sym = c.choice(["+=", "-=", "*="])
-    if c.coin(0.5) and v.shape[0] > 0:
+    if c.coin(0.5) and v.ndim and v.shape[0] > 0:
         c.tag("index_iop")
         target = c.choice([f"{{t}}[{c.integer(0, v.shape[0] - 1)}]", "{t}[1:]",
                            "{t}[[0, 0]]", "{t}[..., :1]"])  # fmt: skip
@@ -702,6 +700,8 @@ def op_write_argument(c: Ctx) -> list[str]:
         raise Skip
     x = c.choice(names)
     c.tag("write_arg")
+    if c.val(x).dtype not in (np.float64, np.complex128):
+        c.tag("write_plain_arg")  # (not differentiated: a plain array under grad)
     return [f"{x}[0] = 1", f"{{t}} = {x} * 2"]
 
 
@@ -909,11 +909,10 @@ def op_cond(c: Ctx) -> str:
 
 @op("control")
 def op_fori_loop(c: Ctx) -> str:
-    # KNOWN DEFECT (excluded): fori_loop with a batched lower bound; the lower bound is
-    # always a constant here.
     x = c.pick("f")
     n = c.choice(["3", f"np.sum(np.abs({c.pick('if')}) > 0.5)", "0"])
-    return f"vmapx.fori_loop(0, {n}, lambda i, u: u * 0.5 + i, {x})"
+    lo = c.choice(["0", "0", f"np.sum({c.pick('if')} > 0)"])  # (a batched lower bound)
+    return f"vmapx.fori_loop({lo}, {n}, lambda i, u: u * 0.5 + i, {x})"
 
 
 @op("control")
@@ -947,8 +946,8 @@ _DRAWS_PARAM = [
     "g.normal({x})", "g.uniform({x}, {x} + 1)", "g.exponential(np.abs({x}) + 1)",
     "g.normal(loc={x}, scale=2.0)", "g.poisson(np.abs({x}))", "g.normal({x}, size={s})",
 ]  # fmt: skip
-# KNOWN DEFECT (excluded): scalar draws without size= (`g.normal()`) give the wrong dtype;
-# every draw here passes size= or an array parameter.
+_DRAWS_SCALAR = ["g.normal()", "g.random()", "g.poisson(1.5)", "g.integers(0, 5)",
+                 "g.standard_normal(dtype=np.float32)"]  # fmt: skip
 _DRAWS_PER_EXAMPLE = ["g.choice(5, size={s})", "g.permutation(4)", "g.choice({x}.ravel())"]
 
 
@@ -961,24 +960,30 @@ def op_draw(c: Ctx) -> str:
     # scalar (weak in NumPy 2's promotion) under vmap: no size=() here
     shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)"])
     r = c.rng.random()
-    if r < 0.55:
+    # a Python number per example (no size=, 0-d parameters) is used with an array: alone,
+    # a later `.dtype` or `.shape` of it raises in the loop (a traced value has them)
+    number = False
+    if r < 0.45:
         draw = c.choice(_DRAWS).format(s=shape)
+    elif r < 0.55:
+        draw, number = c.choice(_DRAWS_SCALAR), True
     elif r < 0.85:
-        # KNOWN DEFECT (excluded): a draw with a per-example 0-d parameter and no size=
-        # is the scalar-draw dtype defect (the loop gets a Python float): lo=1
-        x = c.pick("f", lo=1)
+        x = c.pick("f")
         draw = c.choice(_DRAWS_PARAM)
         if "size" in draw:
             shape = str(c.val(x).shape)
+        number = "size" not in draw and c.val(x).ndim == 0
         draw = draw.format(x=x, s=shape)
     else:
         c.tag("draw_per_example")
         x = c.pick("if", lo=1, pred=lambda v: v.size > 0)
         draw = c.choice(_DRAWS_PER_EXAMPLE).format(s=shape, x=x)
     try:
-        x = c.pick("if")
-        return f"{x} + {draw}" if c.coin(0.4) else draw
+        x = c.pick("if", lo=1 if number else 0)
+        return f"{x} + {draw}" if number or c.coin(0.4) else draw
     except Skip:
+        if number:
+            raise
         return draw
 
 

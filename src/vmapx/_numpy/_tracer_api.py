@@ -367,11 +367,13 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if not copy and np.dtype(dtype) == self.dtype:
         return self
-    return _call(astype, self, dtype, copy=True)
+    out = _call(astype, self, dtype, copy=True)
+    return _scalars.mark(out) if _scalars.is_scalar(self) else out  # (as `_copy`)
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    return np.copy(self)
+    out = np.copy(self)  # (a NumPy scalar's `.copy()` is a scalar: `s += y` rebinds it)
+    return _scalars.mark(out) if _scalars.is_scalar(self) else out
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
