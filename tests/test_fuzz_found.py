@@ -115,15 +115,15 @@ def test_tensordot_under_nested_vmap():
     np.testing.assert_array_equal(got, want)
 
 
-@_xfail("under grad/jvp/jacfwd/jacrev, dividing a traced value by a Python zero raises "
-        "ZeroDivisionError; NumPy (and vmap) give inf")  # fmt: skip
 def test_division_by_python_zero_under_grad():
     f = lambda x: np.sum(x / 0)  # noqa: E731
     with np.errstate(divide="ignore"):
         want = f(np.ones(2))
         value, grad = vmapx.value_and_grad(f)(np.ones(2))
+        _, tangent = vmapx.jvp(lambda x: x / 0.0, (np.ones(2, np.float32),), (np.ones(2),))
     np.testing.assert_array_equal(value, want)
-    assert grad.shape == (2,)
+    np.testing.assert_array_equal(grad, [np.inf, np.inf])
+    assert tangent.dtype == np.float32 and np.all(np.isinf(tangent))
 
 
 def _write_unmapped_after_python_if(w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -141,11 +141,11 @@ def test_unmapped_argument_is_read_only_in_the_fallback():
             f(np.zeros(2), np.array([1.0, 2.0]))
 
 
-@_xfail("grad of a 0-d array argument is a NumPy scalar (np.float64) for some functions "
-        "(`x * 2`) and a 0-d ndarray for others (`np.sum(x * np.ones(3))`)")  # fmt: skip
 def test_grad_of_a_0d_argument_is_an_ndarray():
     assert type(vmapx.grad(lambda x: np.sum(x * np.ones(3)))(np.array(1.0))) is np.ndarray
     assert type(vmapx.grad(lambda x: x * 2)(np.array(1.0))) is np.ndarray
+    assert type(vmapx.jacrev(lambda x: x * 2)(np.array(1.0))) is np.ndarray
+    assert type(vmapx.vjp(lambda x: x * 2, np.array(1.0))[1](1.0)[0]) is np.ndarray
 
 
 def _asarray_then_draw(a: np.ndarray, b: np.ndarray, g: np.random.Generator) -> np.ndarray:
@@ -334,3 +334,18 @@ def test_in_place_operator_on_a_scalar_from_control_flow_rebinds(loop):  # noqa:
         return s
 
     check_vmap(f, [np.arange(6.0).reshape(2, 3)])
+
+
+def _add_into_an_example_of_a_vector(x: np.ndarray) -> np.ndarray:
+    x += np.ones(3)  # `for x in X` gives NumPy scalars: `+=` rebinds (and broadcasts)
+    return x
+
+
+def test_a_0d_example_is_a_numpy_scalar():
+    check_vmap(_add_into_an_example_of_a_vector, [np.array([1.0, 2.0])])
+
+
+def test_python_complex_times_a_float64_example_is_a_python_complex():
+    # np.float64 is a Python float: `1j * x` is a Python complex, weak against complex64
+    f = lambda x: (1j * x) * np.ones(2, np.complex64)  # noqa: E731
+    check_vmap(f, [np.array([1.5, -2.0])])

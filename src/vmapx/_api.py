@@ -454,7 +454,10 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
         return _read_only_tracer(x)
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
-    return BatchTracer(trace, x)
+    out = BatchTracer(trace, x)
+    if np.ndim(x) == 1 and x.dtype.kind != "O":  # the loop's `x[i]` is a NumPy scalar
+        _scalars.mark(out)
+    return out
 
 
 def _read_only_tracer(x: Any) -> Any:

@@ -52,6 +52,12 @@ def is_scalar(x: Tracer) -> bool:
     return x.ndim == 0 and getattr(x, "_scalar", False)
 
 
+def is_float64_scalar(x: Tracer) -> bool:
+    """Whether the example's value of `x` is an `np.float64` (a subclass of Python's
+    float: `1j * x` is Python's complex arithmetic, a Python complex)."""
+    return getattr(x, "_scalar", False) is True and x.ndim == 0 and x.dtype == np.float64
+
+
 def picks_element(idx: Any) -> bool:
     """Whether `x[idx]` with a 0-d result is a scalar: no Ellipsis (`x[...]` is a 0-d
     array), and no boolean index."""

@@ -171,12 +171,18 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _example(x: np.ndarray) -> Any:
+    """An argument of one example as the loop `for x in X` gives it: a copy, a NumPy
+    scalar where it is 0-d (`s += y` rebinds a scalar, where it writes into a 0-d array)."""
+    return x[()] if x.ndim == 0 else x.copy()
+
+
 def example_args(case: Case, i: int, examples: list | None = None) -> list:
     """Example `i`'s arguments as vmap shows them: unmapped ones are read-only."""
     examples = case.examples if examples is None else examples
     proto = first_example(case)
     return [
-        _read_only(proto[j]) if case.in_axes[j] is None else examples[i][j].copy()
+        _read_only(proto[j]) if case.in_axes[j] is None else _example(examples[i][j])
         for j in range(len(case.program.args))
     ]
 

@@ -225,6 +225,7 @@ def _binary(ufunc: np.ufunc) -> tuple:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
+    complex_first = ufunc in (np.add, np.subtract, np.multiply, np.true_divide, np.power)
 
     def weak_op(a: Any, b: Any) -> Any:
         (a, b), python = _scalars.strengthen((a, b))
@@ -247,6 +248,9 @@ def _binary(ufunc: np.ufunc) -> tuple:
         return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
+        if type(other) is complex and complex_first and _scalars.is_float64_scalar(self):
+            # np.float64 is a Python float: `1j * x` is Python's complex arithmetic
+            return _scalars.mark_weak(bind(prim, (other, self), {}))
         if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
             return weak_op(other, self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:

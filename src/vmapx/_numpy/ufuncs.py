@@ -466,7 +466,15 @@ defelementwise(np.subtract, 1, -1)
 defelementwise(np.negative, -1)
 defelementwise(np.positive, 1)
 defelementwise(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
-defelementwise(np.divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
+
+
+def _divide_dx(ans: Any, x: Any, y: Any) -> Any:
+    if type(y) in (int, float, complex, bool) and y == 0:  # (Python's 1 / 0 raises)
+        return np.divide(1, y).item()  # inf (or nan), as NumPy's `x / 0`, and a warning
+    return 1 / y
+
+
+defelementwise(np.divide, _divide_dx, lambda ans, x, y: -ans / y)
 defelementwise(np.reciprocal, lambda ans, x: -ans * ans)
 defelementwise(np.square, lambda ans, x: 2 * x)
 defelementwise(np.sqrt, lambda ans, x: 0.5 / ans)
