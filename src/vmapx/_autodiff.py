@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core, _scaled
+from . import _config, _core, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
@@ -173,6 +173,9 @@ class ADTracer(Tracer):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._leave_error()
+
+
+_payload.INNER[ADTracer] = lambda t: t.primal
 
 
 class JVPTracer(ADTracer):
@@ -665,7 +668,10 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
             zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
 
             def push(*ts: Any) -> Any:
-                t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                try:
+                    t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                except NoRule as e:  # (raised here, when the pullback runs)
+                    raise _no_rule(trace, prim, e.argnum, "reverse-mode (VJP)") from None
                 if _is_multi(ans):
                     t = [None] * len(ans) if t is None else t
                     return tuple(
