@@ -152,9 +152,11 @@ class BatchGenerator:
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
+            size = a.get("size")  # (`_elementwise` takes it out of `a`)
             out = self._elementwise(name, a)
-            # one number per example: the loop gets a Python float/int (weakly typed)
-            return out if name == "integers" or a.get("size") is not None else mark_weak(out)
+            # one number per example without size=: the loop gets a Python float (weakly
+            # typed); with size=() a 0-d array
+            return out if name == "integers" or size is not None else mark_weak(out)
         return self._per_example(name, a)
 
     def _into(self, name: str, a: dict, out: Any) -> Any:

@@ -649,9 +649,7 @@ def op_setitem(c: Ctx) -> list[str]:
     i = c.integer(-n, n - 1)
     kinds = {"b": "b", "i": "bi", "f": "bif", "c": "bifc"}[kind(v)]
     val = c.other(x, kinds) if c.coin() else literal(c, kinds)
-    # KNOWN DEFECT (found, test_fuzz_found.py): `v[i] = y` with y of shape (1,) raises in
-    # NumPy 2 but not under vmap: a value written into one element is a scalar here
-    elem = val if v.ndim > 1 else c.choice(["1", "True", f"{x}[-1]"])
+    elem = val if v.ndim > 1 or c.coin(0.3) else c.choice(["1", "True", f"{x}[-1]"])
     rhs = c.choice([f"{{t}}[{i}] = {elem}", f"{{t}}[...] = {val}", "{t}[{t} > 0] = 0",
                     "{t}[1:] = {t}[:-1]", f"{{t}}[[0, -1]] = {literal(c, kinds)}",
                     f"{{t}}[..., 0] = {literal(c, kinds)}",
@@ -681,10 +679,7 @@ def op_inplace_functions(c: Ctx) -> list[str]:
     v = c.val(x)
     forms = ["{t}.sort()", "{t}.fill(2)", "np.put({t}, [0], 5)",
              "np.place({t}, {t} > 0, 3)", "np.putmask({t}, {t} < 0, 0)"]  # fmt: skip
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.copyto(unsigned value, python int)
-    # raises TypeError under vmap; left out for unsigned values
-    if v.dtype.kind != "u":
-        forms.append("np.copyto({t}, 1)")
+    forms.append("np.copyto({t}, 1)")
     if v.ndim == 2 and v.shape[0] == v.shape[1]:
         forms.append("np.fill_diagonal({t}, 1)")
     return [f"{{t}} = {x}.copy()", c.choice(forms)]
@@ -729,13 +724,11 @@ def op_sort_complex(c: Ctx) -> str:
 def op_sets(c: Ctx) -> str:
     x = c.pick("bi", lo=1)
     c.tag("data_shape")
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.union1d/np.setdiff1d with a list
-    # argument raise TypeError under vmap; they get arrays here (write `[3]` to re-enable)
     return c.choice([f"np.unique({x})", f"np.isin({x}, [0, 2])",
                      f"np.bincount(np.abs({x}))",
                      f"np.in1d({x}, [1])" if not NUMPY2 else f"np.isin({x}, [1])",
-                     f"np.union1d({x}, np.array([3]))",
-                     f"np.setdiff1d({x}, np.array([0]))"])  # fmt: skip
+                     f"np.union1d({x}, [3])", f"np.setdiff1d({x}, [0])",
+                     f"np.intersect1d([0, 1], {x})"])  # fmt: skip
 
 
 # ---------------------------------------------------------------- linear algebra
@@ -955,9 +948,7 @@ def op_draw(c: Ctx) -> str:
     if not c.has_gen:
         raise Skip
     c.tag("draw")
-    # KNOWN DEFECT (found, test_fuzz_found.py): a draw of size=() is taken as a Python
-    # scalar (weak in NumPy 2's promotion) under vmap: no size=() here
-    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)"])
+    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)", "()"])
     r = c.rng.random()
     # a Python number per example (no size=, 0-d parameters) is used with an array: alone,
     # a later `.dtype` or `.shape` of it raises in the loop (a traced value has them)

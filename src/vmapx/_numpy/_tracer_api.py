@@ -67,14 +67,12 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
     """`np.copyto` writes into `dst`: functionally when `dst` is traced."""
+    if isinstance(dst, Tracer):  # NumPy's casting check (and error) on a stand-in
+        number = type(src) in (int, float, complex, bool)  # (weak in NumPy 2: `copyto(u8, 1)`)
+        probe = src if number else np.zeros((), np.result_type(src))
+        np.copyto(np.zeros((), dst.dtype), probe, casting=casting)
     if where is not True:
         src = np.where(where, src, dst)
-    if isinstance(dst, Tracer):
-        if not np.can_cast(np.result_type(src), dst.dtype, casting=casting):
-            raise TypeError(
-                f"Cannot cast array data from {np.result_type(src)} to {dst.dtype} "
-                f"according to the rule {casting!r}"
-            )
     assign(dst, src)
 
 
@@ -136,9 +134,24 @@ def _check_writeable(target: Tracer) -> None:
         raise ValueError("assignment destination is read-only")
 
 
+def _sequence_into_element(target: Tracer, idx: Any, value: Any) -> bool:
+    """Whether `target[idx] = value` writes an array of one or more dimensions, or a
+    list, into one element (integer indices, one per axis), which NumPy 2 refuses."""
+    items = idx if type(idx) is tuple else (idx,)
+    if len(items) != target.ndim or not all(
+        isinstance(i, int | np.integer) and not isinstance(i, bool | np.bool_) for i in items
+    ):
+        return False
+    if type(value) in (list, tuple):
+        return True
+    return (value.ndim if isinstance(value, Tracer) else np.ndim(value)) > 0
+
+
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
     _check_writeable(target)
+    if NUMPY2 and _sequence_into_element(target, idx, value):  # (NumPy 1.26 warns)
+        raise ValueError("setting an array element with a sequence.")
     if _masked._pending.stand_ins:
         whole = _masked.written_back(target, idx, value)
         if whole is not None:
