@@ -105,6 +105,19 @@ def any_weak(operands: tuple) -> bool:
     return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
 
 
+def bools_as_ints(operands: tuple) -> tuple:
+    """Where every operand is a Python bool (one traced at least), the traced ones as
+    Python ints: Python's arithmetic on bools is on ints (`~True` is -2, `True + True`
+    is 2, where NumPy's bools give False and True)."""
+    weak = [_weak_type(x) for x in operands]
+    if not all(w is bool for w in weak):
+        return operands
+    return tuple(
+        mark_weak(x.astype(np.result_type(0))) if isinstance(x, Tracer) else int(x)
+        for x in operands
+    )
+
+
 def strengthen(operands: tuple) -> tuple[tuple, bool]:
     """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
     the other operands, and whether all are Python numbers (then the result is one)."""

@@ -28,18 +28,13 @@ from vmapx.errors import VmapxError
 # KNOWN DEFECTS: a program with one of these tags is left out of the named checks until
 # the defect is fixed (then delete the line to re-enable it).
 DERIVATIVES = {"grad", "vmap_grad", "jac", "jit_grad", "grad_of_vmap"}
-KNOWN_DEFECT_TAGS: dict[str, set[str]] = {
-    # (found) grad/jvp of np.polyval with list coefficients raise IndexError
-    "polyval": DERIVATIVES,
-    # (found) grad of U of a full svd leaks vmapx's internal NoRule
-    "svd_u": DERIVATIVES,
-}
+KNOWN_DEFECT_TAGS: dict[str, set[str]] = {}
 # KNOWN DEFECTS of two constructs together: the checks left out where a program has both
 LOOP_CHECKS = {"vmap", "chunked", "jit", "nested", "same", "threads", "axis_size", "zero"}
 KNOWN_DEFECT_PAIRS: list[tuple[frozenset[str], set[str]]] = [
-    # (found) np.allclose/np.array_equal give a Python bool, under vmap a bool array:
-    # `~` of it is -2 in the loop and False under vmap; `.astype` raises in the loop only
-    (frozenset({"python_bool", "op:unary_operator"}), LOOP_CHECKS),
+    # (a limit, not a defect) np.allclose/np.array_equal give a Python bool, under vmap a
+    # traced 0-d value (with Python's arithmetic): it has `.astype`, which the loop's bool
+    # lacks (AttributeError there)
     (frozenset({"python_bool", "op:astype"}), LOOP_CHECKS),
 ]
 # constructs some checks cannot judge (not defects): the reason is beside each

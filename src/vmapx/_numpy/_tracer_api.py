@@ -243,8 +243,11 @@ def _binary(ufunc: np.ufunc) -> tuple:
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
     complex_first = ufunc in (np.add, np.subtract, np.multiply, np.true_divide, np.power)
+    python_int_of_bools = complex_first or ufunc in (np.floor_divide, np.remainder)
 
     def weak_op(a: Any, b: Any) -> Any:
+        if python_int_of_bools:  # (True + True is 2: Python's bools are ints)
+            a, b = _scalars.bools_as_ints((a, b))
         (a, b), python = _scalars.strengthen((a, b))
         out = bind(prim, (a, b), {})
         return _scalars.mark_weak(out) if python else _scalars.mark(out)
@@ -298,6 +301,8 @@ def _unary(ufunc: np.ufunc) -> Any:
     prim = ufunc_primitive(ufunc, "__call__")
 
     def op(self: Tracer) -> Any:
+        if _scalars.SEEN.weak:  # (~True is -2: Python's bools are ints)
+            (self,) = _scalars.bools_as_ints((self,))
         out = bind(prim, (self,), {})
         weak = _scalars.SEEN.weak and _scalars.any_weak((self,))
         return _scalars.mark_weak(out) if weak else _scalars.mark(out)

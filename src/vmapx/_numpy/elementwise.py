@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _scalars
 from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
@@ -187,7 +188,7 @@ def _allclose_rule(func: Callable) -> Callable:
         present = [(p, n) for p, n in enumerate(names) if len(args) > p or n in kwargs]
         values = aligned_operands(trace, [get_arg(args, kwargs, p, n) for p, n in present])
         close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))
-        return _all_per_example(trace, close)
+        return _scalars.mark_weak(_all_per_example(trace, close))  # (a Python bool)
 
     return rule
 
@@ -208,7 +209,7 @@ def _array_equal_rule(func: Callable) -> Callable:
         if get_arg(args, kwargs, 2, "equal_nan", False):
             if not all(np.dtype(_dtype(x)).kind in "iub" for x in (a, b)):
                 same = same | (np.isnan(va) & np.isnan(vb))
-        return _all_per_example(trace, same)
+        return _scalars.mark_weak(_all_per_example(trace, same))  # (a Python bool)
 
     return rule
 

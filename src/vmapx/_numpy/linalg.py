@@ -639,9 +639,9 @@ defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
 def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
              hermitian: bool = False) -> Any:  # fmt: skip
     """JAX's `svd_jvp_rule` (reduced factors: a square matrix, or full_matrices=False)."""
-    m, n = np.shape(a)[-2:]
-    if compute_uv and full_matrices and m != n:
+    if _svd_undetermined(a, full_matrices, compute_uv):
         raise NoRule(0, "jvp")  # the extra singular vectors are not determined
+    m, n = np.shape(a)[-2:]
     if hermitian:  # NumPy reads one triangle (through eigh)
         t = _from_triangle(t, False)
     if compute_uv:
@@ -674,7 +674,24 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: b
     return du, ds, _h(dv)
 
 
-_defjvp_multi(np.linalg.svd, _svd_jvp)
+def _svd_undetermined(a: Any, full_matrices: bool, compute_uv: bool) -> bool:
+    """Whether `svd` gives singular vectors that its derivative does not determine (the
+    extra ones of `full_matrices=True` for a matrix that is not square)."""
+    m, n = np.shape(a)[-2:]
+    return bool(compute_uv and full_matrices and m != n)
+
+
+def _svd_vjp(ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
+             hermitian: bool = False) -> Callable:  # fmt: skip
+    """The transposed JVP, refused when the VJP is made (the pullback runs later, where
+    the rule's refusal would not be turned into a DifferentiationError)."""
+    if _svd_undetermined(a, full_matrices, compute_uv):
+        raise NoRule(0, "vjp")
+    return _transposed(_svd_jvp)(ans, a, full_matrices, compute_uv, hermitian)
+
+
+defjvp(np.linalg.svd, _svd_jvp)
+defvjp(np.linalg.svd, _svd_vjp)
 defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
 
 
