@@ -367,3 +367,12 @@ def test_python_complex_times_a_float64_example_is_a_python_complex():
     # np.float64 is a Python float: `1j * x` is a Python complex, weak against complex64
     f = lambda x: (1j * x) * np.ones(2, np.complex64)  # noqa: E731
     check_vmap(f, [np.array([1.5, -2.0])])
+
+
+def test_derivatives_of_sort_complex_and_nextafter():
+    x = np.array([0.3, -1.2, 0.7])
+    vmapx.check_grads(lambda x: np.real(np.sort_complex(x)) * np.arange(3.0), [x], order=2)
+    z = np.array([0.3 + 1j, -1.2 - 0.5j, 0.8 - 2j])
+    vmapx.check_grads(lambda z: np.sort_complex(z) * np.arange(3.0), [z], order=1)
+    vmapx.check_grads(lambda x: np.nextafter(x, 2.0) * x, [x], order=1, eps=1e-4)
+    assert np.all(vmapx.grad(lambda y: np.sum(np.nextafter(x, y)))(x) == 0)

@@ -141,6 +141,7 @@ def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
 
 
 defpermutation(np.sort, _sort_perm, axis_at=1)
+defpermutation(np.sort_complex, _sort_perm, axis_at=1)  # (by real part, then imaginary)
 defpermutation(np.partition, _partition_perm, axis_at=2)
 
 

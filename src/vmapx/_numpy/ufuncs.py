@@ -521,6 +521,7 @@ defelementwise(np.remainder, 1, lambda ans, x, y: -np.floor(x / y))
 defelementwise(
     np.copysign, lambda ans, x, y: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None
 )
+defelementwise(np.nextafter, 1, None)  # x1 moved by one unit in the last place
 defelementwise(np.ldexp, lambda ans, x, i: np.ldexp(np.ones_like(ans), i), None)
 defjvp(np.conjugate, lambda t, ans, x, **kw: np.conjugate(t))
 defvjp(np.conjugate, lambda ans, x, **kw: np.conjugate)
