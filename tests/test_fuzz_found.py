@@ -376,3 +376,19 @@ def test_derivatives_of_sort_complex_and_nextafter():
     vmapx.check_grads(lambda z: np.sort_complex(z) * np.arange(3.0), [z], order=1)
     vmapx.check_grads(lambda x: np.nextafter(x, 2.0) * x, [x], order=1, eps=1e-4)
     assert np.all(vmapx.grad(lambda y: np.sum(np.nextafter(x, y)))(x) == 0)
+
+
+@pytest.mark.parametrize("func", [np.nan_to_num, np.real, np.squeeze, np.sinc, np.fix])
+def test_in_place_operator_on_a_scalar_from_a_function_rebinds(func):  # noqa: ANN001
+    def f(x):  # noqa: ANN001, ANN202
+        s = func(x).copy()  # x[i] is a scalar, and so is func of it
+        s += np.array([1.0, 2.0])
+        return s
+
+    check_vmap(f, [np.array([-0.5, 2.0])])
+
+
+def test_grad_of_the_inf_norm_of_an_empty_vector():
+    f = lambda x: np.linalg.norm(x[:0] + x[0], np.inf) + x[1]  # noqa: E731
+    np.testing.assert_array_equal(vmapx.grad(f)(np.ones(2)), [0.0, 1.0])
+    check_vmap(lambda x: np.linalg.norm(x[:, :0], np.inf, axis=1), [np.ones((2, 3, 2))])

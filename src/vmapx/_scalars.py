@@ -28,11 +28,18 @@ SCALAR_FUNCTIONS = frozenset(
         np.count_nonzero, np.dot, np.vdot, np.inner, np.einsum, np.trace, np.clip,
         np.round, np.around, np.interp, getattr(np, "amax", None), getattr(np, "amin", None),
         getattr(np, "trapezoid", None), getattr(np, "trapz", None),
+        np.nan_to_num, np.angle, np.sinc, np.fix, np.isreal, np.iscomplex, np.isneginf,
+        np.isposinf,
         np.linalg.det, np.linalg.norm, getattr(np.linalg, "vector_norm", None),
         getattr(np.linalg, "matrix_norm", None), getattr(np.linalg, "vecdot", None),
     )
     if f is not None
 )  # fmt: skip
+
+
+# NumPy functions that give a scalar for a scalar (they call its methods: `x.real`) and a
+# 0-d array for a 0-d array
+SCALAR_PRESERVING = frozenset((np.real, np.imag, np.squeeze, np.transpose, np.flip))
 
 
 def mark(out: Any) -> Any:

@@ -93,7 +93,10 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:
-        if func in _scalars.SCALAR_FUNCTIONS:
+        if func in _scalars.SCALAR_FUNCTIONS or (
+            func in _scalars.SCALAR_PRESERVING and args and isinstance(args[0], Tracer)
+            and _scalars.is_scalar(args[0])
+        ):  # fmt: skip
             return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}

@@ -146,7 +146,7 @@ def _nan_to_num(
     out = bind(primitive(np.nan_to_num), (x,), {"nan": nan, "posinf": posinf, "neginf": neginf})
     if not copy and isinstance(x, Tracer):
         return assign(x, out)
-    return out
+    return _scalars.mark(out)  # (a scalar where 0-d, as NumPy's)
 
 
 IN_PLACE[np.nan_to_num] = _nan_to_num

@@ -771,8 +771,8 @@ def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False
 
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     absx = np.abs(x)
-    if ord == np.inf:
-        return np.max(absx, axis=axis)
+    if ord == np.inf:  # (0 for an empty vector, as NumPy's)
+        return np.max(absx, axis=axis, initial=0)
     if ord == -np.inf:
         return np.min(absx, axis=axis)
     if ord == 0:
