@@ -23,7 +23,7 @@ from .._autodiff import (
     defvjp,
     defvjp_argnum,
     defzero,
-    partial,
+    partial_value,
     stop_gradient_leaf,
 )
 from .._batching import (
@@ -448,6 +448,12 @@ def _sign_vjp(ans: Any, x: Any, **kwargs: Any) -> Any:
     return lambda g: a * g + np.conj(b * g)
 
 
+def _divide_dx(ans: Any, x: Any, y: Any) -> Any:
+    if type(y) in (int, float, complex, bool) and y == 0:  # (Python's 1 / 0 raises)
+        return np.divide(1, y).item()  # inf (or nan), as NumPy's `x / 0`, and a warning
+    return 1 / y
+
+
 def _pow_dx(ans: Any, x: Any, y: Any) -> Any:
     if isinstance(y, int | float):  # x ** 2 is the common case
         return 2 * x if y == 2 else y * x ** (y - 1) if y != 0 else 0
@@ -468,14 +474,6 @@ defelementwise(np.subtract, 1, -1)
 defelementwise(np.negative, -1)
 defelementwise(np.positive, 1)
 defelementwise(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
-
-
-def _divide_dx(ans: Any, x: Any, y: Any) -> Any:
-    if type(y) in (int, float, complex, bool) and y == 0:  # (Python's 1 / 0 raises)
-        return np.divide(1, y).item()  # inf (or nan), as NumPy's `x / 0`, and a warning
-    return 1 / y
-
-
 defelementwise(np.divide, _divide_dx, lambda ans, x, y: -ans / y)
 defelementwise(np.reciprocal, lambda ans, x: -ans * ans)
 defelementwise(np.square, lambda ans, x: 2 * x)
@@ -533,8 +531,7 @@ defelementwise(
     None,
     lambda ans, x1, x2: np.where(np.equal(x1, 0), np.ones_like(ans), np.zeros_like(ans)),
 )
-defzero([np.floor, np.ceil, np.trunc, np.rint, np.floor_divide,
-         np.spacing, np.fix])  # fmt: skip
+defzero([np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.spacing])
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name
@@ -674,8 +671,8 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     n = x.shape[-1]
     prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
-    a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
-    b = np.broadcast_to(partial(derivs[1], ans, prev, cur), ans.shape)
+    a = np.broadcast_to(partial_value(derivs[0], ans, prev, cur), ans.shape)
+    b = np.broadcast_to(partial_value(derivs[1], ans, prev, cur), ans.shape)
     ones = np.ones_like(out, shape=out.shape[:-1] + (1,))
     a = np.concatenate([ones, a], axis=-1)
     b = np.concatenate([ones, b], axis=-1)
