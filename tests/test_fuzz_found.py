@@ -392,3 +392,17 @@ def test_grad_of_the_inf_norm_of_an_empty_vector():
     f = lambda x: np.linalg.norm(x[:0] + x[0], np.inf) + x[1]  # noqa: E731
     np.testing.assert_array_equal(vmapx.grad(f)(np.ones(2)), [0.0, 1.0])
     check_vmap(lambda x: np.linalg.norm(x[:, :0], np.inf, axis=1), [np.ones((2, 3, 2))])
+
+
+@pytest.mark.parametrize("func", [
+    np.linalg.cond, np.linalg.matrix_rank, lambda a: np.linalg.slogdet(a)[1],
+    lambda a: np.polyval([1.0, 2.0], a[0, 0]), lambda a: np.corrcoef(a[0], a[1]),
+    lambda a: np.searchsorted(a[0], 0.5),
+])  # fmt: skip
+def test_in_place_operator_on_a_scalar_from_linalg_rebinds(func):  # noqa: ANN001
+    def f(a):  # noqa: ANN001, ANN202
+        s = func(a).copy()  # a NumPy scalar
+        s += np.array([1.0, 2.0])
+        return s
+
+    check_vmap(f, [np.arange(8.0).reshape(2, 2, 2) ** 2 + 1])

@@ -29,7 +29,8 @@ SCALAR_FUNCTIONS = frozenset(
         np.round, np.around, np.interp, getattr(np, "amax", None), getattr(np, "amin", None),
         getattr(np, "trapezoid", None), getattr(np, "trapz", None),
         np.nan_to_num, np.angle, np.sinc, np.fix, np.isreal, np.iscomplex, np.isneginf,
-        np.isposinf,
+        np.isposinf, np.polyval, np.corrcoef, np.searchsorted, np.linalg.cond,
+        np.linalg.matrix_rank, np.linalg.slogdet, getattr(np.linalg, "trace", None),
         np.linalg.det, np.linalg.norm, getattr(np.linalg, "vector_norm", None),
         getattr(np.linalg, "matrix_norm", None), getattr(np.linalg, "vecdot", None),
     )
@@ -47,7 +48,7 @@ def mark(out: Any) -> Any:
     they are 0-d; return `out`."""
     if isinstance(out, Tracer):
         out._scalar = True
-    elif type(out) is tuple:
+    elif isinstance(out, tuple):  # (also NumPy's named results: slogdet's)
         for o in out:
             if isinstance(o, Tracer):
                 o._scalar = True
