@@ -350,8 +350,8 @@ defcomposite(np.linalg.qr, _qr_impl)
 
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     absx = np.abs(x)
-    if ord == np.inf:  # (0 for an empty vector, as NumPy's)
-        return np.max(absx, axis=axis, initial=0)
+    if ord == np.inf:  # (0 for an empty vector, as NumPy 2's; NumPy 1.26 raises)
+        return np.max(absx, axis=axis, **({"initial": 0} if NUMPY2 else {}))
     if ord == -np.inf:
         return np.min(absx, axis=axis)
     if ord == 0:
