@@ -413,3 +413,26 @@ def test_in_place_operator_on_a_scalar_from_linalg_rebinds(func):  # noqa: ANN00
         return s
 
     check_vmap(f, [np.arange(8.0).reshape(2, 2, 2) ** 2 + 1])
+
+
+def _choose_then_add(x: np.ndarray, g: np.random.Generator) -> np.ndarray:
+    s = g.choice(x.ravel()).copy()  # a NumPy scalar
+    s += x
+    return s
+
+
+def test_in_place_operator_on_a_choice_without_size_rebinds():
+    x = np.array([[0.5, -2.0], [1.0, 3.0]])
+    got = vmapx.vmap(_choose_then_add, in_axes=(0, None), randomness="different")(
+        x, np.random.default_rng(0)
+    )
+    g = np.random.default_rng(0)
+    np.testing.assert_array_equal(got, np.stack([_choose_then_add(v, g) for v in x]))
+
+
+@pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26's norms of an empty matrix raise")
+@pytest.mark.parametrize("order", [1, np.inf])
+def test_grad_of_the_norm_of_an_empty_matrix(order):  # noqa: ANN001
+    np.testing.assert_array_equal(
+        vmapx.grad(lambda x: np.linalg.norm(x, order))(np.zeros((3, 0))), np.zeros((3, 0))
+    )

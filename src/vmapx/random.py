@@ -44,7 +44,7 @@ from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
 from ._core import _state, user_frame_location
-from ._scalars import mark_weak
+from ._scalars import mark, mark_weak
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -160,7 +160,9 @@ class BatchGenerator:
             # one number per example without size=: the loop gets a Python float (weakly
             # typed); with size=() a 0-d array
             return out if name == "integers" or size is not None else mark_weak(out)
-        return self._per_example(name, a)
+        out = self._per_example(name, a)
+        # `choice` without size= gives a NumPy scalar (`s += y` rebinds it)
+        return mark(out) if name == "choice" and a.get("size") is None else out
 
     def _into(self, name: str, a: dict, out: Any) -> Any:
         """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it

@@ -378,7 +378,9 @@ def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
         sums = np.sum(np.abs(x), axis=-1)
     else:
         return NotImplemented
-    return np.max(sums, axis=-1) if ord in (1, np.inf) else np.min(sums, axis=-1)
+    if ord in (1, np.inf):  # (0 for an empty matrix, as NumPy 2's; NumPy 1.26 raises)
+        return np.max(sums, axis=-1, **({"initial": 0} if NUMPY2 else {}))
+    return np.min(sums, axis=-1)
 
 
 def _matrix_norm_impl(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
