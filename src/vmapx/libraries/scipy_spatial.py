@@ -10,8 +10,9 @@ from . import _adapter
 from ._adapter import Unsupported, adapts
 
 # the library's own functions, taken before `install` puts the adapters in their place
-_LIBRARY = {name: getattr(sd, name) for name in ("euclidean", "sqeuclidean", "cityblock",
-            "chebyshev", "cosine", "correlation", "braycurtis", "canberra", "minkowski")}  # fmt: skip
+_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
+            "braycurtis", "canberra")  # fmt: skip
+_LIBRARY = {name: getattr(sd, name) for name in (*_METRICS, "minkowski")}
 
 
 def _metric(u, v, metric, p=2.0):
@@ -102,8 +103,7 @@ def _vector_metric(name):
     return adapts("scipy.spatial.distance", name, ("u", "v", "w"))(lowering)
 
 
-for _name in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
-              "braycurtis", "canberra"):  # fmt: skip
+for _name in _METRICS:
     _vector_metric(_name)
 
 
