@@ -116,3 +116,59 @@ def test_adapted_function_binds_as_a_method_like_the_library_function():
     with pytest.raises(ValueError) as adapted_error:
         s.solve(np.eye(2))
     assert str(adapted_error.value) == str(original_error.value)
+
+
+def _draws(f, make_rng, x):
+    """`vmap(f)(x)` and the loop's results, each from a fresh generator."""
+    make_rng()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmapx.vmap(f, randomness="different")(x)
+    make_rng()
+    return got, np.stack([f(example) for example in x])
+
+
+def test_generator_in_a_closure_dict_gives_the_loops_numbers():
+    state = {}
+
+    def reset():
+        state["rng"] = np.random.default_rng(3)
+
+    got, expected = _draws(lambda x: x + state["rng"].normal(), reset, np.zeros(3))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_generator_of_an_attribute_object_gives_the_loops_numbers():
+    class Streams:
+        pass
+
+    class Model:
+        def __init__(self):
+            self.parts = Streams()
+
+        def noisy(self, x):
+            return x + self.parts.rng.normal(size=2)
+
+    model = Model()
+
+    def reset():
+        model.parts.rng = np.random.default_rng(5)
+
+    got, expected = _draws(model.noisy, reset, np.zeros((3, 2)))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_generator_in_a_partials_list_gives_the_loops_numbers():
+    import functools
+
+    rngs = []
+
+    def noisy(x, streams):
+        return x + streams[0].normal()
+
+    def reset():
+        rngs[:] = [np.random.default_rng(6)]
+
+    f = functools.partial(noisy, streams=rngs)
+    got, expected = _draws(f, reset, np.zeros(3))
+    np.testing.assert_array_equal(got, expected)
