@@ -310,7 +310,8 @@ def batch_aware(rng: Any) -> Any:
     otherwise vmap runs `f` as the loop where it notices the draws, and every example
     gets the same numbers where it does not (one held deeper than `self.model.rng`).
     (A generator passed as an argument also keeps the loop's numbers when vmap
-    falls back to a per-example loop, and replays across chunks with randomness="same"; this one does not.)
+    falls back to a per-example loop, and replays across chunks with
+    randomness="same"; this one does not.)
 
     **Example:**
 
