@@ -172,3 +172,21 @@ def test_generator_in_a_partials_list_gives_the_loops_numbers():
     f = functools.partial(noisy, streams=rngs)
     got, expected = _draws(f, reset, np.zeros(3))
     np.testing.assert_array_equal(got, expected)
+
+
+STATS_SPLIT = [("laplace", "logcdf"), ("laplace", "logsf"), ("cauchy", "logpdf"),
+               ("cauchy", "logcdf"), ("cauchy", "logsf"), ("gumbel_r", "logsf"),
+               ("gumbel_l", "logcdf")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("dist", "method"), STATS_SPLIT)
+def test_stats_methods_with_two_formulas_batch_and_differentiate(dist, method):
+    # SciPy computes them with `apply_where`, which writes into a plain array: the loop ran
+    # under vmap, and grad raised
+    st = pytest.importorskip("scipy.stats")
+    fun = getattr(getattr(st, dist), method)
+    x = np.array([[-40.0, -2.0, -0.3, 0.0], [0.4, 3.0, 1e10, -1e10]])
+    with np.errstate(all="ignore"):
+        check_vmap(lambda v, m: fun(v, m, 1.5), (x, np.array([0.1, -0.2])), rtol=1e-12)
+    z = np.array([-2.5, -0.4, 0.3, 2.0])
+    vmapx.check_grads(lambda v, m, s: np.sum(fun(v, m, s)), (z, 0.1, 1.3), order=2)
