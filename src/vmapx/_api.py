@@ -214,7 +214,10 @@ def _auto_chunked(
     chunk = None if key is None else auto.chunk_for(key)
     start = time.perf_counter()
     if chunk is not None:
-        workers = _workers(opts) if auto.threaded(key) else 1
+        # (values of an outer transform or of a `jit` recording: chunk after chunk, in
+        # this thread, whose trace stack they belong to)
+        traced = any(isinstance(x, Tracer) for x in leaves)
+        workers = _workers(opts) if auto.threaded(key) and not traced else 1
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers)
         auto.observe_chunked(key, time.perf_counter() - start)
         return out

@@ -401,8 +401,8 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    out = np.copy(self)  # (a NumPy scalar's `.copy()` is a scalar: `s += y` rebinds it)
-    return _scalars.mark(out) if _scalars.is_scalar(self) else out
+    out = np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
+    return _scalars.mark(out) if _scalars.is_scalar(self) else out  # (a scalar's copy: one)
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
