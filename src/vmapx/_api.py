@@ -12,7 +12,16 @@ from typing import Any, ParamSpec, cast
 
 import numpy as np
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _payload
+from . import (
+    _autochunk,
+    _config,
+    _dask,
+    _kwargs_notice,
+    _legacy_random,
+    _parallel,
+    _payload,
+    _scalars,
+)  # fmt: skip
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
@@ -474,10 +483,20 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
     elif axis is None:
         return _read_only(x)
     if axis is None:
-        return x
+        return _read_only_tracer(x)
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
-    return BatchTracer(trace, x)
+    out = BatchTracer(trace, x)
+    if np.ndim(x) == 1 and x.dtype.kind != "O":  # the loop's `x[i]` is a NumPy scalar
+        _scalars.mark(out)
+    return out
+
+
+def _read_only_tracer(x: Any) -> Any:
+    """`x`, or where it is a traced plain array (`jit`'s recording: it has
+    `read_only_view`) the same value read-only, as `_read_only` makes a plain array."""
+    view = getattr(x, "read_only_view", None) if isinstance(x, Tracer) else None
+    return x if view is None else view()
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
@@ -508,7 +527,7 @@ def _unbatch_outputs(
     trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: Sequence[Any] = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
-        return _own(out.val, inputs)  # the common case: one batched array
+        return _own(_as_stacked(out), inputs)  # the common case: one batched array
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
     axes = output_axes(out_axes, out, treedef)
     results = []
@@ -524,7 +543,10 @@ def _unbatch_outputs(
                 )
             results.append(leaf)
             continue
-        val = leaf.val if batched else _broadcast_output(_payload.moved(leaf, trace.like), size)
+        val = (
+            _as_stacked(leaf) if batched
+            else _broadcast_output(_payload.moved(leaf, trace.like), size)
+        )  # fmt: skip
         nd = np.ndim(val)
         if not -nd <= ax < nd:
             raise InAxesError(
@@ -533,6 +555,13 @@ def _unbatch_outputs(
             )
         results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
     return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
+
+
+def _as_stacked(out: BatchTracer) -> Any:
+    """The batched value of `out`, as `np.stack` gives the examples' values (Python
+    numbers per example, a random draw's `float`, stack as float64)."""
+    dtype = _scalars.stacked_dtype(out)
+    return out.val if dtype is None or dtype == out.val.dtype else out.val.astype(dtype)
 
 
 def _own(val: Any, inputs: Sequence[Any]) -> Any:
@@ -872,11 +901,13 @@ def _special_kwargs(trace: BatchTrace, kwargs: dict[Any, Any]) -> dict[Any, Any]
 
 
 def _special_example(x: Any, i: int) -> Any:
-    """Example `i`'s value of an unmapped argument: a copy of an array (each example may
-    write into its own, as in a batched run; never the caller's), the generator stand-in
-    of a special argument."""
+    """Example `i`'s value of an unmapped argument: an array read-only, as in a batched
+    run (`_read_only`: a write raises there, so it must here), the generator stand-in of
+    a special argument."""
     if type(x) is np.ndarray:
-        return x.copy()
+        return _read_only(x)
+    if isinstance(x, Tracer):
+        return _read_only_tracer(x)
     example = getattr(type(x), "_vmapx_example", None)
     return x if example is None else example(x, i)
 

@@ -26,9 +26,11 @@ the loop, so that the numbers stay the loop's.
 **Limits.** Only generators that reach `f` as arguments are batched. One that `f` reads
 from a closure, a global, a partial or a bound method's object would draw once for the
 whole batch: vmap notices that its state moved and runs `f` as the loop; so with NumPy's
-legacy functions (`np.random.normal`, ...): see `vmapx._legacy_random`. One inside a
-container or deeper (`state["rng"]`) is not seen (every example gets the same numbers):
-pass the generator as an argument, or call `vmapx.random.batch_aware(rng)` inside `f`.
+legacy functions (`np.random.normal`, ...), and with one held two levels down in what
+these hold (`state["rng"]`, `self.model.rng`): see `vmapx._legacy_random`. One held
+deeper, or in a container of more than 64 entries, is not seen (every example gets the
+same numbers): pass the generator as an argument, or call
+`vmapx.random.batch_aware(rng)` inside `f`.
 Draws inside a `cond`/`switch`/`while_loop` branch taken by only some examples are
 independent per example, but not in the loop's order.
 """
@@ -44,7 +46,7 @@ from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
 from ._core import _state, user_frame_location
-from ._scalars import mark_weak
+from ._scalars import mark, mark_weak
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -155,10 +157,14 @@ class BatchGenerator:
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
+            size = a.get("size")  # (`_elementwise` takes it out of `a`)
             out = self._elementwise(name, a)
-            # one number per example: the loop gets a Python float/int (weakly typed)
-            return out if name == "integers" or a.get("size") is not None else mark_weak(out)
-        return self._per_example(name, a)
+            # one number per example without size=: the loop gets a Python float (weakly
+            # typed); with size=() a 0-d array
+            return out if name == "integers" or size is not None else mark_weak(out)
+        out = self._per_example(name, a)
+        # `choice` without size= gives a NumPy scalar (`s += y` rebinds it)
+        return mark(out) if name == "choice" and a.get("size") is None else out
 
     def _into(self, name: str, a: dict[Any, Any], out: Any) -> Any:
         """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it
@@ -306,9 +312,10 @@ def batch_aware(rng: Any) -> Any:
     `vmap` swaps only the generators passed to `f` as arguments. For one that `f`
     reaches another way (a closure, a global, an attribute), call this inside `f`:
     otherwise vmap runs `f` as the loop where it notices the draws, and every example
-    gets the same numbers where it does not (`state["rng"]`). (A generator passed as
-    an argument also keeps the loop's numbers when vmap falls back to a per-example
-    loop, and replays across chunks with randomness="same"; this one does not.)
+    gets the same numbers where it does not (one held deeper than `self.model.rng`).
+    (A generator passed as an argument also keeps the loop's numbers when vmap
+    falls back to a per-example loop, and replays across chunks with
+    randomness="same"; this one does not.)
 
     **Example:**
 

@@ -17,15 +17,24 @@ from .. import extend
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
-_SYMMETRIC = {"sym", "symmetric", "her", "hermitian", "pos", "positive definite"}
+# the library's own functions, taken before `install` puts the adapters in their place
+_LIBRARY_EIGH = scipy.linalg.eigh
+_LIBRARY_DET = scipy.linalg.det
+
+_HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
+_SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
 _GENERAL = {None, "gen", "general"}
 
 
-def _from_triangle(a: Any, lower: bool) -> Any:
-    """The Hermitian matrix whose `lower` (or upper) triangle is `a`'s."""
-    tri = np.tril(a) if lower else np.triu(a)
+def _from_triangle(a: Any, lower: bool, hermitian: bool = True) -> Any:
+    """The Hermitian (or, `hermitian=False`, complex symmetric) matrix whose `lower` (or
+    upper) triangle is `a`'s. LAPACK's Hermitian routines read only the real part of the
+    diagonal, and so does this."""
     strict = np.tril(a, -1) if lower else np.triu(a, 1)
-    return tri + np.conj(np.swapaxes(strict, -1, -2))
+    diagonal = np.tril(np.triu(a))
+    if hermitian and np.iscomplexobj(a):
+        return strict + np.conj(np.swapaxes(strict, -1, -2)) + np.real(diagonal)
+    return strict + np.swapaxes(strict, -1, -2) + diagonal
 
 
 def _check_square(a: Any) -> None:
@@ -39,7 +48,7 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
           assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
     _check_square(a)
     if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower)
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     if transposed:
@@ -60,7 +69,7 @@ def inv(
 ) -> Any:
     _check_square(a)
     if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower)
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     return np.linalg.inv(a)
@@ -69,7 +78,8 @@ def inv(
 @adapts("scipy.linalg", "det", ("a",))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
-    return np.linalg.det(a)
+    dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
+    return np.linalg.det(a).astype(dtype)
 
 
 def _cholesky_factor(a: Any, lower: bool) -> Any:
@@ -134,6 +144,33 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
 
+def _library_eigenvectors(a: Any, lower: bool = True, driver: Any = None) -> Any:
+    """SciPy's eigenvectors of each matrix in a stack (plain values)."""
+    flat = np.reshape(a, (-1, *np.shape(a)[-2:]))
+    vectors = [_LIBRARY_EIGH(m, lower=lower, driver=driver)[1] for m in flat]
+    return np.reshape(np.stack(vectors), np.shape(a)) if vectors else np.zeros_like(a)
+
+
+_library_eigenvectors_prim = extend.primitive(
+    _library_eigenvectors, name="scipy.linalg.eigh eigenvectors"
+)
+extend.register_batch_rule(
+    _library_eigenvectors_prim,
+    lambda n, in_batched, a, **kw: (_library_eigenvectors(a, **kw), in_batched[0]),
+)
+
+
+def _as_library_eigenvectors(a: Any, v: Any, lower: bool, driver: Any) -> Any:
+    """`v` (NumPy's eigenvectors) with SciPy's signs (phases), and SciPy's exact values:
+    LAPACK's drivers choose them differently. The derivative is `v`'s, rotated alike."""
+    from .. import stop_gradient
+
+    library = _library_eigenvectors_prim(stop_gradient(a), lower=lower, driver=driver)
+    dots = stop_gradient(np.sum(np.conj(v) * library, axis=-2, keepdims=True))
+    v = v * np.where(np.abs(dots) > 0, dots / np.where(dots == 0, 1, np.abs(dots)), 1)
+    return v + stop_gradient(library - v)
+
+
 @adapts("scipy.linalg", "eigh", ("a",))
 def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
          overwrite_a: Any = False, overwrite_b: Any = False,
@@ -143,11 +180,11 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
-    a = _from_triangle(a, lower)
+    h = _from_triangle(a, lower)
     if eigvals_only:
-        return np.linalg.eigvalsh(a)
-    w, v = np.linalg.eigh(a)
-    return w, v
+        return np.linalg.eigvalsh(h)
+    w, v = np.linalg.eigh(h)
+    return w, _as_library_eigenvectors(a, v, lower, driver)
 
 
 @adapts("scipy.linalg", "eigvalsh", ("a",))
@@ -165,6 +202,8 @@ def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = Fal
 def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: Any = False,
         check_finite: Any = True,
         lapack_driver: Any = "gesdd") -> Any:  # fmt: skip
+    if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
+        raise Unsupported
     if compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh

@@ -34,7 +34,9 @@ def logsumexp(
 
 @adapts("scipy.special", "softmax", ("x",))
 def softmax(x: Any, axis: Any = None) -> Any:
-    e = np.exp(x - _max_for_shift(x, axis))
+    from .. import stop_gradient
+
+    e = np.exp(x - stop_gradient(np.max(x, axis=axis, keepdims=True)))  # SciPy's shift
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
