@@ -13,7 +13,7 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel
+from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _passthrough
 from ._batching import BatchTrace, BatchTracer, _user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -391,7 +391,9 @@ def _run(
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
         legacy = _legacy_random.snapshot()
         try:
-            out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
+            out = _passthrough.call(
+                trace, f, _arguments(treedef, inputs), _special_kwargs(trace, kwargs)
+            )
             _check_outputs_fresh(trace, out)
             if _legacy_random.moved(legacy):
                 _legacy_random.restore(legacy)  # the loop draws the loop's numbers
@@ -401,6 +403,12 @@ def _run(
                 raise
         except Exception as error:
             if trace.pending is None:
+                _passthrough.check_untrusted(trace, error)
+            if trace.pending is None:
+                if _passthrough.retry(f):  # (fallback="error": the converters just found)
+                    pop_trace(trace)
+                    trace = None
+                    return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise
@@ -408,6 +416,8 @@ def _run(
             signal = trace.pending
             pop_trace(trace)
             trace = None
+            if _passthrough.retry(f):  # with tracers passing the converters just found
+                return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             return _whole_function_loop(
                 f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
             )
@@ -417,6 +427,16 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _rerun(f: Callable, opts: _Options, leaves: list, *rest: Any) -> Any:
+    """`_run` again, with the random generators among the arguments as they were
+    before the run that is abandoned."""
+    for leaf in optree.tree_leaves([leaves, rest[2]], is_leaf=_is_leaf):
+        rewind = getattr(type(leaf), "_vmapx_rewind", None)
+        if rewind is not None:
+            rewind(leaf)
+    return _run(f, opts, leaves, *rest)
 
 
 _LEGACY_RANDOM = (

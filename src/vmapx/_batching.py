@@ -10,6 +10,7 @@ down, and wrap batched results with `trace.wrap`.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config, _core
+from . import _config, _core, _frames, _passthrough
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -117,6 +118,7 @@ class BatchTracer(Tracer):
         )
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        _passthrough.learn_caller(sys._getframe(1))  # (a retry may pass `self` there)
         raise self._trace.concretization(
             "`np.asarray`/`np.array` (or a plain NumPy array operation) received a batched "
             "value; a batched value cannot become one plain array",
@@ -172,7 +174,7 @@ class BatchTrace(Trace):
         `fallback="error"` mode, else the signal that re-runs `f` per example."""
         if not self.alive:
             _core._check_trace(self)  # an escaped tracer: say so
-        location = user_frame_location()
+        location = _frames.location()
         if self.fallback == "error":
             return ConcretizationError(
                 f"vmap: {what} at {location}. With fallback='error' vmapx does not run "
