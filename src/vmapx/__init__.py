@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
@@ -74,6 +75,13 @@ __all__ = [
     "while_loop",
 ]
 __version__ = "0.1.0"
+
+# library adapters (SciPy, numpy.polynomial): loaded as each library is imported, if it is
+# installed; `VMAPX_LIBRARIES=0` leaves libraries untouched (see `vmapx.libraries`)
+if os.environ.get("VMAPX_LIBRARIES", "1") != "0":
+    from . import libraries as _libraries
+
+    _libraries.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,12 @@ def _parser() -> argparse.ArgumentParser:
         "--rules", action="store_true", help="add the JVP and VJP columns (derivative rules)"
     )
     coverage.add_argument(
+        "--libraries",
+        action="store_true",
+        help="run the corpus of library functions (vmapx.libraries.corpus): batched or "
+        "fallback per library, wrong answers, speed-up over the loop at batch 16",
+    )
+    coverage.add_argument(
         "--where", action="store_true", help="add the file:line that registered each rule"
     )
     return parser
@@ -50,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import __version__
 
         return _write(__version__)
+    if args.command == "coverage" and args.libraries:
+        from .libraries.corpus import summary_table
+
+        return _write(summary_table())
     if args.command == "coverage":
         from ._coverage import coverage_table
 

@@ -14,7 +14,7 @@ import numpy as np
 import optree
 
 from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _passthrough
-from ._batching import BatchTrace, BatchTracer, _user_stacklevel
+from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
 from .errors import (
@@ -189,7 +189,7 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
         if kwargs and not opts.kwargs_noticed:
-            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, _user_stacklevel() + 1)
+            opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, user_stacklevel() + 1)
     if opts.chunk_size is not None and size > opts.chunk_size:
         workers = 1 if special else _workers(opts)
         return _chunked(f, opts, leaves, treedef, axes, kwargs, size, opts.chunk_size, workers)
@@ -282,7 +282,7 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
     axes: list = []
     for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
-        axes += _leaf_axes(
+        axes += leaf_axes(
             p,
             a,
             lambda e, i=i, p=p, a=a: InAxesError(
@@ -293,7 +293,7 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     return leaves, treedef, axes
 
 
-def _leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list:
+def leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list:
     """The axis of every leaf of `tree`, given a pytree `prefix` of axes."""
     try:
         subtrees = optree.tree_structure(prefix, none_is_leaf=True).flatten_up_to(tree)
@@ -507,7 +507,7 @@ def _unbatch_outputs(
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
         return _own(out.val, inputs)  # the common case: one batched array
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
-    axes = _output_axes(out_axes, out, treedef)
+    axes = output_axes(out_axes, out, treedef)
     results = []
     for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
         batched = isinstance(leaf, BatchTracer) and leaf._trace is trace
@@ -541,8 +541,8 @@ def _own(val: Any, inputs: list) -> Any:
         return val
     if (val.base is None and not any(val is x for x in inputs)) or not val.itemsize:
         return val  # owns its memory: a new array (or has no memory: empty strings)
-    root = _root(val)
-    if _repeats(val) or any(root is _root(x) for x in inputs if type(x) is np.ndarray):
+    root = memory_owner(val)
+    if _repeats(val) or any(root is memory_owner(x) for x in inputs if type(x) is np.ndarray):
         return val.copy()
     with warnings.catch_warnings():  # NumPy warns on reading a broadcast_arrays flag
         warnings.simplefilter("ignore", FutureWarning)
@@ -566,30 +566,30 @@ def fresh_arrays(results: list, inputs: list, copy: list | None = None) -> list:
         if (
             type(r) is np.ndarray
             and r.itemsize
-            and ((copy is not None and copy[k]) or id(_root(r)) in seen)
+            and ((copy is not None and copy[k]) or id(memory_owner(r)) in seen)
         ):
             r = r.copy()
         else:
             r = _own(r, inputs)
         if type(r) is np.ndarray:
-            seen.add(id(_root(r)))
+            seen.add(id(memory_owner(r)))
         out.append(r)
     return out
 
 
-def _root(x: np.ndarray) -> Any:
+def memory_owner(x: np.ndarray) -> Any:
     """The object that owns the memory a view looks into."""
     while isinstance(x, np.ndarray) and x.base is not None:
         x = x.base
     return x
 
 
-def _output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
+def output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
     if isinstance(out_axes, int) or out_axes is None:
         return [out_axes] * treedef.num_leaves
     if isinstance(out_axes, list):
         out_axes = tuple(out_axes)
-    return _leaf_axes(
+    return leaf_axes(
         out_axes,
         out,
         lambda e: InAxesError(
@@ -683,7 +683,7 @@ class _Joined:
         its examples, where they may differ (the loop ran)."""
         if self.treedef is None:
             self.first, self.treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
-            self.axes = _output_axes(self.out_axes, out, self.treedef)
+            self.axes = output_axes(self.out_axes, out, self.treedef)
             self.columns = [
                 None if ax is None else _whole_like(leaf, ax, self.size)
                 if type(leaf) is np.ndarray else []  # (a tracer of an outer transform)
@@ -764,7 +764,7 @@ def _whole_function_loop(
             f"vmap: {signal.what} at {signal.location}; vmapx re-runs the function once per "
             f"example ({size} calls). To stay batched: {signal.fix}.",
             PerformanceWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
     if size == 0:
         raise AxisSizeError(
@@ -807,7 +807,7 @@ def _stack_outputs(results: list, dtypes: list | None = None) -> Any:
 
 def _place_axes(stacked: Any, out_axes: Any) -> Any:
     leaves, treedef = optree.tree_flatten(stacked, is_leaf=_is_leaf)
-    axes = _output_axes(out_axes, stacked, treedef)
+    axes = output_axes(out_axes, stacked, treedef)
     moved = []
     for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
         if ax is None:

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from . import _config, _core, _scaled
-from ._batching import BatchTracer, _user_stacklevel
+from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._registry import ALL, Primitive, builder, each_function, register
@@ -234,7 +234,7 @@ def _dropped_derivative(x: ADTracer, what: str) -> None:
     )
     if _config.config.fallback == "error":
         raise ConcretizationError(message + ".")
-    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=_user_stacklevel())
+    warnings.warn(message + ".", DroppedDerivativeWarning, stacklevel=user_stacklevel())
 
 
 def is_float(x: Any) -> bool:
@@ -665,7 +665,10 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
             zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
 
             def push(*ts: Any) -> Any:
-                t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                try:
+                    t = rule(args, kwargs, ans, dict(zip(argnums, ts, strict=True)))
+                except NoRule as e:  # (raised here, when the pullback runs)
+                    raise _no_rule(trace, prim, e.argnum, "reverse-mode (VJP)") from None
                 if _is_multi(ans):
                     t = [None] * len(ans) if t is None else t
                     return tuple(

@@ -290,11 +290,11 @@ def warn_fallback(trace: BatchTrace, what: str) -> None:
             f"vmap: {what} has no batching rule; it runs once per example "
             f"({trace.axis_size} calls) and the results are stacked.",
             PerformanceWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
 
 
-def _user_stacklevel() -> int:
+def user_stacklevel() -> int:
     """The stacklevel of the innermost frame outside vmapx and NumPy."""
     import sys
 

@@ -24,7 +24,7 @@ from ._autodiff import defjvp, defjvp_argnums, deflinear, defvjp, defvjp_argnums
 from ._collectives import ALL_GATHER, PMAX, PMEAN, PMIN, PSUM, PSUM_SCATTER
 from ._core import bind
 from ._registry import Primitive
-from .control_flow import SWITCH, WHILE, _Fn
+from .control_flow import SWITCH, WHILE, BranchFn
 
 # -- `SWITCH`: the switch of the branches' JVPs / VJPs --------------------------------
 
@@ -40,14 +40,14 @@ def _switch_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
     index, *leaves = args
     n, diff = len(leaves), sorted(a - 1 for a in tangents)
 
-    def branch_jvp(branch: Callable) -> _Fn:
+    def branch_jvp(branch: Callable) -> BranchFn:
         def run(*flat: Any) -> tuple:
             primals = list(flat[:n])
             f = lambda *xs: branch(*_with(primals, diff, xs))  # noqa: E731
             out, t_out = jvp(f, tuple(primals[i] for i in diff), tuple(flat[n:]))
             return tuple(np.zeros_like(o) if t is None else t for o, t in zip(out, t_out))  # noqa: B905
 
-        return _Fn(run)
+        return BranchFn(run)
 
     branches = tuple(branch_jvp(b) for b in kwargs["branches"])
     tans = [tangents[i + 1] for i in diff]
@@ -58,14 +58,14 @@ def _switch_vjp(argnums: list, ans: tuple, args: tuple, kwargs: dict) -> Callabl
     index, *leaves = args
     n, diff = len(leaves), [a - 1 for a in argnums]
 
-    def branch_vjp(branch: Callable) -> _Fn:
+    def branch_vjp(branch: Callable) -> BranchFn:
         def run(*flat: Any) -> tuple:
             primals = list(flat[:n])
             f = lambda *xs: branch(*_with(primals, diff, xs))  # noqa: E731
             _, pull = vjp(f, *(primals[i] for i in diff))
             return tuple(pull(tuple(flat[n:])))
 
-        return _Fn(run)
+        return BranchFn(run)
 
     branches = tuple(branch_vjp(b) for b in kwargs["branches"])
 
@@ -97,7 +97,7 @@ def _while_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
         out, t_out = jvp(f, tuple(primals[i] for i in floats), tuple(state[n:]))
         return (*out, *(t_out[i] for i in floats))
 
-    loop = {**kwargs, "cond": _Fn(lambda *state: cond(*state[:n])), "body": _Fn(body_jvp)}
+    loop = {**kwargs, "cond": BranchFn(lambda *state: cond(*state[:n])), "body": BranchFn(body_jvp)}
     out = bind(WHILE, (*args, *tans), loop)
     where = dict(zip(floats, out[n:], strict=True))
     return [where.get(i) for i in range(n)]

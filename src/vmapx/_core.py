@@ -5,6 +5,10 @@ position there (1 = outermost). A `Tracer` belongs to one trace. `bind` finds th
 highest-level trace among the arguments and lets it process the primitive; values
 of lower levels are constants to that trace. This module knows nothing of NumPy's
 API: the NumPy surface is attached to `Tracer` by `vmapx._numpy`.
+
+Internals the transforms read (the only private names other modules import):
+`_state`, this thread's trace stack and its flags, and `_is_library_file`, whether a
+frame's file is vmapx's or NumPy's (for the stack level of a warning).
 """
 
 from __future__ import annotations

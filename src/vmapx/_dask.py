@@ -66,7 +66,7 @@ def vmap_blocks(
     arrays = [i for i, x in enumerate(inputs) if is_dask(x)]
     inner = _inner_vmap(f, opts, axes, treedef)
     out_leaves, out_tree = _output_structure(inner, leaves, axes, treedef, kwargs, size)
-    out_axes = _output_axes(opts.out_axes, out_leaves, out_tree)
+    out_axes = output_axes(opts.out_axes, out_leaves, out_tree)
     block = _Block(inner, inputs, arrays, treedef, kwargs, len(out_leaves) > 1)
     signature = _signature(inputs, arrays, axes, out_leaves)
     sizes = {
@@ -225,9 +225,9 @@ def _unflatten(treedef: Any, leaves: list) -> Any:
     return leaves if treedef is None else optree.tree_unflatten(treedef, leaves)
 
 
-def _output_axes(out_axes: Any, out_leaves: list, out_tree: Any) -> list:
+def output_axes(out_axes: Any, out_leaves: list, out_tree: Any) -> list:
     """Each output's batch axis, made non-negative."""
-    from ._api import _output_axes as leaf_axes
+    from ._api import output_axes as leaf_axes
 
     example = optree.tree_unflatten(out_tree, out_leaves)
     axes = leaf_axes(out_axes, example, out_tree)

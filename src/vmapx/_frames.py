@@ -9,16 +9,24 @@ which is how the user's code reached that library.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import sysconfig
 
-from ._core import _is_library_file, _package_dir
+from ._core import _is_library_file
 
-_NUMPY = _package_dir("numpy")
+
+def package_dir(name: str) -> str:
+    """The directory of an installed package, with a trailing separator."""
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
+
+
+_NUMPY = package_dir("numpy")
 # NumPy's core: its dispatch wrappers and converters (never the line a user wants)
 _NUMPY_CORE = tuple(_NUMPY + sub + os.sep for sub in ("_core", "core", "lib"))
-_VMAPX = _package_dir("vmapx")
+_VMAPX = package_dir("vmapx")
 
 
 def _installed_dirs() -> tuple[str, ...]:

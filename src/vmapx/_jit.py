@@ -54,7 +54,7 @@ import numpy as np
 import optree
 
 from . import _autochunk, _core, _replay_memory
-from ._api import _root, fresh_arrays
+from ._api import fresh_arrays, memory_owner
 from ._compat import NUMPY2
 from ._core import Trace, Tracer, pop_trace, push_trace
 from ._plain import PLAIN_ARRAYS
@@ -387,7 +387,7 @@ def _slot(t: RecordTracer) -> _Slot:
 def _snapshot(a: np.ndarray) -> np.ndarray:
     """An array a step keeps: one `f` could still write into (its own `acc`, a
     closure's buffer) is copied, with the values this call used."""
-    return a.copy(order="K") if _root(a).flags.writeable else a
+    return a.copy(order="K") if memory_owner(a).flags.writeable else a
 
 
 def _slots_in(x: Any) -> list[int]:
@@ -421,7 +421,7 @@ class _Step:
         self.effect = False  # a call made for what it does (`vmapx.debug.print`), no result
 
 
-class _Program:
+class GeneratedProgram:
     """The steps of one recording, as one generated Python function (straight-line
     code: a local variable per slot, one line per NumPy call), and where the results
     are."""
@@ -609,7 +609,7 @@ _NAMESPACES = (("np.", np), ("np.linalg.", np.linalg), ("np.fft.", np.fft))
 _NOT_REPLAYABLE = object()
 
 
-def _run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
+def run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
     """`f`'s result where no replay runs, its arrays made new as a replay's are."""
     leaves, tree = optree.tree_flatten(f(*args, **kwargs), none_is_leaf=True)
     return optree.tree_unflatten(tree, fresh_arrays(leaves, arrays))
@@ -633,7 +633,7 @@ class NotReplayable:
 
 def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
     """Run `f` recording its NumPy calls, with the array leaves and the leaves at the
-    positions `numbers` traced: `(_Program or NotReplayable, f's result)`."""
+    positions `numbers` traced: `(GeneratedProgram or NotReplayable, f's result)`."""
     positions = [
         i for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers
     ]  # fmt: skip
@@ -661,7 +661,7 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     static = frozenset(positions[slot] for slot in trace.static_needed)
     if out is _NOT_REPLAYABLE:  # run it again, plainly
         args, kwargs = optree.tree_unflatten(treedef, leaves)
-        return NotReplayable(trace.why, static), _run_plainly(f, args, kwargs, inputs)
+        return NotReplayable(trace.why, static), run_plainly(f, args, kwargs, inputs)
     out_leaves, out_tree = optree.tree_flatten(out, none_is_leaf=True)
     ours = [type(x) in (RecordTracer, ScalarTracer) and x._trace is trace for x in out_leaves]
     results = [x.value if mine else x for x, mine in zip(out_leaves, ours, strict=True)]
@@ -684,5 +684,5 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     steps = _live(steps, slots, trace.layouts)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
-    program = _Program(steps, len(inputs), outputs, out_tree, fresh_outputs)
+    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs)
     return program, result

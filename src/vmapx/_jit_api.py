@@ -23,7 +23,7 @@ import optree
 from . import _core
 from ._compat import NUMPY2
 from ._core import Tracer
-from ._jit import NotReplayable, _Program, _run_plainly, record
+from ._jit import GeneratedProgram, NotReplayable, record, run_plainly
 from .errors import PerformanceWarning
 
 P = ParamSpec("P")
@@ -42,7 +42,7 @@ class Program:
     __slots__ = ("replayable", "text", "why")
 
     def __init__(self, recorded: Any) -> None:
-        self.replayable = isinstance(recorded, _Program)
+        self.replayable = isinstance(recorded, GeneratedProgram)
         self.text = recorded.text if self.replayable else ""
         self.why = "" if self.replayable else recorded.why
 
@@ -84,10 +84,10 @@ class Jitted(Generic[P, R]):
         key, numbers = self._signature(leaves, treedef, static)
         inputs = [x for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers]
         recorded = None if key is None else self._recordings.get(key)
-        if type(recorded) is _Program:
+        if type(recorded) is GeneratedProgram:
             return recorded.run(inputs)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
-            return _run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
+            return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         return self._record(key, leaves, treedef, numbers)[1]  # type: ignore[no-any-return]
 
     def lower(self, *args: P.args, **kwargs: P.kwargs) -> Program:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from ._api import _leaf_axes  # (a pytree prefix of axes to one axis per leaf, as in vmap)
+from ._api import leaf_axes  # (a pytree prefix of axes to one axis per leaf, as in vmap)
 from .errors import PaddingError
 
 # the most candidate sizes the bucket search looks at (lengths round up to one of them first)
@@ -32,7 +32,7 @@ def leaf_pad_axes(spec: Any, example: Any, treedef: Any, nleaves: int, where: st
             f"vmapx.map: the `pad_axes` entry for {where} is {spec!r}, a pytree, but the "
             "examples of that argument are single arrays; give an int or None"
         )
-    return _leaf_axes(
+    return leaf_axes(
         spec,
         example,
         lambda e: PaddingError(
@@ -211,7 +211,7 @@ def output_pad_axes(spec: Any, out: Any, nleaves: int) -> list:
     """The padded axis of each output leaf, from `out_pad_axes` (int, None or a prefix)."""
     if spec is None or isinstance(spec, numbers.Integral):
         return [spec] * nleaves
-    return _leaf_axes(
+    return leaf_axes(
         spec,
         out,
         lambda e: PaddingError(

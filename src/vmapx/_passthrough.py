@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ._core import ConcretizationSignal, Trace, Tracer, _package_dir
-from ._frames import location
+from ._core import ConcretizationSignal, Trace, Tracer
+from ._frames import location, package_dir
 
 # the converters and whether each copies by default
 _CONVERTERS = {"array": True, "asarray": False, "asanyarray": False,
@@ -43,7 +43,7 @@ _CONVERTERS = {"array": True, "asarray": False, "asanyarray": False,
 _ORIGINALS = {getattr(np, name): name for name in _CONVERTERS}
 # ascontiguousarray/asfortranarray of a 0-d array: NumPy versions differ
 _CONVERTER_TYPES = {type(original) for original in _ORIGINALS}
-_VMAPX = _package_dir("vmapx")
+_VMAPX = package_dir("vmapx")
 _MIN_NDIM = {name: getattr(np, name)(np.zeros(())).ndim for name in _CONVERTERS}
 
 
@@ -65,16 +65,16 @@ _wanted: set = set()  # functions (their code objects) that need the scope
 # -- the wrappers ------------------------------------------------------------------
 
 
-def _has_tracer(obj: Any) -> bool:
+def has_tracer(obj: Any) -> bool:
     if isinstance(obj, Tracer):
         return True
-    return type(obj) in (list, tuple) and any(_has_tracer(o) for o in obj)
+    return type(obj) in (list, tuple) and any(has_tracer(o) for o in obj)
 
 
 _COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None, np._CopyMode.NEVER: False}
 
 
-def _convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
+def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     """What `np.<name>(obj, ...)` gives when `obj` holds tracers (a tracer)."""
     copy = _COPY_MODES.get(copy, copy) if isinstance(copy, np._CopyMode) else copy
     if isinstance(obj, Tracer):
@@ -84,7 +84,7 @@ def _convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
         elif copy or (copy is None and _CONVERTERS[name]):
             out = np.copy(obj)
     else:  # a (nested) list of tracers and values: NumPy stacks them
-        out = np.stack([_convert("asarray", o, None, None, 0) for o in obj])
+        out = np.stack([convert("asarray", o, None, None, 0) for o in obj])
         if dtype is not None:
             out = out.astype(dtype)
     ndmin = max(ndmin, _MIN_NDIM[name])
@@ -97,7 +97,7 @@ def _passes(obj: Any, args: tuple, kwargs: dict) -> bool:
     """Whether a converter call may pass `obj` through: it holds tracers, asks for a
     numeric dtype on the CPU, and comes from outside vmapx (whose own calls mean to
     reach `__array__`)."""
-    if len(args) > 2 or not _has_tracer(obj):
+    if len(args) > 2 or not has_tracer(obj):
         return False
     if kwargs.get("like") is not None or kwargs.get("device") not in (None, "cpu"):
         return False
@@ -113,7 +113,7 @@ def _wrapper(original: Callable, name: str) -> Callable:
             if _local.passed is None:
                 _local.passed = f"`np.{name}` at {location()}"
             dtype = args[0] if args else kwargs.get("dtype")
-            return _convert(name, obj, dtype, kwargs.get("copy"), kwargs.get("ndmin", 0))
+            return convert(name, obj, dtype, kwargs.get("copy"), kwargs.get("ndmin", 0))
         return original(obj, *args, **kwargs)
 
     converter.__name__ = converter.__qualname__ = name

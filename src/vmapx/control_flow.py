@@ -376,7 +376,7 @@ def _mixed(pred: BatchTracer, what: str) -> BaseException:
 # derivatives flow through them too.
 
 
-class _Fn:
+class BranchFn:
     """A branch made here: a callable whose closure the closure scan does not enter."""
 
     __slots__ = ("fn",)
@@ -400,7 +400,7 @@ class _Flat:
         self.leaves = captured + ops
         self.name = name
         self.out_def = None
-        self.branches = tuple(_Fn(functools.partial(self.call, b)) for b in branches)
+        self.branches = tuple(BranchFn(functools.partial(self.call, b)) for b in branches)
 
     def call(self, branch: Callable, *leaves: Any) -> tuple:
         old = [c.cell_contents for c in self.cells]
@@ -437,12 +437,12 @@ def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     # the index does not depend on this vmap: one level down, with branches re-entering it
     pairs = [unwrap(trace, x) for x in leaves]
 
-    def reenter(branch: Callable) -> _Fn:
+    def reenter(branch: Callable) -> BranchFn:
         def run(*lower: Any) -> tuple:
             ins = [trace.wrap(v) if b else v for v, (_, b) in zip(lower, pairs, strict=True)]
             return tuple(bcast_batch(trace, o) for o in branch(*ins))
 
-        return _Fn(run)
+        return BranchFn(run)
 
     kwargs = {"branches": tuple(reenter(b) for b in branches), "name": name}
     out = bind(SWITCH, (index, *(v for v, _ in pairs)), kwargs)
@@ -813,8 +813,8 @@ class _FlatLoop:
         carry = [np.asarray(x) if isinstance(x, float | complex) else x for x in carry]
         self.n_cap = len(captured)
         self.leaves = captured + carry
-        self.cond = _Fn(functools.partial(self.call, cond_fun, False))
-        self.body = _Fn(functools.partial(self.call, body_fun, True))
+        self.cond = BranchFn(functools.partial(self.call, cond_fun, False))
+        self.body = BranchFn(functools.partial(self.call, body_fun, True))
 
     def call(self, fn: Callable, is_body: bool, *leaves: Any) -> Any:
         old = [c.cell_contents for c in self.cells]

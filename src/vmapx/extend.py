@@ -263,14 +263,19 @@ def wrap_batched(trace: BatchTrace, out: Any, out_batched: Any, name: str) -> An
 
 
 @builder
-def register_jvp(func: Any, jvp: Callable, *, replace: bool = False) -> None:
+def register_jvp(
+    func: Any, jvp: Callable, *, nondiff_argnums: tuple[int, ...] = (), replace: bool = False
+) -> None:
     """Give `func` (a `primitive`, a NumPy function or a ufunc) its forward-mode rule.
 
     `jvp(primals, tangents, **kwargs) -> (primal_out, tangent_out)`, as JAX's
     `custom_jvp`: one primal and one tangent per positional argument (zeros where the
     argument is not differentiated, `None` where it is not a float array). Reverse
     mode follows by transposing it (write it with linear NumPy operations in the
-    tangents), unless a VJP is registered too.
+    tangents), unless a VJP is registered too. `nondiff_argnums`: the positional
+    arguments the rule cannot differentiate (an order, say); differentiating with
+    respect to one raises a `vmapx.errors.DifferentiationError` naming `func` and the
+    argument instead of giving a zero derivative.
     """
     prim, owner = _prim_and_owner(func)
     _check_callable("register_jvp", jvp)
@@ -278,6 +283,9 @@ def register_jvp(func: Any, jvp: Callable, *, replace: bool = False) -> None:
     def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
         treedef, kwargs = _split_tree(kwargs)
         _positional_only(tangents, "jvp")
+        for a in nondiff_argnums:
+            if a in tangents:
+                raise NoRule(a, "jvp")
         tans = [tangents[i] if i in tangents else _zero_tangent(x) for i, x in enumerate(args)]
         result = jvp(_tree(treedef, args), _tree(treedef, tans), **kwargs)
         what = f"the JVP rule of `{prim.name}`"

@@ -77,11 +77,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     """The standard's `asarray`: a traced value (or a list holding some) stays traced;
     anything else becomes a NumPy array."""
     _check_device(device)
-    if _passthrough._has_tracer(obj):
+    if _passthrough.has_tracer(obj):
         changes = isinstance(obj, Tracer) and dtype is not None and np.dtype(dtype) != obj.dtype
         if copy is False and changes:
             raise ValueError("asarray: copy=False, but changing the dtype needs a copy")
-        return _passthrough._convert("asarray", obj, dtype, copy, 0)
+        return _passthrough.convert("asarray", obj, dtype, copy, 0)
     return np.asarray(obj, dtype=dtype, copy=copy)
 
 

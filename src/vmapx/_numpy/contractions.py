@@ -35,7 +35,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, present
 from .._registry import get_arg, register
-from .shapes import flat_shape
+from .._rule_helpers import flat_shape
 from .ufuncs import gufunc_rule
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)
@@ -50,7 +50,7 @@ _VECMAT = getattr(np, "vecmat", None)
 _VECDOT = getattr(np, "vecdot", None)
 
 
-def _operand(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
+def operand_parts(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
     """`(value, batched, per-example shape)` of an operand; plain sequences become arrays."""
     v, b = unwrap(trace, x)
     if b:
@@ -95,7 +95,7 @@ def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
 def _matmul_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if kwargs or len(args) != 2:
         return _GENERIC_MATMUL(trace, args, kwargs)
-    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args)
+    (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args)
     if not 1 <= len(sa) <= 2 or not 1 <= len(sb) <= 2 or sa[-1] != sb[0 if len(sb) == 1 else -2]:
         return _GENERIC_MATMUL(trace, args, kwargs)  # stacks, or NumPy's own error
     return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
@@ -112,7 +112,7 @@ def _vector_gufunc_rule(ufunc: np.ufunc, ndims: set, conj_first: bool, b_axis: i
     generic = gufunc_rule(ufunc)
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args)
+        (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args)
         if kwargs or (len(sa), len(sb)) not in ndims or sa[-1] != sb[b_axis]:
             return generic(trace, args, kwargs)
         if conj_first:
@@ -213,7 +213,7 @@ def _tensordot_axes(axes: Any, na: int, nb: int) -> tuple[list[int], list[int]]:
 
 def _tensordot_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+        (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
         axes = get_arg(args, kwargs, 2, "axes", 2)
         a_axes, b_axes = _tensordot_axes(axes, len(sa), len(sb))
         if len(a_axes) != len(b_axes) or any(
@@ -225,8 +225,8 @@ def _tensordot_rule(func: Callable) -> Callable:
     return rule
 
 
-def _dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+def dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     na, nb = len(sa), len(sb)
     if na == 0 or nb == 0:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
@@ -239,7 +239,7 @@ def _dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     na, nb = len(sa), len(sb)
     if na == 0 or nb == 0:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
@@ -255,7 +255,7 @@ def _flat(v: Any, b: bool, shape: tuple) -> tuple[Any, tuple]:
 
 
 def _vdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     (va, sa), (vb, sb) = _flat(va, ba, sa), _flat(vb, bb, sb)
     if sa != sb:
         raise ValueError("vdot: vectors have different lengths")
@@ -268,7 +268,7 @@ def _outer_rule(func: Callable) -> Callable:
     """`np.outer` flattens its operands; `np.linalg.outer` requires 1-d ones."""
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+        (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
         if func is getattr(np.linalg, "outer", None) and (len(sa) != 1 or len(sb) != 1):
             raise ValueError(
                 "Input arrays must be one-dimensional, but they are "
@@ -283,7 +283,7 @@ def _outer_rule(func: Callable) -> Callable:
 def _kron_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     """Kronecker product: products with the axes of `a` and `b` interleaved (the shorter
     shape padded with leading ones), each pair of axes then merged."""
-    (va, ba, sa), (vb, bb, sb) = (_operand(trace, x) for x in args[:2])
+    (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     if not sa or not sb:
         return trace.wrap(np.multiply(*aligned_operands(trace, args[:2])))
     nd = max(len(sa), len(sb))
@@ -364,7 +364,7 @@ def _einsum_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         return loop_apply(trace, np.einsum, args, kwargs, "np.einsum")
     if len(inputs) != len(operands):
         np.einsum(subscripts, *(_stand_in(trace, x) for x in operands))  # NumPy's own error
-    ops = [_operand(trace, x) for x in operands]
+    ops = [operand_parts(trace, x) for x in operands]
     if len(ops) == 2 and set(kwargs) <= {"optimize"}:
         out = _pair_contraction(inputs, output, ops)
         if out is not None:
@@ -409,7 +409,7 @@ def _conv_rule(func: Callable) -> Callable:
         if mode not in _MODES:  # NumPy's own error (NumPy 1.26: a warning, and the mode)
             mode = {4: "full", 3: "same", 2: "valid"}[len(func(np.ones(3), np.ones(2), mode))]
         mode = _MODES[mode]
-        (va, ba, sa), (vv, bv, sv) = (_operand(trace, x) for x in args[:2])
+        (va, ba, sa), (vv, bv, sv) = (operand_parts(trace, x) for x in args[:2])
         if len(sa) > 1 or len(sv) > 1:
             raise ValueError("object too deep for desired array")
         if not conv and (not sa or not sv):
@@ -511,7 +511,7 @@ def _windows_dot(x: Any, k: Any, m: int) -> Any:
     return np.einsum("blm,bm->bl", windows, k)
 
 
-defbatch(np.dot, lambda f: _dot_rule)
+defbatch(np.dot, lambda f: dot_rule)
 defbatch(np.inner, lambda f: _inner_rule)
 defbatch(np.vdot, lambda f: _vdot_rule)
 defbatch([np.outer, *present(np.linalg, "outer")], _outer_rule)

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite, defelementwise, defzero, stop_gradient_leaf
 from .._batching import BatchTrace, aligned_operands, defbatch, example_ndim, is_batched, unwrap
 from .._compat import NUMPY2, astype
 from .._registry import get_arg, set_arg
-from .shapes import example_shape, per_example
-from .ufuncs import _shift_one
+from .._rule_helpers import example_shape, per_example, shift_one
 
 
 def _like_rule(func: Callable) -> Callable:
@@ -112,7 +112,7 @@ def _space_rule(func: Callable) -> Callable:
         rank = max(example_ndim(trace, a) for a in values)
         for (p, n), a in zip(present, aligned_operands(trace, values), strict=True):
             args, kwargs = set_arg(args, kwargs, p, n, a)
-        axis = _shift_one(get_arg(args, kwargs, axis_pos, "axis", 0), rank + 1)
+        axis = shift_one(get_arg(args, kwargs, axis_pos, "axis", 0), rank + 1)
         args, kwargs = set_arg(args, kwargs, axis_pos, "axis", axis)
         out = func(*args, **kwargs)
         if isinstance(out, tuple):  # retstep: the step is batched, or NaN for all
@@ -208,15 +208,12 @@ def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: 
     return tuple(out) if NUMPY2 and (copy or not sparse) else out
 
 
-from .._autodiff import defcomposite as _defcomposite  # noqa: E402
-
-_defcomposite(np.meshgrid, _meshgrid_impl)
+defcomposite(np.meshgrid, _meshgrid_impl)
 
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
 # that traced values can be written into them. `full_like` is linear in `fill_value`.
-from .._autodiff import defcomposite, defelementwise, defzero, stop_gradient_leaf  # noqa: E402
 
 defzero([np.zeros_like, np.ones_like, np.empty_like])
 defelementwise([np.full_like, np.full], None, 1)

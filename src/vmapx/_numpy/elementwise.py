@@ -9,11 +9,15 @@ front of the broadcast shape. Comparisons that return one Python bool per exampl
 
 from __future__ import annotations
 
+import functools
+import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -27,12 +31,17 @@ from .._batching import (
 )
 from .._compat import astype
 from .._core import Tracer, bind
+from .._differentiate_rule import composite_by_rule, own_impl
 from .._registry import get_arg, primitive, set_arg
+from .._rule_helpers import example_shape, flat_shape, per_example, shift_axis, shift_one
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
-from .misc import own_impl
-from .shapes import example_shape, flat_shape, per_example
-from .ufuncs import _shift_axis, _shift_one
+from .misc import as_array
+
+try:
+    from numpy.lib._function_base_impl import _i0A, _i0B
+except ImportError:  # NumPy 1.x
+    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
 
 _ABSENT = object()
 
@@ -225,7 +234,7 @@ def _diff_rule(func: Callable) -> Callable:
         nd, shape = example_ndim(trace, x), example_shape(trace, x)
         if nd == 0:
             raise ValueError("diff requires input that is at least one dimensional")
-        axis = _shift_one(axis, nd) - 1
+        axis = shift_one(axis, nd) - 1
         parts = [x]
         for side, name in ((0, "prepend"), (1, "append")):
             end = get_arg(args, kwargs, 3 + side, name, _ABSENT)
@@ -290,7 +299,7 @@ def _gradient_rule(func: Callable) -> Callable:
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
         axis = kwargs.get("axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
-        kwargs = {**kwargs, "axis": _shift_axis(axis, nd)}
+        kwargs = {**kwargs, "axis": shift_axis(axis, nd)}
         return wrap_tree(trace, np.gradient(v, *spacing, **kwargs))
 
     return rule
@@ -311,7 +320,7 @@ def _cross_rule(func: Callable) -> Callable:
         for x, ax, nd in zip((a, b), (axisa, axisb), nds, strict=True):
             v, batched = unwrap(trace, x)
             if batched:
-                v = np.moveaxis(v, _shift_one(ax, nd), -1)
+                v = np.moveaxis(v, shift_one(ax, nd), -1)
             else:
                 v = np.moveaxis(x, ax, -1)
             dims.append(v.shape[-1])
@@ -319,7 +328,7 @@ def _cross_rule(func: Callable) -> Callable:
         vals = aligned_operands(trace, moved)
         vector_out = not (dims[0] == 2 and dims[1] == 2)
         valid = dims[0] in (2, 3) and dims[1] in (2, 3)  # else NumPy raises below
-        axisc = _shift_one(axisc, max(nds) - 1 + vector_out) if vector_out and valid else -1
+        axisc = shift_one(axisc, max(nds) - 1 + vector_out) if vector_out and valid else -1
         return trace.wrap(np.cross(*vals, axisc=axisc))
 
     return rule
@@ -332,7 +341,7 @@ def _unwrap_rule(func: Callable) -> Callable:
             return per_example(trace, func, args, kwargs, "with a batched `discont`/`period`")
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
         args, kwargs = set_arg(
-            (v, *args[1:]), kwargs, 2, "axis", _shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
+            (v, *args[1:]), kwargs, 2, "axis", shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
         )
         return trace.wrap(func(*args, **kwargs))
 
@@ -347,7 +356,7 @@ def _bits_rule(func: Callable) -> Callable:
         axis = get_arg(args, kwargs, 1, "axis")
         if axis is None:
             v, axis, nd = v.reshape(flat_shape(v)), 0, 1
-        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", _shift_one(axis, nd))
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_one(axis, nd))
         return trace.wrap(func(*args, **kwargs))
 
     return rule
@@ -369,7 +378,7 @@ def _moveaxis(trace: BatchTrace, x: Any, src: Any, dst: Any) -> Any:
     v, b = unwrap(trace, x)
     if not b:
         return np.moveaxis(x, src, dst)
-    return trace.wrap(np.moveaxis(v, _shift_axis(src, v.ndim - 1), _shift_axis(dst, v.ndim - 1)))
+    return trace.wrap(np.moveaxis(v, shift_axis(src, v.ndim - 1), shift_axis(dst, v.ndim - 1)))
 
 
 def _apply_along_axis_rule(func: Callable) -> Callable:
@@ -383,7 +392,7 @@ def _apply_along_axis_rule(func: Callable) -> Callable:
         fixed = [*args[:3], *(kwargs.pop(n) for n in ("func1d", "axis", "arr")[len(args) :])]
         (func1d, axis, arr), rest = fixed, args[3:]
         nd = example_ndim(trace, arr)
-        axis = _shift_one(axis, nd) - 1
+        axis = shift_one(axis, nd) - 1
         moved = _moveaxis(trace, arr, axis, -1)
         others = example_shape(trace, moved)[:-1]
         if 0 in others:
@@ -558,17 +567,6 @@ defbatch(np.piecewise, _piecewise_rule)
 # have rules (slicing, subtraction, concatenate). `unwrap` adds whole periods: its
 # derivative is the identity in `p` (and the number of periods added, in `period`).
 # Functions that apply a user's function differentiate that function.
-import functools  # noqa: E402
-import math  # noqa: E402
-import warnings  # noqa: E402
-
-from .._autodiff import defcomposite, defelementwise, defjvp, defvjp, defzero  # noqa: E402
-from .misc import as_array, composite_by_rule  # noqa: E402
-
-try:
-    from numpy.lib._function_base_impl import _i0A, _i0B
-except ImportError:  # NumPy 1.x
-    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
 
 
 def _angle_partial(ans: Any, z: Any, deg: bool = False) -> Any:

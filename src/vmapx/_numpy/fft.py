@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .._batching import BatchTrace, _user_stacklevel, defbatch, example_ndim, unwrap
+from .._autodiff import defcomposite, deflinear, defvjp
+from .._batching import BatchTrace, defbatch, example_ndim, unwrap, user_stacklevel
 from .._compat import astype
 from .._registry import get_arg, set_arg
-from .ufuncs import _shift_one
+from .._rule_helpers import shift_one
 
 # NumPy's own deprecation: repeated so that vmap warns as the loop does
 _S_WITHOUT_AXES = (
@@ -31,7 +32,7 @@ def _fft_rule(func: Callable) -> Callable:
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
-        axis = _shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
+        axis = shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
         return trace.wrap(func(*args, **kwargs))
 
@@ -50,10 +51,8 @@ def _fftn_rule(default_axes: tuple[int, ...] | None) -> Callable:
                 axes = range(nd)
                 if s is not None:
                     axes = range(nd - len(s), nd)
-                    warnings.warn(
-                        _S_WITHOUT_AXES, DeprecationWarning, stacklevel=_user_stacklevel()
-                    )
-            axes = tuple(_shift_one(a, nd) for a in axes)
+                    warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=user_stacklevel())
+            axes = tuple(shift_one(a, nd) for a in axes)
             args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axes", axes)
             return trace.wrap(func(*args, **kwargs))
 
@@ -71,9 +70,9 @@ def _shift_rule(func: Callable) -> Callable:
         if axes is None:
             axes = tuple(range(1, nd + 1))
         elif isinstance(axes, int | np.integer):
-            axes = _shift_one(axes, nd)
+            axes = shift_one(axes, nd)
         else:
-            axes = tuple(_shift_one(a, nd) for a in axes)
+            axes = tuple(shift_one(a, nd) for a in axes)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axes", axes)
         return trace.wrap(func(*args, **kwargs))
 
@@ -94,8 +93,6 @@ defbatch([fft.fftshift, fft.ifftshift], _shift_rule)
 # cut or zero-padded back to the input's length). Every other transform is written with
 # them (real transforms as complex ones with the Hermitian half taken or restored), as
 # JAX transposes its naive real FFT.
-
-from .._autodiff import defcomposite, deflinear, defvjp  # noqa: E402
 
 
 def _fit_length(x: Any, length: int, axis: int) -> Any:

@@ -20,6 +20,15 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import (
+    NoRule,
+    defjvp,
+    defjvp_argnum,
+    defjvp_argnums,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+)
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -33,11 +42,10 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
-from .._registry import get_arg, primitive, register, set_arg
+from .._registry import builder, get_arg, primitive, register, set_arg
+from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
-from .indexing import getitem_rule, value_layout
-from .shapes import flat_shape, value_and_axis
-from .ufuncs import _shift_one
+from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
 
 # -- shared helpers -------------------------------------------------------------------
 
@@ -88,11 +96,6 @@ def compact(trace: BatchTrace, vals: Any, keep: Any, what: str) -> tuple[Any, An
     return np.take_along_axis(vals, cols, axis=1), cols
 
 
-def zero_batch(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """A data-dependent result for a zero-size batch: the shape of an example of ones."""
-    return loop_apply(trace, func, args, kwargs, func.__name__)
-
-
 def _rows_shape(v: Any) -> tuple[int, int]:
     """`(B, size)` of a batch-front value (`flat_shape` for any array-like)."""
     return flat_shape(v if hasattr(v, "shape") else np.asarray(v))
@@ -123,7 +126,7 @@ def _take_rule(func: Callable) -> Callable:
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
             # a gather from one array: the batch is an index axis
-            ax = None if axis is None else _shift_one(axis, np.ndim(a)) - 1
+            ax = None if axis is None else shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
             return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
         v, ax = value_and_axis(trace, a, axis)
@@ -232,16 +235,6 @@ defbatch(np.extract, _extract_rule)
 # the VJP sends the cotangent back to the positions read, added up where an index may
 # repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
 # and `select` are where-like: each output element comes from one operand.
-from .._autodiff import (  # noqa: E402
-    NoRule,
-    defjvp,
-    defjvp_argnum,
-    defjvp_argnums,
-    deflinear,
-    defvjp,
-    defvjp_argnum,
-)
-from .indexing import SCATTER_ADD, _last_writes  # noqa: E402
 
 
 def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
@@ -297,6 +290,7 @@ def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
     return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
 
 
+@builder
 def defwhere(func: Callable, mask: Callable) -> None:
     """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
     output elements come from that operand (broadcastable to the result)."""
@@ -554,7 +548,7 @@ def _put_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
         return (lambda g: g) if argnum == 0 else (lambda g: None)
     if argnum == 0:
         return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, (n,)), idx, 0), {}), a.shape)
-    won = _last_writes((n,), idx)
+    won = last_writes((n,), idx)
     return lambda g: np.reshape(_fold(bind(GETITEM, (np.reshape(g, (n,)), idx), {}) * won, m),
                                 np.shape(v))  # fmt: skip
 
@@ -570,7 +564,7 @@ def _put_along_axis_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Cal
         index = along_axis_index(shape, indices, axis)
     if argnum == 0:
         return lambda g: np.reshape(bind(SETITEM, (np.reshape(g, shape), index, 0), {}), arr.shape)
-    won = _last_writes(shape, index)
+    won = last_writes(shape, index)
     return lambda g: bind(GETITEM, (np.reshape(g, shape), index), {}) * won
 
 

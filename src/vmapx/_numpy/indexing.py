@@ -12,6 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
+from .._autodiff import (
+    defcomposite,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    defzero,
+    stop_gradient_leaf,
+)
 from .._batching import (
     BatchTrace,
     BatchTracer,
@@ -25,7 +34,10 @@ from .._batching import (
 )
 from .._core import Tracer, bind
 from .._registry import Primitive, register, register_ufunc_defaults
+from .._rule_helpers import example_shape
+from ..errors import DifferentiationError
 from ._tracer_api import GETITEM, SETITEM
+from .ufuncs import at_rule
 
 
 def _is_array(c: Any) -> bool:
@@ -280,7 +292,7 @@ def _batched_mask_write(trace: BatchTrace, x: Any, nd: int, idx: Any, value: Any
     mshape = mask.shape[1:]
     after = comps[at + 1 :]
     k = nd - len(mshape) - len(after) if any(c is Ellipsis for c in comps[:at]) else at
-    shape = _example_shape(trace, x)
+    shape = example_shape(trace, x)
     full_mask = np.broadcast_to(
         mask.reshape((mask.shape[0],) + (1,) * k + mshape), (mask.shape[0], *shape[:k], *mshape)
     )
@@ -291,11 +303,6 @@ def _batched_mask_write(trace: BatchTrace, x: Any, nd: int, idx: Any, value: Any
     base = bcast_batch(trace, x)
     out = _checked(trace, lambda: bind(SETITEM, (base, full_mask, v), {}), x, idx, value)
     return trace.wrap(out)
-
-
-def _example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
-    v, b = unwrap(trace, x)
-    return tuple(v.shape[1:]) if b else tuple(np.shape(v))
 
 
 register(GETITEM, "batch", getitem_rule)
@@ -320,17 +327,6 @@ defbatch(np.where, _where_rule)
 # with `SCATTER_ADD` (a functional `np.add.at`). `x[idx] = v` sends `g[idx]` to `v` and
 # `g` with `g[idx] = 0` to `x`; where an index repeats an element, only the element of
 # `v` that NumPy wrote last receives its cotangent.
-from .. import _core  # noqa: E402
-from .._autodiff import (  # noqa: E402
-    defcomposite,
-    deflinear,
-    defvjp,
-    defvjp_argnum,
-    defzero,
-    stop_gradient_leaf,
-)
-from ..errors import DifferentiationError  # noqa: E402
-from .ufuncs import at_rule  # noqa: E402
 
 
 def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:
@@ -373,11 +369,11 @@ def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
         return lambda g: _core.bind(SETITEM, (g, idx, 0), {})
     if _is_basic(idx):
         return lambda g: _core.bind(GETITEM, (g, idx), {})
-    won = _last_writes(x.shape, idx)
+    won = last_writes(x.shape, idx)
     return lambda g: _core.bind(GETITEM, (g, idx), {}) * won
 
 
-def _last_writes(shape: tuple, idx: Any) -> Any:
+def last_writes(shape: tuple, idx: Any) -> Any:
     """Which elements of the region `x[idx]` NumPy's `x[idx] = v` leaves in `x` (with a
     repeated index the last write wins), found by writing their positions."""
     probe = np.broadcast_to(np.zeros((), dtype=np.int64), shape)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import defcomposite, deflinear, defvjp, defvjp_argnum
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -26,22 +27,16 @@ from .._batching import (
 from .._compat import present
 from .._core import Tracer
 from .._registry import get_arg, set_arg
-from .shapes import (
-    atleast_shape,
-    example_shape,
-    flat_shape,
-    per_example,
-    raise_like_numpy,
-    value_and_axis,
-)
-from .ufuncs import _shift_one
+from .._rule_helpers import example_shape, flat_shape, per_example, shift_one, value_and_axis
+from .shapes import atleast_shape, raise_like_numpy
+from .structural import defstructural, operands
 
 
 def join(trace: BatchTrace, arrays: list, axis: int, nd: int, **kwargs: Any) -> Any:
     """`np.concatenate(arrays, axis)` of batched and unbatched arrays of one example
     rank `nd` (the unbatched ones broadcast to the batch: the result holds them)."""
     vals = [bcast_batch(trace, a) for a in arrays]
-    return trace.wrap(np.concatenate(vals, axis=_shift_one(axis, nd), **kwargs))
+    return trace.wrap(np.concatenate(vals, axis=shift_one(axis, nd), **kwargs))
 
 
 def _join_rule(*, new_axis: bool) -> Callable:
@@ -58,7 +53,7 @@ def _join_rule(*, new_axis: bool) -> Callable:
                 vals, axis = [v.reshape(flat_shape(v)) for v in vals], 0
                 nd = 1
             args, kwargs = set_arg(args, kwargs, 0, "arrays", vals)
-            args, kwargs = set_arg(args, kwargs, 1, "axis", _shift_one(axis, nd))
+            args, kwargs = set_arg(args, kwargs, 1, "axis", shift_one(axis, nd))
             return trace.wrap(func(*args, **kwargs))
 
         return rule
@@ -166,7 +161,7 @@ def _unstack_rule(func: Callable) -> Callable:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         if nd == 0:
             raise_like_numpy(func, 0)
-        axis = _shift_one(get_arg(args, kwargs, 1, "axis", 0), nd)
+        axis = shift_one(get_arg(args, kwargs, 1, "axis", 0), nd)
         return wrap_tree(trace, np.unstack(v, axis=axis))
 
     return rule
@@ -197,7 +192,7 @@ def _split_rule(func: Callable) -> Callable:
         else:  # hsplit splits a 1-d example along its only axis
             axis = 0 if func is np.hsplit and nd == 1 else fixed
         split = np.array_split if func is np.array_split else np.split
-        return wrap_tree(trace, split(v, sections, axis=_shift_one(axis, nd)))
+        return wrap_tree(trace, split(v, sections, axis=shift_one(axis, nd)))
 
     return rule
 
@@ -277,8 +272,6 @@ defbatch(np.delete, _delete_rule)
 
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # Joins are linear in their arrays; the VJP of item j is its slice of the cotangent.
-from .._autodiff import defcomposite, deflinear, defvjp, defvjp_argnum  # noqa: E402
-from .shapes import defstructural, operands  # noqa: E402
 
 
 def _join_vjp(stack: bool) -> Callable:

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import optree
 
+from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
-    _user_stacklevel,
     align_rank,
     aligned_operands,
     bcast_batch,
@@ -34,14 +34,14 @@ from .._batching import (
     example_ndim,
     is_batched,
     unwrap,
+    user_stacklevel,
     wrap_tree,
 )
 from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
-from .._registry import get_arg, set_arg
-from .contractions import _dot_rule, _operand, matmul_vals
-from .shapes import flat_shape
-from .ufuncs import _shift_axis, _shift_one
+from .._registry import builder, get_arg, set_arg
+from .._rule_helpers import flat_shape, shift_axis, shift_one
+from .contractions import dot_rule, matmul_vals, operand_parts
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -159,7 +159,7 @@ def _vector_b(nd_a: int, nd_b: int) -> bool:
 
 def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     vector = _vector_b(len(sa), len(sb))
     k = 1 if vector else 2  # b's axis that meets a's: its last (vectors) or second to last
     if len(sa) < 2 or len(sb) < k or sa[-1] != sa[-2] or sb[-k] != sa[-1]:
@@ -188,9 +188,9 @@ def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
     if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
-        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=_user_stacklevel())
+        warnings.warn(_RCOND_WARNING, FutureWarning, stacklevel=user_stacklevel())
         rcond = -1
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sa[0] != sb[0]:
         _numpy_error(trace, np.linalg.lstsq, args, kwargs)
     vector = len(sb) == 1
@@ -276,7 +276,7 @@ defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
 def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     axes = get_arg(args, kwargs, 2, "axes")
-    (va, ba, sa), (vb, bb, sb) = _operand(trace, a), _operand(trace, b)
+    (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     if axes is not None:  # the named axes of `a` go to the end, in order
         order = [i for i in range(len(sa)) if i not in [ax % len(sa) for ax in axes]]
         order += [ax % len(sa) for ax in axes]
@@ -312,7 +312,7 @@ def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         if nd not in (1, 2):
             raise ValueError("Improper number of dimensions to norm.")
         axis = tuple(range(nd))
-    axis = _shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
+    axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
     return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
 
 
@@ -335,7 +335,7 @@ def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if axis is None:
         out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
         return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
-    axis = _shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else _shift_one(axis, nd)
+    axis = shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else shift_one(axis, nd)
     return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
 
 
@@ -371,8 +371,8 @@ def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
     if len(arrays) == 2:
-        return _dot_rule(trace, tuple(arrays), {})
-    ops = [_operand(trace, x) for x in arrays]
+        return dot_rule(trace, tuple(arrays), {})
+    ops = [operand_parts(trace, x) for x in arrays]
     first, last = len(ops[0][2]), len(ops[-1][2])
     if first == 1:
         v, b, s = ops[0]
@@ -454,8 +454,6 @@ defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 # choice, which their derivatives hold fixed (as JAX's do): functions that do not depend
 # on that phase (|v|^2, U S V^H, projections) get exact derivatives. `eig` keeps
 # LAPACK's rule (unit columns, largest component real) and is exact.
-
-from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero  # noqa: E402
 
 
 def _t(x: Any) -> Any:
@@ -549,6 +547,7 @@ def _transposed(jvp: Callable) -> Callable:
     return maker
 
 
+@builder
 def _defjvp_multi(func: Callable, jvp: Callable) -> None:
     """JVP and transposed VJP of a function of one matrix with several results."""
     defjvp(func, jvp)

@@ -16,24 +16,22 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
-    BatchTracer,
-    _user_stacklevel,
     align_rank,
     bcast_batch,
     defbatch,
     example_ndim,
     is_batched,
-    loop_apply,
-    loop_rule,
     unwrap,
+    user_stacklevel,
 )
 from .._compat import RankWarning, trapezoid
-from .._core import Tracer, pop_trace, push_trace
-from .._registry import primitive
+from .._differentiate_rule import composite_by_rule, own_impl
+from .._registry import builder
+from .._rule_helpers import loop, shift_one, zero_batch
 from .sorting import search_rows
-from .ufuncs import _shift_one
 
 
 def as_array(x: Any) -> Any:
@@ -53,83 +51,7 @@ def call_params(func: Callable, args: tuple, kwargs: dict) -> dict:
     return dict(bound.arguments)
 
 
-def loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """The per-example loop (with its warning), for a case a rule does not batch."""
-    if own_impl(trace):  # the loop would call `func` itself, which dispatches back here
-        raise _NotByRule(func)
-    return loop_rule(trace, primitive(func), args, kwargs)
-
-
-# -- derivatives: a rule applied to a batch of one example ---------------------------
-
-
-class DerivativeTrace(BatchTrace):
-    """A batch of one example, on the stack only while a rule computes a function under
-    differentiation: the rule's `np.*` calls on the example's values are what the
-    autodiff traces differentiate (`defcomposite`). A rule whose batched path calls its
-    own NumPy function again (that would dispatch back here) checks `own_impl(trace)`."""
-
-    __slots__ = ()
-
-    def concretization(self, what: str, fix: str) -> BaseException:
-        return _NotByRule(what)
-
-
-class _NotByRule(Exception):  # noqa: N818 (a signal: this call has no composite)
-    pass
-
-
-def own_impl(trace: BatchTrace) -> bool:
-    """Whether a rule must compute with its own NumPy calls, not its NumPy function."""
-    return isinstance(trace, DerivativeTrace)
-
-
-def composite_by_rule(func: Callable) -> Callable:
-    """The derivative composite of `func` (see `_autodiff.defcomposite`): its batch rule
-    run on a batch of one, so that derivatives follow the rule's own arithmetic."""
-    prim = primitive(func)
-
-    def impl(*args: Any, **kwargs: Any) -> Any:
-        trace = push_trace(DerivativeTrace(1, None, "silent"))
-        try:
-            lift = _lifter(trace)
-            out = prim.rules.batch(trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
-        except _NotByRule:
-            return NotImplemented
-        finally:
-            pop_trace(trace)
-        return _drop(trace, out)
-
-    return impl
-
-
-def _lifter(trace: BatchTrace) -> Callable:
-    def lift(x: Any) -> Any:
-        if isinstance(x, Tracer | np.ndarray):
-            return trace.wrap(x[None])
-        if type(x) in (list, tuple):
-            return type(x)(lift(e) for e in x)
-        return x
-
-    return lift
-
-
-def _drop(trace: BatchTrace, out: Any) -> Any:
-    if type(out) is BatchTracer and out._trace is trace:
-        return out.val[0]
-    if type(out) in (list, tuple):
-        return type(out)(_drop(trace, o) for o in out)
-    return out
-
-
-def zero_batch(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """A zero-size batch: one dummy example (ones) gives the results' shapes and dtypes;
-    its warnings (a zero variance, ...) say nothing about the empty batch."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return loop_apply(trace, func, args, kwargs, getattr(func, "__name__", "f"))
-
-
+@builder
 def defrules(funcs: Callable | list, factory: Callable, *, zero: bool = True) -> None:
     """`defbatch` for this family: with `zero`, zero-size batches are answered by
     `zero_batch`, so the rule only meets batches with at least one example."""
@@ -139,7 +61,7 @@ def defrules(funcs: Callable | list, factory: Callable, *, zero: bool = True) ->
 
         def run(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
             if zero and trace.axis_size == 0:
-                return zero_batch(trace, func, args, kwargs)
+                return zero_batch(trace, func, args, kwargs, quiet=True)
             return rule(trace, args, kwargs)
 
         return run
@@ -330,7 +252,7 @@ def _trapezoid_rule(func: Callable) -> Callable:
         p = call_params(func, args, kwargs)
         y, x, dx, axis = as_array(p["y"]), p["x"], p["dx"], p["axis"]
         nd = example_ndim(trace, y)
-        ax = _shift_one(axis, nd)
+        ax = shift_one(axis, nd)
         if x is None:
             d, db = unwrap(trace, dx)
             if db:
@@ -347,7 +269,7 @@ def _trapezoid_rule(func: Callable) -> Callable:
                 shape[axis] = d.shape[-1]
                 d = d.reshape(d.shape[:1] + tuple(shape)) if xb else d.reshape(shape)
             elif xnd <= nd:
-                d = np.diff(xv, axis=_shift_one(axis, xnd) if xb else axis)
+                d = np.diff(xv, axis=shift_one(axis, xnd) if xb else axis)
                 d = align_rank(d, xnd, nd) if xb else d
             else:
                 return loop(trace, func, args, kwargs)
@@ -693,7 +615,7 @@ def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
     c = (c.T / scale).T
     if rank != order and not p["full"]:
         warnings.warn("Polyfit may be poorly conditioned", RankWarning,
-                      stacklevel=_user_stacklevel())  # fmt: skip
+                      stacklevel=user_stacklevel())  # fmt: skip
     c = np.moveaxis(c.reshape(order, b, k), 1, 0)
     c = c if ynd == 2 else c[..., 0]
     if p["full"]:
@@ -753,7 +675,7 @@ def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
     c = c / scale[:, :, None]
     if not p["full"] and size and not bool(np.all(full_rank)):
         warnings.warn("Polyfit may be poorly conditioned", RankWarning,
-                      stacklevel=_user_stacklevel())  # fmt: skip
+                      stacklevel=user_stacklevel())  # fmt: skip
     c = c if ynd == 2 else c[..., 0]
     if p["full"]:
         return trace.wrap(c), trace.wrap(residuals()), trace.wrap(rank), trace.wrap(s), rcond
@@ -780,7 +702,6 @@ defrules(np.polyfit, _polyfit_rule, zero=False)  # a dummy example is a singular
 
 # -- derivatives: each rule applied to one example (see `composite_by_rule`) ----------
 
-from .._autodiff import defcomposite  # noqa: E402
 
 for _func in (
     np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,

@@ -25,9 +25,8 @@ from .._batching import (
 )
 from .._compat import astype, present
 from .._plain import PLAIN_ARRAYS
-from .._registry import get_arg, set_arg
-from .shapes import flat_shape
-from .ufuncs import _shift_axis, _shift_one
+from .._registry import builder, get_arg, set_arg
+from .._rule_helpers import flat_shape, shift_axis, shift_one
 
 
 def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...] = ()) -> Any:
@@ -56,9 +55,9 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 if kwargs.get("keepdims"):
                     return _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd)
             elif isinstance(axis, tuple | list):
-                axis = _shift_axis(tuple(axis), nd)
+                axis = shift_axis(tuple(axis), nd)
             else:
-                axis = _shift_axis(axis, nd)
+                axis = shift_axis(axis, nd)
             if func is np.sum and _short_last_axis(v, axis, args, kwargs):
                 return trace.wrap(_sum_short_last_axis(v, kwargs.get("keepdims", False)))
             args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", axis)
@@ -137,7 +136,7 @@ def _cumulative_rule(func: Callable) -> Callable:
             if nd != 1:
                 raise ValueError(f"axis must be given for a {nd}-d array in {func.__name__}")
             axis = 0
-        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", _shift_one(axis, nd))
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_one(axis, nd))
         return trace.wrap(func(*args, **kwargs))
 
     return rule
@@ -162,7 +161,7 @@ def _axes(ndim: int, axis: Any) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     axis = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
-    return tuple(sorted(_shift_one(a, ndim) - 1 for a in axis))
+    return tuple(sorted(shift_one(a, ndim) - 1 for a in axis))
 
 
 def _kept_shape(shape: tuple, axes: tuple) -> tuple:
@@ -231,6 +230,7 @@ def _w_nanprod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
     return _others_product(np.where(keep, x, 1), axes) * keep
 
 
+@builder
 def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> None:
     def setup(args: tuple, kwargs: dict, ans: Any) -> tuple:
         p = _params(args, kwargs, names)
@@ -326,7 +326,7 @@ def _cumsum_vjp(ans: Any, x: Any, axis: Any = None, *args: Any, **kwargs: Any) -
     def pull(g: Any) -> Any:
         if axis is None:
             return np.reshape(np.cumsum(g[::-1])[::-1], x.shape)
-        ax = _shift_one(axis, x.ndim) - 1
+        ax = shift_one(axis, x.ndim) - 1
         return _reversed_along(np.cumsum(_reversed_along(g, ax), axis=ax), ax)
 
     return pull
@@ -365,7 +365,7 @@ def _cumulative(func: Callable, fill: float) -> Callable:
         c = func(x, axis=axis, dtype=dtype)
         if not include_initial:
             return c
-        ax = _shift_one(axis, x.ndim) - 1
+        ax = shift_one(axis, x.ndim) - 1
         first = np.full_like(c, fill, shape=c.shape[:ax] + (1,) + c.shape[ax + 1 :])
         return np.concatenate([first, c], axis=ax)
 

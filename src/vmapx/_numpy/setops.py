@@ -40,10 +40,9 @@ from .._batching import (
 )
 from .._compat import NUMPY2, present
 from .._registry import get_arg, primitive
-from .gather import compact, zero_batch
-from .shapes import flat_shape
+from .._rule_helpers import flat_shape, shift_one, zero_batch
+from .gather import compact
 from .sorting import search_rows
-from .ufuncs import _shift_one
 
 _SORTABLE = "biufcmMUS"  # dtype kinds sorted and compared natively
 
@@ -162,7 +161,7 @@ def _unique_rule(func: Callable) -> Callable:
         nd = example_ndim(trace, x)
         if axis is not None:
             if nd == 1:
-                _shift_one(axis, 1)  # NumPy's AxisError for a bad axis
+                shift_one(axis, 1)  # NumPy's AxisError for a bad axis
             if nd != 1 or not NUMPY2:  # NumPy 1.26 compares rows by bytes (NaNs differ)
                 return _loop(trace, func, args, kwargs)
         hashed = not (index or inverse or counts) and not kwargs.get("sorted", True)

@@ -13,6 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import (
+    defcomposite,
+    defelementwise,
+    deflinear,
+    defvjp,
+    defvjp_argnum,
+    defvjp_argnums,
+    defzero,
+)
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -20,30 +29,23 @@ from .._batching import (
     defbatch,
     example_ndim,
     is_batched,
-    loop_apply,
     unwrap,
-    warn_fallback,
 )
 from .._compat import astype, present
 from .._core import Tracer
-from .._registry import builder, each_function, function_name, get_arg, register, set_arg
+from .._registry import function_name, get_arg, set_arg
+from .._rule_helpers import (
+    example_shape,
+    flat_shape,
+    per_example,
+    shift_axis,
+    shift_one,
+    value_and_axis,
+)
 from ._tracer_api import IN_PLACE
-from .ufuncs import _shift_axis, _shift_one
+from .structural import deflinear_in, defstructural, every_positional, operands, positions_vjp
 
 # -- helpers shared by the shape, join and elementwise families --------------------
-
-
-def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
-    """The shape of `x` as one example sees it."""
-    v, batched = unwrap(trace, x)
-    return tuple(v.shape[1:]) if batched else np.shape(x)
-
-
-def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
-    """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
-    name = f"`{function_name(func)}`"
-    warn_fallback(trace, f"{name} {why}")
-    return loop_apply(trace, func, args, kwargs, name)
 
 
 def raise_like_numpy(func: Callable, ndim: int, *args: Any, **kwargs: Any) -> None:
@@ -108,20 +110,6 @@ def _ravel_rule(func: Callable) -> Callable:
     return rule
 
 
-def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
-    """The batched value of `x` and the batched axis for its per-example `axis`
-    (`axis=None` flattens each example, as NumPy's `axis=None` does)."""
-    v = bcast_batch(trace, x)
-    if axis is None:
-        return v.reshape(flat_shape(v)), 1
-    return v, _shift_one(axis, example_ndim(trace, x))
-
-
-def flat_shape(v: Any) -> tuple[int, int]:
-    """`(B, size of one example)`, valid for a zero-size batch too."""
-    return (v.shape[0], int(np.prod(v.shape[1:], dtype=np.int64)))
-
-
 def _broadcast_to_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         v = unwrap(trace, args[0])[0]
@@ -150,7 +138,7 @@ def _squeeze_rule(func: Callable) -> Callable:
         nd = v.ndim - 1
         if axis is None:  # never the batch axis, even when the batch has size 1
             axis = tuple(i for i, d in enumerate(v.shape[1:]) if d == 1)
-        return trace.wrap(np.squeeze(v, _shift_axis(axis, nd)))
+        return trace.wrap(np.squeeze(v, shift_axis(axis, nd)))
 
     return rule
 
@@ -161,7 +149,7 @@ def _transpose_rule(func: Callable) -> Callable:
         nd = v.ndim - 1
         axes = get_arg(args, kwargs, 1, "axes")
         axes = range(nd - 1, -1, -1) if axes is None else axes
-        return trace.wrap(np.transpose(v, (0, *(_shift_one(a, nd) for a in axes))))
+        return trace.wrap(np.transpose(v, (0, *(shift_one(a, nd) for a in axes))))
 
     return rule
 
@@ -179,7 +167,7 @@ def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
             for pos, name in zip(positions, names, strict=True):
                 axis = get_arg(args, kwargs, pos, name)
                 if axis is not None:
-                    new = _shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
+                    new = shift_axis(tuple(axis) if np.iterable(axis) else axis, nd)
                     args, kwargs = set_arg(args, kwargs, pos, name, new)
             return trace.wrap(func(*args, **kwargs))
 
@@ -194,7 +182,7 @@ def _expand_dims_rule(func: Callable) -> Callable:
         axis = get_arg(args, kwargs, 1, "axis")
         axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
         out_nd = v.ndim - 1 + len(axes)
-        return trace.wrap(np.expand_dims(v, tuple(_shift_one(a, out_nd) for a in axes)))
+        return trace.wrap(np.expand_dims(v, tuple(shift_one(a, out_nd) for a in axes)))
 
     return rule
 
@@ -291,7 +279,7 @@ def _flip_rule(func: Callable) -> Callable:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = get_arg(args, kwargs, 1, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
-        return trace.wrap(np.flip(v, _shift_axis(axis, nd)))
+        return trace.wrap(np.flip(v, shift_axis(axis, nd)))
 
     return rule
 
@@ -324,7 +312,7 @@ def _roll_rule(func: Callable) -> Callable:
             out = _roll_batched_shift(v, bcast_batch(trace, shift), axis, nd)
         else:
             axis = tuple(axis) if isinstance(axis, list) else axis
-            out = np.roll(v, shift, axis=_shift_axis(axis, nd))
+            out = np.roll(v, shift, axis=shift_axis(axis, nd))
         return trace.wrap(out.reshape(shape) if flat else out)
 
     return rule
@@ -340,7 +328,7 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     count = np.broadcast_shapes(s.shape[1:], axes.shape)
     k = int(np.prod(count, dtype=np.int64))
     s = np.broadcast_to(s, (b, *count)).reshape(b, k)
-    axes = [_shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
+    axes = [shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
     for ax in dict.fromkeys(axes):
         total = sum(s[:, j] for j, a in enumerate(axes) if a == ax)
         n = v.shape[ax]
@@ -361,7 +349,7 @@ def _rot90_rule(func: Callable) -> Callable:
         valid = len(axes) == 2 and all(-nd <= a < nd for a in axes)
         if not valid or axes[0] % nd == axes[1] % nd:
             raise_like_numpy(func, nd, k, axes)
-        return trace.wrap(np.rot90(v, k, axes=(_shift_one(axes[0], nd), _shift_one(axes[1], nd))))
+        return trace.wrap(np.rot90(v, k, axes=(shift_one(axes[0], nd), shift_one(axes[1], nd))))
 
     return rule
 
@@ -462,7 +450,7 @@ def _two_axes_rule(func: Callable) -> Callable:
             raise_like_numpy(func, nd)
         args = (v, *args[1:])
         for pos, name, default in ((2, "axis1", 0), (3, "axis2", 1)):
-            axis = _shift_one(get_arg(args, kwargs, pos, name, default), nd)
+            axis = shift_one(get_arg(args, kwargs, pos, name, default), nd)
             args, kwargs = set_arg(args, kwargs, pos, name, axis)
         return trace.wrap(func(*args, **kwargs))
 
@@ -499,7 +487,7 @@ def _matrix_transpose_rule(func: Callable) -> Callable:
 def _rollaxis_rule(func: Callable) -> Callable:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
-        axis = _shift_one(get_arg(args, kwargs, 1, "axis"), nd)
+        axis = shift_one(get_arg(args, kwargs, 1, "axis"), nd)
         start = get_arg(args, kwargs, 2, "start", 0)
         start = start + nd if start < 0 else start
         if not 0 <= start <= nd:
@@ -614,7 +602,7 @@ def _pad_rule(func: Callable) -> Callable:
         if isinstance(pad_width, dict):
             pairs = np.zeros((nd + 1, 2), dtype=np.intp)
             for axis, w in pad_width.items():
-                pairs[_shift_one(axis, nd)] = w
+                pairs[shift_one(axis, nd)] = w
         else:
             pairs = _with_batch_pair(pad_width, nd)
         if isinstance(values, Tracer):
@@ -669,18 +657,6 @@ defbatch(np.pad, _pad_rule)
 # -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
 # Shape functions are linear: the JVP is the function of the tangent, the VJP undoes
 # the shape change on the cotangent (`broadcast_to`'s sum is done by the engine).
-from .._autodiff import (  # noqa: E402
-    NoRule,
-    defcomposite,
-    defelementwise,
-    defjvp_argnums,
-    deflinear,
-    defvjp,
-    defvjp_argnum,
-    defvjp_argnums,
-    defzero,
-)
-from .._core import bind  # noqa: E402
 
 
 def _identity(g: Any) -> Any:
@@ -728,222 +704,6 @@ defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 defelementwise([np.copy, astype, np.real_if_close], 1)
-
-
-# -- derivatives of structural functions ---------------------------------------------------
-# Functions that move, copy or drop elements (and fill the rest with zeros) are linear in
-# their array operands (`sources`): the JVP is the function of the tangents. The VJP runs
-# the function once on integer labels of the traced operands' elements (1, 2, ...; 0 for
-# constants, so that zero fills say "none") to learn where each result element comes
-# from, then sends the cotangent back: a gather when no element is copied twice, else a
-# scatter-add.
-
-
-def operands(*spec: tuple[int | None, str | None]) -> Callable[[tuple, dict], list]:
-    """`sources` for `deflinear_in`/`defstructural`: the argnums of the operands at
-    `(position, keyword)` that are present in a call."""
-
-    def sources(args: tuple, kwargs: dict) -> list:
-        found = []
-        for pos, name in spec:
-            if pos is not None and len(args) > pos:
-                found.append(pos)
-            elif name is not None and name in kwargs:
-                found.append(name)
-        return found
-
-    return sources
-
-
-def every_positional(args: tuple, kwargs: dict) -> list:
-    """`sources` of functions of `*arrays` (`atleast_1d`, `broadcast_arrays`, ...)."""
-    return list(range(len(args)))
-
-
-def arg_item(args: tuple, kwargs: dict, argnum: Any) -> Any:
-    """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
-    if isinstance(argnum, tuple):
-        head, *rest = argnum
-        x = kwargs[head] if isinstance(head, str) else args[head]
-        for i in rest:
-            x = x[i]
-        return x
-    return kwargs[argnum] if isinstance(argnum, str) else args[argnum]
-
-
-def with_item(args: tuple, kwargs: dict, argnum: Any, value: Any) -> tuple[tuple, dict]:
-    """The call's `(args, kwargs)` with the operand named by `argnum` replaced."""
-    path = argnum if isinstance(argnum, tuple) else (argnum,)
-    head, rest = path[0], path[1:]
-
-    def put(seq: Any, rest: tuple) -> Any:
-        if not rest:
-            return value
-        items = list(seq)
-        items[rest[0]] = put(items[rest[0]], rest[1:])
-        return type(seq)(items) if type(seq) in (list, tuple) else items
-
-    if isinstance(head, str):
-        return args, {**kwargs, head: put(kwargs[head], rest)}
-    return (*args[:head], put(args[head], rest), *args[head + 1 :]), kwargs
-
-
-def _zeros_of(x: Any) -> Any:
-    return np.zeros_like(x) if hasattr(x, "dtype") else np.zeros(np.shape(x))
-
-
-@builder
-def deflinear_in(
-    funcs: Any, sources: Callable[[tuple, dict], list], adapt: Callable | None = None
-) -> None:
-    """`funcs` are linear in the operands `sources(args, kwargs)` jointly: the JVP is the
-    function of their tangents (zeros for constant ones), the call fixed by `adapt(args,
-    kwargs) -> (args, kwargs)` if given."""
-    for func in each_function(funcs):
-        prim = register(func, "linear", True)
-
-        def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
-            srcs = sources(args, kwargs)
-            for a in tangents:
-                if a not in srcs:
-                    raise NoRule(a, "jvp")
-            for a in srcs:
-                t = tangents.get(a)
-                t = _zeros_of(arg_item(args, kwargs, a)) if t is None else t
-                args, kwargs = with_item(args, kwargs, a, t)
-            if adapt is not None:
-                args, kwargs = adapt(args, kwargs)
-            return bind(prim, args, kwargs)
-
-        defjvp_argnums(func, rule)
-
-
-@builder
-def defstructural(
-    funcs: Any,
-    sources: Callable[[tuple, dict], list],
-    labels: Callable | None = None,
-    tangents: Callable | None = None,
-) -> None:
-    """Both derivative modes of functions whose result elements are elements of the
-    operands `sources(args, kwargs)` or zeros (see the comment above). `labels(args,
-    kwargs) -> (args, kwargs)` fixes the call on labels (integer dtypes kept, 0 for
-    constant fills), `tangents` the call on tangents."""
-    deflinear_in(funcs, sources, tangents)
-    for func in each_function(funcs):
-        defvjp_argnums(func, positions_vjp(func, sources, labels))
-
-
-def positions_vjp(func: Callable, sources: Callable, adapt: Callable | None = None) -> Callable:
-    """The VJP maker (for `defvjp_argnums`) of a structural function, from labels."""
-
-    def maker(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        srcs = sources(args, kwargs)
-        for a in argnums:
-            if a not in srcs:
-                raise NoRule(a, "vjp")
-        shapes = [np.shape(arg_item(args, kwargs, a)) for a in srcs]
-        key = _static_key(func, argnums, srcs, shapes, args, kwargs)
-        found = _SENDERS.get(key) if key is not None else None
-        if found is None:
-            found = _send_plan(func, argnums, srcs, shapes, args, kwargs, adapt)
-            if key is not None:
-                if len(_SENDERS) >= 512:
-                    _SENDERS.clear()
-                _SENDERS[key] = found
-        send, spans = found
-
-        def pullback(g: Any) -> list:
-            ct = send(np.reshape(g, -1))
-            return [np.reshape(ct[start : start + size], shape) for start, size, shape in spans]
-
-        return pullback
-
-    return maker
-
-
-# (func, traced operands, shapes, other arguments) -> (send, spans): the labels depend on
-# nothing else, so calls with the same static arguments share them
-_SENDERS: dict[tuple, tuple] = {}
-
-
-def _send_plan(
-    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict,
-    adapt: Callable | None,
-) -> tuple[Callable, list]:  # fmt: skip
-    """Run `func` on labels: `(send, spans)`, the spans `(start, size, shape)` of the
-    traced operands (in the order of `argnums`) in the cotangent `send` gives."""
-    spans, total = {}, 0
-    for a, shape in zip(srcs, shapes, strict=True):
-        if a in argnums:
-            size = int(np.prod(shape, dtype=np.intp))
-            labels = np.arange(total + 1, total + size + 1).reshape(shape)
-            spans[a] = (total, size, shape)
-            total += size
-        else:
-            labels = np.zeros(shape, dtype=np.intp)
-        args, kwargs = with_item(args, kwargs, a, labels)
-    if adapt is not None:
-        args, kwargs = adapt(args, kwargs)
-    send = _sender(np.reshape(func(*args, **kwargs), -1), total)
-    return send, [spans[a] for a in argnums]
-
-
-class _Unhashable(Exception):
-    pass
-
-
-def _static_key(
-    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict
-) -> tuple | None:
-    """A key of everything the labels depend on, or None if an argument is not a plain
-    static value (a traced or large array)."""
-    for a in srcs:
-        args, kwargs = with_item(args, kwargs, a, None)
-    try:
-        return (func, tuple(argnums), tuple(shapes), _freeze(args), _freeze(kwargs))
-    except _Unhashable:
-        return None
-
-
-def _freeze(x: Any) -> Any:
-    if x is None or isinstance(x, int | float | complex | str | np.generic | np.dtype | type):
-        return (type(x), x)
-    if isinstance(x, list | tuple):
-        return (type(x), *map(_freeze, x))
-    if isinstance(x, dict):
-        return (dict, *((k, _freeze(v)) for k, v in sorted(x.items(), key=repr)))
-    if isinstance(x, slice):
-        return (slice, _freeze(x.start), _freeze(x.stop), _freeze(x.step))
-    if type(x) is np.ndarray and x.size <= 64:
-        return (np.ndarray, x.dtype, x.shape, x.tobytes())
-    raise _Unhashable
-
-
-def _sender(source: Any, total: int) -> Callable:
-    """`g -> cotangent` of the `total` labelled elements, where result element `j` is
-    labelled element `source[j]` (counted from 1; 0: none): a gather when no label
-    repeats."""
-    from .indexing import SCATTER_ADD
-
-    if not isinstance(source, np.ndarray):  # labels traced by an outer transform
-        zeros = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
-        return lambda g: bind(SCATTER_ADD, (zeros(g), source, g), {})[1:]
-    where = np.flatnonzero(source)
-    labels = source[where] - 1
-    counts = np.bincount(labels, minlength=total)
-    if total and counts.max() > 1:
-        every = where.size == source.size
-        return lambda g: bind(
-            SCATTER_ADD, (np.zeros_like(g, shape=(total,)), labels, g if every else g[where]), {}
-        )
-    inverse = np.full(total, source.size)
-    inverse[labels] = where
-    if total and counts.min() == 0:  # elements not in the result get the zero appended
-        return lambda g: np.concatenate([g, np.zeros_like(g, shape=(1,))])[inverse]
-    if np.array_equal(inverse, np.arange(total)):
-        return lambda g: g
-    return lambda g: g[inverse]
 
 
 first = operands((0, None))

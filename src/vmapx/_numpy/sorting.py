@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defjvp, defvjp
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -27,11 +28,10 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index
 from .._core import bind
-from .._registry import get_arg, primitive, set_arg
+from .._registry import builder, get_arg, primitive, set_arg
+from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
-from .gather import replay_errors, replaying
-from .shapes import flat_shape, value_and_axis
-from .ufuncs import _shift_one
+from .gather import along_axis_index, replay_errors, replaying, scatter
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
 
@@ -72,7 +72,7 @@ def _lexsort_rule(func: Callable) -> Callable:
         else:
             stacked = tuple(bcast_batch(trace, k) for k in keys)  # a tuple: NumPy dispatches
             nd = max((example_ndim(trace, k) for k in keys), default=0)
-        run = lambda: np.lexsort(stacked, axis=_shift_one(axis, nd))  # noqa: E731
+        run = lambda: np.lexsort(stacked, axis=shift_one(axis, nd))  # noqa: E731
         return trace.wrap(replaying(trace, func, args, kwargs, run))
 
     return rule
@@ -95,8 +95,6 @@ defbatch(np.sort_complex, _sort_complex_rule)
 # -- derivatives: a sort moves elements. With `perm` the source of each output position
 # (`ans == take_along_axis(a, perm)`), the JVP gathers the tangent and the VJP writes the
 # cotangent back (a permutation: no position twice). Ties follow the stable order.
-from .._autodiff import defjvp, defvjp  # noqa: E402
-from .gather import along_axis_index, scatter  # noqa: E402
 
 
 def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
@@ -121,6 +119,7 @@ def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
     return scatter(g, shape, along_axis_index(shape, perm, axis), add=False)
 
 
+@builder
 def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
     """Derivatives of `func(a, ...)`, which rearranges `a` along its `axis` (argument
     `axis_at`; None flattens): `perm_of(ans, a, ...)` finds where each output came from."""

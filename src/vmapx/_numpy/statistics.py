@@ -17,32 +17,26 @@ from typing import Any
 
 import numpy as np
 
+from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
-    _user_stacklevel,
     bcast_batch,
     example_ndim,
     is_batched,
     unwrap,
+    user_stacklevel,
 )
 from .._compat import NUMPY2, normalize_axis_tuple
-from .misc import (
-    as_array,
-    call_params,
-    composite_by_rule,
-    defrules,
-    gather_last,
-    own_impl,
-    searchsorted_rows,
-)
-from .misc import loop as _loop
-from .ufuncs import _shift_axis
+from .._differentiate_rule import composite_by_rule, own_impl
+from .._rule_helpers import example_shape, shift_axis
+from .._rule_helpers import loop as _loop
+from .misc import as_array, call_params, defrules, gather_last, searchsorted_rows
 
 _NoValue = np._NoValue
 
 
 def _warn(message: str, category: type[Warning] = RuntimeWarning) -> None:
-    warnings.warn(message, category, stacklevel=_user_stacklevel())
+    warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 def merge_reduced(v: Any, nd: int, axis: Any) -> tuple[Any, tuple[int, ...]]:
@@ -259,7 +253,7 @@ def _quantile_rule(func: Callable) -> Callable:
         native = not own_impl(trace)
         if native and not qb and not nan_aware:  # NumPy's own function, shifted axes
             qs = () if q is None else np.shape(qv)
-            out = plain(av, *([q] if has_q else []), axis=_shift_axis(p["axis"], nd),
+            out = plain(av, *([q] if has_q else []), axis=shift_axis(p["axis"], nd),
                         keepdims=keepdims, **opts)  # fmt: skip
             return trace.wrap(np.moveaxis(out, len(qs), 0) if qs else out)
         # q carries the batch (NumPy 1.26's nanquantile transposes the result of a 2-d q)
@@ -361,11 +355,6 @@ defrules(
 # -- average --------------------------------------------------------------------------
 
 
-def _example_shape(trace: BatchTrace, x: Any) -> tuple:
-    v, b = unwrap(trace, x)
-    return tuple(v.shape[1:]) if b else np.shape(v)
-
-
 def weights_for(trace: BatchTrace, weights: Any, a_shape: tuple, axes: Any) -> Any:
     """NumPy's `_weights_are_valid` per example: weights shaped like `a`, or 1-d along
     `axes`, checked and laid out to broadcast against `a`; returned batch-front with a
@@ -394,7 +383,7 @@ def _average_rule(func: Callable) -> Callable:
         a, axis, weights = as_array(p["a"]), p["axis"], p["weights"]
         nd = example_ndim(trace, a)
         kw = {} if p["keepdims"] is _NoValue else {"keepdims": p["keepdims"]}
-        sax = _shift_axis(None if axis is None else normalize_axis_tuple(axis, nd), nd)
+        sax = shift_axis(None if axis is None else normalize_axis_tuple(axis, nd), nd)
         if weights is None and not own_impl(trace):
             out = np.average(unwrap(trace, a)[0], axis=sax, returned=p["returned"], **kw)
             return tuple(map(trace.wrap, out)) if p["returned"] else trace.wrap(out)
@@ -407,7 +396,7 @@ def _average_rule(func: Callable) -> Callable:
             return trace.wrap(avg), trace.wrap(scl)
         av = unwrap(trace, a)[0]
         axes = None if axis is None else normalize_axis_tuple(axis, nd)
-        wv = weights_for(trace, weights, _example_shape(trace, a), axes)
+        wv = weights_for(trace, weights, example_shape(trace, a), axes)
         if np.issubdtype(av.dtype, np.integer) or av.dtype == np.bool_:
             result_dtype = np.result_type(av.dtype, wv.dtype, "f8")
         else:
@@ -535,7 +524,7 @@ def _corrcoef_rule(func: Callable) -> Callable:
                 warnings.warn(
                     "bias and ddof have no effect and are deprecated",
                     DeprecationWarning,
-                    stacklevel=_user_stacklevel(),
+                    stacklevel=user_stacklevel(),
                 )
                 break
         c, scalar = cov_batched(trace, {**p, "m": p["x"], "bias": False, "ddof": None})
@@ -620,7 +609,7 @@ def _ravel_checked(trace: BatchTrace, a: Any, weights: Any) -> tuple[Any, Any]:
         a = a.astype(np.uint8)
     if weights is not None:
         weights = as_array(weights)
-        if _example_shape(trace, weights) != _example_shape(trace, a):
+        if example_shape(trace, weights) != example_shape(trace, a):
             raise ValueError("weights should have the same shape as a.")
         weights = _flat_example(trace, weights)
     return _flat_example(trace, a), weights
@@ -923,7 +912,6 @@ defrules([np.histogramdd, np.histogram2d], _histogramdd_rule)
 
 # -- derivatives: each rule applied to one example (see `misc.composite_by_rule`) -----
 
-from .._autodiff import defcomposite  # noqa: E402
 
 for _func in (
     np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile,

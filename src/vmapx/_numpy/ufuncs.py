@@ -40,6 +40,7 @@ from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
+from .._rule_helpers import shift_axis, shift_one
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -285,28 +286,6 @@ def _gufunc_with_axes(trace: BatchTrace, ufunc: np.ufunc, args: tuple, kwargs: d
 # -- reduce / accumulate / reduceat / outer / at ---------------------------------------
 
 
-def _shift_axis(axis: Any, ndim: int) -> Any:
-    """A per-example axis (or tuple, or None = all) as an axis of the batched value."""
-    if axis is None:
-        return tuple(range(1, ndim + 1))
-    if isinstance(axis, tuple):
-        return tuple(_shift_one(a, ndim) for a in axis)
-    return _shift_one(axis, ndim)
-
-
-def _shift_one(axis: int, ndim: int) -> int:
-    axis = operator_index(axis)
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis % ndim + 1
-
-
-def operator_index(a: Any) -> int:
-    import operator
-
-    return operator.index(a)
-
-
 def _reduce_kwargs(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
     """Positional arguments after the array, turned into keywords."""
     kwargs = dict(kwargs)
@@ -328,7 +307,7 @@ def reduce_rule(ufunc: np.ufunc) -> Any:
         else:
             v = unwrap(trace, x)[0]
         axis = kwargs.get("axis", 0)
-        kwargs["axis"] = _shift_axis(axis, nd)
+        kwargs["axis"] = shift_axis(axis, nd)
         return trace.wrap(ufunc.reduce(v, **kwargs))
 
     return rule
@@ -338,7 +317,7 @@ def accumulate_rule(ufunc: np.ufunc) -> Any:
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         kwargs = _reduce_kwargs(args, kwargs, ("axis", "dtype", "out"))
         v = unwrap(trace, args[0])[0]
-        kwargs["axis"] = _shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
+        kwargs["axis"] = shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
         return trace.wrap(ufunc.accumulate(v, **kwargs))
 
     return rule
@@ -354,7 +333,7 @@ def reduceat_rule(ufunc: np.ufunc) -> Any:
                 "use unbatched indices, or `np.add.at`/`np.bincount` style scatter",
             )
         v = bcast_batch(trace, args[0])
-        kwargs["axis"] = _shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
+        kwargs["axis"] = shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
         return trace.wrap(ufunc.reduceat(v, indices, **kwargs))
 
     return rule

@@ -10,7 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._batching import BatchTrace, defbatch, example_ndim, unwrap
 from .._registry import get_arg
-from .ufuncs import _shift_axis
+from .._rule_helpers import shift_axis
 
 
 def _window_rule(func: Callable) -> Callable:
@@ -27,7 +27,7 @@ def _window_rule(func: Callable) -> Callable:
                     f"of `x`; got {len(shape)} window_shape elements and `x.ndim` is {nd}."
                 )
             axis = tuple(range(nd))
-        axis = _shift_axis(tuple(axis) if np.ndim(axis) else axis, nd)
+        axis = shift_axis(tuple(axis) if np.ndim(axis) else axis, nd)
         options = {k: kwargs[k] for k in ("subok", "writeable") if k in kwargs}
         return trace.wrap(func(v, shape, axis=axis, **options))
 

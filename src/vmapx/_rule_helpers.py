@@ -1,0 +1,93 @@
+"""Helpers that batch rules of every family share: an example's axes as axes of the
+batch, an example's shape, the per-example loop of a rule's rare cases.
+
+A batched value holds its batch axis at axis 0 (see `_batching`), so a per-example
+axis `a` of an `ndim`-d example is axis `a % ndim + 1` of the batch.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._batching import (
+    BatchTrace,
+    bcast_batch,
+    example_ndim,
+    loop_apply,
+    loop_rule,
+    unwrap,
+    warn_fallback,
+)
+from ._differentiate_rule import NotByRule, own_impl
+from ._registry import function_name, primitive
+
+
+def shift_axis(axis: Any, ndim: int) -> Any:
+    """A per-example axis (or tuple, or None = all) as an axis of the batched value."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, tuple):
+        return tuple(shift_one(a, ndim) for a in axis)
+    return shift_one(axis, ndim)
+
+
+def shift_one(axis: int, ndim: int) -> int:
+    """One per-example axis of an `ndim`-d example as an axis of the batched value
+    (NumPy's `AxisError` when it is out of range)."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim + 1
+
+
+def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
+    """The shape of `x` as one example sees it."""
+    v, batched = unwrap(trace, x)
+    return tuple(v.shape[1:]) if batched else np.shape(x)
+
+
+def flat_shape(v: Any) -> tuple[int, int]:
+    """`(B, size of one example)`, valid for a zero-size batch too."""
+    return (v.shape[0], int(np.prod(v.shape[1:], dtype=np.int64)))
+
+
+def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
+    """The batched value of `x` and the batched axis for its per-example `axis`
+    (`axis=None` flattens each example, as NumPy's `axis=None` does)."""
+    v = bcast_batch(trace, x)
+    if axis is None:
+        return v.reshape(flat_shape(v)), 1
+    return v, shift_one(axis, example_ndim(trace, x))
+
+
+def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
+    """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
+    name = f"`{function_name(func)}`"
+    warn_fallback(trace, f"{name} {why}")
+    return loop_apply(trace, func, args, kwargs, name)
+
+
+def loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """The per-example loop (with its warning), for a case a rule does not batch."""
+    if own_impl(trace):  # the loop would call `func` itself, which dispatches back here
+        raise NotByRule(func)
+    return loop_rule(trace, primitive(func), args, kwargs)
+
+
+def zero_batch(
+    trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, *, quiet: bool = False
+) -> Any:
+    """A data-dependent result for a zero-size batch: one dummy example (ones) gives
+    the results' shapes and dtypes. With `quiet`, its warnings (a zero variance, ...),
+    which say nothing about the empty batch, are dropped."""
+    name = getattr(func, "__name__", "f")
+    if not quiet:
+        return loop_apply(trace, func, args, kwargs, name)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return loop_apply(trace, func, args, kwargs, name)

@@ -1,0 +1,162 @@
+"""How one library function is adapted: a stand-in that is the library function on plain
+values and a vmapx primitive on traced ones.
+
+An adapter is a NumPy formulation of the library function for ONE example (its
+*lowering*), written with functions vmapx batches and differentiates, and with the
+library's own signature. `adapts` makes it a `vmapx.extend.primitive` named as the
+library names it, optionally with a batch rule that calls the library once on the whole
+batch (`batch_by_axis`), and records it so that `install` puts a `LibraryFunction` in
+the library's module. A lowering raises `Unsupported` for an option it does not cover: the
+call then goes to the library function itself, which gives the loop's answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import optree
+
+from .. import extend
+from .._core import Tracer, current_level
+
+__all__ = ["LibraryFunction", "Unsupported", "adapts", "batch_by_axis", "restore_all"]
+
+
+class Unsupported(Exception):  # noqa: N818 (a signal: use the library function instead)
+    """Raised by a lowering for a call it does not cover."""
+
+
+class LibraryFunction:
+    """A library function that becomes a vmapx primitive when given traced values."""
+
+    def __init__(self, original: Callable, lowering: Callable, prim: Any, arrays: tuple) -> None:
+        functools.update_wrapper(self, original)
+        self.original = original
+        self.lowering = lowering
+        self.primitive = prim
+        self.arrays = arrays
+        self.signature = inspect.signature(lowering)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if current_level() == 0:  # no transform runs in this thread: the library itself
+            return self.original(*args, **kwargs)
+        return self._traced(args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<vmapx adapter of {self.primitive.prim.name}>"
+
+    def __reduce__(self) -> Any:  # pickled as the library function is
+        return (
+            self.original.__reduce__()
+            if hasattr(self.original, "__self__")
+            else (self.original.__qualname__)
+        )
+
+    def _traced(self, args: tuple, kwargs: dict) -> Any:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError:  # an argument the lowering does not take
+            return self.original(*args, **kwargs)
+        named = dict(bound.arguments)
+        arrays = [named.pop(p) if p in named else self._default(p) for p in self.arrays]
+        if _traced(named) or not _traced(arrays):
+            return self.original(*args, **kwargs)
+        try:
+            return self.primitive(*arrays, **named)
+        except Exception:  # (Unsupported, or the lowering failed on traced values: the
+            return self.original(*args, **kwargs)  # library gives the loop's answer)
+
+    def _default(self, name: str) -> Any:
+        return self.signature.parameters[name].default
+
+
+def any_batched(flags: Any) -> bool:
+    """Whether any leaf of a batch rule's `in_batched` entry is batched."""
+    return any(optree.tree_leaves(flags))
+
+
+def _traced(tree: Any) -> bool:
+    return any(isinstance(x, Tracer) for x in optree.tree_leaves(tree, none_is_leaf=True))
+
+
+# every adapter: (library module, attribute, lowering, primitive, array parameters)
+_ADAPTERS: list[tuple[str, str, Callable, Any, tuple]] = []
+_REPLACED: list[tuple[Any, str, Any]] = []  # (module, attribute, the library's function)
+_lock = threading.Lock()
+
+
+def adapts(
+    module: str, attr: str, arrays: tuple[str, ...], *, batch: Callable | None = None
+) -> Callable[[Callable], Callable]:
+    """Decorator: the function is the lowering of `module.attr`, whose parameters named
+    in `arrays` may be traced (the others are static options). `batch`, if given, is its
+    batch rule (see `vmapx.extend.register_batch_rule`)."""
+
+    def decorate(lowering: Callable) -> Callable:
+        def by_name(*values: Any, **options: Any) -> Any:  # traced values come positionally
+            return lowering(**dict(zip(arrays, values, strict=True)), **options)
+
+        prim = extend.primitive(by_name, name=f"{module}.{attr}")
+        if batch is not None:
+            extend.register_batch_rule(prim, batch)
+        _ADAPTERS.append((module, attr, lowering, prim, arrays))
+        return lowering
+
+    return decorate
+
+
+def install(module: str) -> None:
+    """Put the adapters of `module` (a library module) in place of its functions."""
+    library = importlib.import_module(module)
+    with _lock:
+        for name, attr, lowering, prim, arrays in _ADAPTERS:
+            if name != module:
+                continue
+            *path, last = attr.split(".")  # `norm.logpdf`: a method of an object
+            owner = functools.reduce(getattr, path, library)
+            original = getattr(owner, last, None)
+            if original is None or isinstance(original, LibraryFunction):
+                continue
+            setattr(owner, last, LibraryFunction(original, lowering, prim, arrays))
+            _REPLACED.append((owner, last, original))
+
+
+def restore_all() -> None:
+    """Put every replaced library function back."""
+    with _lock:
+        while _REPLACED:
+            owner, attr, original = _REPLACED.pop()
+            if isinstance(owner, ModuleType):
+                setattr(owner, attr, original)
+            else:  # a method set on an object: its class's method again
+                delattr(owner, attr)
+
+
+def batch_by_axis(library_call: Callable, lowering: Callable, out_batched: Any = True) -> Callable:
+    """A batch rule that calls the library once on the whole batch.
+
+    `library_call(*args, **kwargs)` computes the batched result from plain arrays, the
+    batched ones with the batch on axis 0 and the others as they are (it raises
+    `Unsupported` for what it does not cover). Values traced by another transform (a
+    `grad` around the `vmap`) go through `vmap` of the lowering instead, which
+    differentiates. `out_batched`: which results carry the batch (a pytree prefix).
+    """
+
+    def rule(axis_size: int, in_batched: list, *args: Any, **kwargs: Any) -> tuple:
+        if _traced(args):
+            from .._api import vmap
+
+            in_axes = tuple(0 if b else None for b in in_batched)
+            out = vmap(functools.partial(lowering, **kwargs), in_axes=in_axes)(*args)
+            return out, True
+        out = library_call(in_batched, *args, **kwargs)
+        return optree.tree_map(np.asarray, out), out_batched
+
+    return rule

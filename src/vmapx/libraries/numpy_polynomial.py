@@ -1,0 +1,46 @@
+"""Adapters for `numpy.polynomial`'s power-series functions, written with NumPy
+functions vmapx batches (`as_series` on entry leaves NumPy's dispatch)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _adapter
+from ._adapter import Unsupported, adapts
+
+
+@adapts("numpy.polynomial.polynomial", "polyval", ("x", "c"))
+def polyval(x, c, tensor=True):
+    if np.ndim(c) != 1:
+        raise Unsupported
+    out = np.zeros_like(x * c[-1]) + c[-1]
+    for k in range(len(c) - 2, -1, -1):
+        out = out * x + c[k]
+    return out
+
+
+@adapts("numpy.polynomial.polynomial", "polyder", ("c",))
+def polyder(c, m=1, scl=1, axis=0):
+    if np.ndim(c) != 1 or axis != 0 or m < 0:
+        raise Unsupported
+    for _ in range(m):
+        if len(c) <= 1:
+            return np.zeros_like(c[:1])
+        c = c[1:] * np.arange(1, len(c)) * scl
+    return c
+
+
+@adapts("numpy.polynomial.polynomial", "polyfit", ("x", "y", "w"))
+def polyfit(x, y, deg, rcond=None, full=False, w=None):
+    if full or not isinstance(deg, int) or np.ndim(x) != 1 or np.ndim(y) != 1:
+        raise Unsupported
+    v = x[:, None] ** np.arange(deg + 1)
+    if w is not None:
+        v, y = v * w[:, None], y * w
+    scale = np.sqrt(np.sum(v * v, axis=0))  # NumPy scales the columns the same way
+    coef = np.linalg.lstsq(v / scale, y, rcond=rcond)[0]
+    return coef / scale
+
+
+def install() -> None:
+    _adapter.install("numpy.polynomial.polynomial")

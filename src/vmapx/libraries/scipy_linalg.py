@@ -1,0 +1,217 @@
+"""Adapters for `scipy.linalg`: its LAPACK wrappers written with `np.linalg`, which
+batches over leading axes and differentiates.
+
+A function that reads one triangle of its matrix (`cholesky`, `solve(assume_a="pos")`)
+is given the symmetric matrix that triangle defines, so the result is SciPy's whatever
+the other triangle holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from .. import extend
+from . import _adapter
+from ._adapter import Unsupported, adapts, batch_by_axis
+
+_SYMMETRIC = {"sym", "symmetric", "her", "hermitian", "pos", "positive definite"}
+_GENERAL = {None, "gen", "general"}
+
+
+def _from_triangle(a: Any, lower: bool) -> Any:
+    """The Hermitian matrix whose `lower` (or upper) triangle is `a`'s."""
+    tri = np.tril(a) if lower else np.triu(a)
+    strict = np.tril(a, -1) if lower else np.triu(a, 1)
+    return tri + np.conj(np.swapaxes(strict, -1, -2))
+
+
+def _check_square(a: Any) -> None:
+    if np.ndim(a) != 2 or np.shape(a)[0] != np.shape(a)[1]:
+        raise Unsupported
+
+
+@adapts("scipy.linalg", "solve", ("a", "b"))
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):  # fmt: skip
+    _check_square(a)
+    if assume_a in _SYMMETRIC:
+        a = _from_triangle(a, lower)
+    elif assume_a not in _GENERAL:
+        raise Unsupported
+    if transposed:
+        a = np.swapaxes(a, -1, -2)
+    if np.ndim(b) == 1:
+        return np.linalg.solve(a, b[:, None])[:, 0]
+    return np.linalg.solve(a, b)
+
+
+@adapts("scipy.linalg", "inv", ("a",))
+def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+    _check_square(a)
+    if assume_a in _SYMMETRIC:
+        a = _from_triangle(a, lower)
+    elif assume_a not in _GENERAL:
+        raise Unsupported
+    return np.linalg.inv(a)
+
+
+@adapts("scipy.linalg", "det", ("a",))
+def det(a, overwrite_a=False, check_finite=True):
+    _check_square(a)
+    return np.linalg.det(a)
+
+
+def _cholesky_factor(a: Any, lower: bool) -> Any:
+    _check_square(a)
+    factor = np.linalg.cholesky(_from_triangle(a, lower))
+    return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
+
+
+@adapts("scipy.linalg", "cholesky", ("a",))
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    return _cholesky_factor(a, lower)
+
+
+def _cho_factor_array(a, lower=False, overwrite_a=False, check_finite=True):
+    factor = _cholesky_factor(a, lower)
+    other = np.triu(a, 1) if lower else np.tril(a, -1)  # LAPACK leaves it as it was
+    return factor + other
+
+
+_cho_factor_prim = extend.primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+
+
+@adapts("scipy.linalg", "cho_factor", ("a",))
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    return _cho_factor_prim(a, lower=lower), lower
+
+
+def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False) -> Any:
+    t = np.tril(c) if lower else np.triu(c)
+    if unit:
+        t = t - t * np.eye(t.shape[-1]) + np.eye(t.shape[-1])
+    if trans in (1, "T"):
+        t = np.swapaxes(t, -1, -2)
+    elif trans in (2, "C"):
+        t = np.conj(np.swapaxes(t, -1, -2))
+    elif trans not in (0, "N"):
+        raise Unsupported
+    if np.ndim(b) == 1:
+        return np.linalg.solve(t, b[:, None])[:, 0]
+    return np.linalg.solve(t, b)
+
+
+@adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    if not isinstance(lower, bool | np.bool_):
+        raise Unsupported
+    lower = bool(lower)
+    y = _triangular_solve(c, b, lower, trans=0 if lower else 2)
+    return _triangular_solve(c, y, lower, trans=2 if lower else 0)
+
+
+@adapts("scipy.linalg", "solve_triangular", ("a", "b"))
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):  # fmt: skip
+    _check_square(a)
+    return _triangular_solve(a, b, lower, trans, unit_diagonal)
+
+
+@adapts("scipy.linalg", "eigh", ("a",))
+def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
+         driver=None):  # fmt: skip
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise Unsupported
+    _check_square(a)
+    a = _from_triangle(a, lower)
+    if eigvals_only:
+        return np.linalg.eigvalsh(a)
+    w, v = np.linalg.eigh(a)
+    return w, v
+
+
+@adapts("scipy.linalg", "eigvalsh", ("a",))
+def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+             check_finite=True, subset_by_index=None, subset_by_value=None,
+             driver=None):  # fmt: skip
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise Unsupported
+    _check_square(a)
+    return np.linalg.eigvalsh(_from_triangle(a, lower))
+
+
+@adapts("scipy.linalg", "svd", ("a",))
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):  # fmt: skip
+    if compute_uv:
+        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        return u, s, vh
+    return np.linalg.svd(a, compute_uv=False)
+
+
+@adapts("scipy.linalg", "svdvals", ("a",))
+def svdvals(a, overwrite_a=False, check_finite=True):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+@adapts("scipy.linalg", "qr", ("a",))
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    if pivoting or mode not in ("full", "r", "economic"):
+        raise Unsupported
+    q, r = np.linalg.qr(a, mode="complete" if mode in ("full", "r") else "reduced")
+    return (r,) if mode == "r" else (q, r)
+
+
+@adapts("scipy.linalg", "norm", ("a",))
+def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
+    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+
+
+@adapts("scipy.linalg", "pinv", ("a",))
+def pinv(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+    if atol is not None or rtol is not None or return_rank:
+        raise Unsupported
+    return np.linalg.pinv(a, rcond=max(np.shape(a)) * np.finfo(np.result_type(a, 1.0)).eps)
+
+
+@adapts("scipy.linalg", "lstsq", ("a", "b"))
+def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
+          lapack_driver=None):  # fmt: skip
+    raise Unsupported  # (residues, rank, singular values: SciPy's own conventions)
+
+
+def _expm_batched(in_batched: list, a: Any) -> Any:
+    return scipy.linalg.expm(a)  # SciPy's expm takes a stack of matrices
+
+
+def _expm(A):
+    raise Unsupported  # differentiated: the library function (loop)
+
+
+@adapts("scipy.linalg", "expm", ("A",), batch=batch_by_axis(_expm_batched, _expm))
+def expm(A):
+    return _expm(A)
+
+
+def _lu_factor_batched(in_batched: list, a: Any, **kwargs: Any) -> Any:
+    lu, piv = scipy.linalg.lu_factor(a)  # SciPy's own batching over leading axes
+    return lu, piv
+
+
+def _lu_factor_lowering(a, overwrite_a=False, check_finite=True):
+    raise Unsupported
+
+
+@adapts("scipy.linalg", "lu_factor", ("a",),
+        batch=batch_by_axis(_lu_factor_batched, _lu_factor_lowering))  # fmt: skip
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    return _lu_factor_lowering(a)
+
+
+def install() -> None:
+    _adapter.install("scipy.linalg")

@@ -1,0 +1,50 @@
+"""Adapters for `scipy.special`'s Python functions (`logsumexp`, `softmax`,
+`log_softmax`, `polygamma`): NumPy formulations that batch and differentiate."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from . import _adapter
+from ._adapter import Unsupported, adapts
+
+
+def _max_for_shift(a, axis):
+    """The maximum used to shift exponents (not differentiated: it cancels)."""
+    from .. import stop_gradient
+
+    m = np.max(a, axis=axis, keepdims=True)
+    return stop_gradient(np.where(np.isfinite(m), m, 0.0))
+
+
+@adapts("scipy.special", "logsumexp", ("a", "b"))
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    if return_sign or np.iscomplexobj(a):
+        raise Unsupported
+    m = _max_for_shift(a, axis)
+    e = np.exp(a - m) if b is None else b * np.exp(a - m)
+    out = np.log(np.sum(e, axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+@adapts("scipy.special", "softmax", ("x",))
+def softmax(x, axis=None):
+    e = np.exp(x - _max_for_shift(x, axis))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@adapts("scipy.special", "log_softmax", ("x",))
+def log_softmax(x, axis=None):
+    shifted = x - _max_for_shift(x, axis)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+@adapts("scipy.special", "polygamma", ("n", "x"))
+def polygamma(n, x):
+    fac2 = (-1.0) ** (n + 1) * sc.gamma(n + 1.0) * sc.zeta(n + 1, x)
+    return np.where(n == 0, sc.psi(x), fac2)
+
+
+def install() -> None:
+    _adapter.install("scipy.special")
