@@ -245,12 +245,24 @@ def check_untrusted(trace: Trace, error: Exception) -> None:
         return
     signal = outer.concretization(
         f"a traced value passed {passed} and the batched run then raised "
-        f"{type(error).__name__}: {error}",
+        f"{type(error).__name__}: {_first_line(error)}",
         "give the library function a batching rule with `vmapx.extend`, or call it "
         "on plain arrays outside the vmap",
     )
     if outer is not trace or not isinstance(signal, ConcretizationSignal):
         raise signal from error
+
+
+def note(what: str) -> None:
+    """Record that library code took a traced value in through `what` (the array API's
+    `__array_namespace__`): if the run then raises, it cannot be trusted either."""
+    if _local.passed is None:
+        _local.passed = f"{what} at {location()}"
+
+
+def _first_line(error: Exception) -> str:
+    line = str(error).split("\n", 1)[0]
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
 def active() -> bool:

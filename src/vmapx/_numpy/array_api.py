@@ -22,6 +22,7 @@ array([[0.6, 0.8],
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ sqrt square squeeze stack std subtract sum take take_along_axis tan tanh tensord
 tril triu trunc unique_all unique_counts unique_inverse unique_values unstack var vecdot
 where zeros zeros_like arange
 bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64
-complex128 e inf nan pi newaxis linalg fft
+complex128 e inf nan pi newaxis linalg fft broadcast_shapes isin
 """.split()
 
 # the same functions under the names NumPy 1.26 gives them
@@ -62,11 +63,10 @@ _OLD_NAMES = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "
 def _names() -> dict[str, Any]:
     found = {}
     for name in _NAMES:
-        value = getattr(np, name, None)
-        if value is None and name in _OLD_NAMES:
-            value = getattr(np, _OLD_NAMES[name])
-        if value is not None:
-            found[name] = value
+        if hasattr(np, name):
+            found[name] = getattr(np, name)
+        elif name in _OLD_NAMES:
+            found[name] = getattr(np, _OLD_NAMES[name])
     return found
 
 
@@ -120,8 +120,7 @@ def _array_namespace(self: Tracer, /, *, api_version: str | None = None) -> Any:
             f"__array_namespace__: api_version={api_version!r} is not supported; "
             f"vmapx implements {', '.join(v for v in _VERSIONS if v)}"
         )
-    import sys
-
+    _passthrough.note("`__array_namespace__`")  # (library code that then raises: the loop)
     return sys.modules[__name__]
 
 
