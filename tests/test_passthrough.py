@@ -109,6 +109,16 @@ def test_a_run_that_raises_after_passing_loops_and_names_the_library_line() -> N
     assert "TypeError" in message
 
 
+def test_after_an_untrusted_run_the_function_loops_at_once() -> None:
+    def f(x):
+        return lib.needs_ndarray(x) + 1.0
+
+    for expected in ("then raised TypeError", "received a batched value"):
+        with pytest.warns(vmapx.PerformanceWarning, match=expected):
+            got = vmapx.vmap(f)(X)
+        assert_same(got, X * 3.0 + 1.0)
+
+
 def test_the_loops_exception_is_raised() -> None:
     with pytest.warns(vmapx.PerformanceWarning), pytest.raises(ValueError, match="negative"):
         vmapx.vmap(lib.fails_on_negative)(X)

@@ -53,6 +53,7 @@ class _Local(threading.local):
         self.depth = 0
         self.passed: str | None = None  # the first library line a tracer passed
         self.learned = False  # `learn_caller` bound a new name since the last `retry`
+        self.function: Any = None  # the outermost vmapped function (its key)
 
 
 _local = _Local()
@@ -60,6 +61,9 @@ _lock = threading.Lock()
 _running = 0  # scoped runs on all threads
 _bindings: dict[tuple[int, str], tuple[dict, str, Any]] = {}  # (dict id, name) -> binding
 _wanted: set = set()  # functions (their code objects) that need the scope
+# functions whose batched run with the scope could not be trusted: they are left to the
+# loop from then on (a retry would fail the same way, after more work)
+_untrusted: set = set()
 
 
 # -- the wrappers ------------------------------------------------------------------
@@ -197,8 +201,9 @@ def _key(f: Callable) -> Any:
 def call(trace: Trace, f: Callable, args: Any, kwargs: dict) -> Any:
     """`f(*args, **kwargs)`, in scope when `f` (or an enclosing vmap) needs it."""
     if _local.depth == 0:
-        _local.outer, _local.passed, _local.learned = trace, None, False
-        if _key(f) not in _wanted:
+        key = _key(f)
+        _local.outer, _local.passed, _local.learned, _local.function = trace, None, False, key
+        if key not in _wanted:
             return f(*args, **kwargs)
     _enter()
     try:
@@ -230,7 +235,7 @@ def _leave() -> None:
 def retry(f: Callable) -> bool:
     """Whether the batched run of `f` that just signalled the loop should run again
     (with the scope, now that new converter names are bound)."""
-    if not _local.learned:
+    if not _local.learned or _key(f) in _untrusted:
         return False
     _local.learned = False
     _wanted.add(_key(f))
@@ -243,6 +248,8 @@ def check_untrusted(trace: Trace, error: Exception) -> None:
     outer, passed = _local.outer, _local.passed
     if outer is None or passed is None:
         return
+    _untrusted.add(_local.function)
+    _wanted.discard(_local.function)
     signal = outer.concretization(
         f"a traced value passed {passed} and the batched run then raised "
         f"{type(error).__name__}: {_first_line(error)}",
