@@ -14,16 +14,18 @@ B = 16
 Case = tuple[str, Callable, tuple]
 
 
+def _imports(*names: str) -> list:
+    return [importlib.import_module(name) for name in names]
+
+
 def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     return rng.normal(size=(B, 12)), rng.normal(size=(B, 12)), rng.uniform(0.1, 1.0, (B, 12))
 
 
 def _polynomial() -> list[Case]:
-    P = importlib.import_module("numpy.polynomial.polynomial")
-    C = importlib.import_module("numpy.polynomial.chebyshev")
-    L = importlib.import_module("numpy.polynomial.legendre")
-    H = importlib.import_module("numpy.polynomial.hermite")
+    P, C, L, H = _imports("numpy.polynomial.polynomial", "numpy.polynomial.chebyshev",
+                          "numpy.polynomial.legendre", "numpy.polynomial.hermite")  # fmt: skip
     x, y, _ = _data()
     t = np.linspace(-1, 1, 12)
     c = x[:, :4]
@@ -46,10 +48,8 @@ def _polynomial() -> list[Case]:
 
 
 def _scipy() -> list[Case]:
-    st = importlib.import_module("scipy.stats")
-    sp = importlib.import_module("scipy.special")
-    dist = importlib.import_module("scipy.spatial.distance")
-    integ = importlib.import_module("scipy.integrate")
+    st, sp, dist, integ = _imports("scipy.stats", "scipy.special", "scipy.spatial.distance",
+                                   "scipy.integrate")  # fmt: skip
     x, y, u = _data()
     ones = np.ones(12)
     return [
@@ -82,10 +82,10 @@ def _scipy() -> list[Case]:
 
 
 def _sklearn() -> list[Case]:
-    metrics = importlib.import_module("sklearn.metrics")
-    pairwise = importlib.import_module("sklearn.metrics.pairwise")
-    pre = importlib.import_module("sklearn.preprocessing")
-    extmath = importlib.import_module("sklearn.utils.extmath")
+    metrics, pairwise, pre, extmath = _imports(
+        "sklearn.metrics", "sklearn.metrics.pairwise", "sklearn.preprocessing",
+        "sklearn.utils.extmath",
+    )  # fmt: skip
     x, y, u = _data()
     return [
         ("sklearn.metrics.mean_squared_error", metrics.mean_squared_error, (x, y)),
