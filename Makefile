@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 test-python test-dask lint typecheck bench coverage clean fuzz
+.PHONY: demo test test-numpy1 test-python test-dask test-cupy lint typecheck bench bench-gpu coverage clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,18 @@ $(VENV)/.dask-installed: $(STAMP)
 
 test-dask: $(VENV)/.dask-installed
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_dask.py tests/test_vectorize.py tests/test_parallel.py tests/test_readme.py
+
+# the op table on CuPy arrays and the GPU benchmark: the extra vmapx[cupy], on a machine
+# with an NVIDIA GPU (CUDA 12); without one the CuPy tests skip
+$(VENV)/.cupy-installed: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,cupy]'
+	touch $@
+
+test-cupy: $(VENV)/.cupy-installed
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_cupy.py tests/test_duck.py
+
+bench-gpu: $(VENV)/.cupy-installed
+	$(PY) benchmarks/gpu.py
 
 # mypy --strict (pinned in the `lint` extra) on a user's script that uses every public name
 typecheck: $(STAMP)

@@ -65,6 +65,16 @@ def assert_same(got: Any, expected: Any, rtol: float = 1e-7, atol: float = 1e-9)
             np.testing.assert_array_equal(g, e)
 
 
+def float_total(out: Any) -> Any:
+    """The sum of every float output (the real part of complex ones): a scalar loss."""
+    total = 0.0
+    for leaf in optree.tree_leaves(out, is_leaf=lambda x: hasattr(x, "dtype")):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and dtype.kind in "fc":
+            total = total + np.sum(np.real(leaf) if dtype.kind == "c" else leaf)
+    return total
+
+
 def check_vmap(
     f: Callable, args: Sequence, in_axes: Any = 0, out_axes: Any = 0, rtol: float = 1e-7,
     atol: float = 1e-9,

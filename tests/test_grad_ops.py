@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import optree
 import pytest
 
 import vmapx
-from harness import assert_same
+from harness import assert_same, float_total
 from op_table import OPS, Op
 
 # rows (by name) whose functions have no derivative rule yet
@@ -54,16 +53,6 @@ def _float_args(args: list) -> tuple[int, ...]:
     return tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind in "fc")
 
 
-def _total(out: object) -> object:
-    """The sum of every float output (the real part of complex ones): a scalar loss."""
-    total = 0.0
-    for leaf in optree.tree_leaves(out, is_leaf=lambda x: hasattr(x, "dtype")):
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and dtype.kind in "fc":
-            total = total + np.sum(np.real(leaf) if dtype.kind == "c" else leaf)
-    return total
-
-
 @pytest.mark.parametrize("op", PARAMS)
 def test_derivatives(op: Op) -> None:
     """check_grads to order 2 in both modes, then vmap(grad(sum of f)) against a loop."""
@@ -77,7 +66,7 @@ def _check_row(op: Op) -> None:
     argnums = _float_args(examples[0])
     if not argnums:
         return
-    g = vmapx.grad(lambda *a: _total(op.fn(*a)), argnums=argnums)
+    g = vmapx.grad(lambda *a: float_total(op.fn(*a)), argnums=argnums)
     batched = [np.stack([e[j] for e in examples]) for j in range(len(examples[0]))]
     got = vmapx.vmap(g)(*batched)
     loop = [g(*e) for e in examples]

@@ -16,6 +16,7 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
+from . import _payload
 from ._api import fresh_arrays, vmap
 from ._autodiff import (
     VJPTracer,
@@ -559,7 +560,7 @@ def jacrev(
             cts = optree.tree_unflatten(out_tree, _split_row(row, outs))
             return optree.tree_leaves(pull(cts), is_leaf=_is_leaf)
 
-        rows = vmap(pull_row)(np.eye(m, dtype=dtype))
+        rows = vmap(pull_row)(np.eye(m, dtype=dtype, like=_payload.like(*outs)))
         ins, in_tree = optree.tree_flatten(tuple(args[i] for i in nums), is_leaf=_is_leaf)
         blocks = []
         for o, (a, b) in zip(outs, spans, strict=True):
@@ -617,7 +618,8 @@ def jacfwd(
             )
             return out, optree.tree_leaves(tan, is_leaf=_is_leaf), aux
 
-        out, cols, aux = vmap(push, out_axes=(None, 0, None))(np.eye(n, dtype=dtype))
+        basis = np.eye(n, dtype=dtype, like=_payload.like(*ins))
+        out, cols, aux = vmap(push, out_axes=(None, 0, None))(basis)
         outs, out_tree = _out_leaves("jacfwd", out, holomorphic)
         blocks = []
         for o, col in zip(outs, cols, strict=True):

@@ -13,7 +13,16 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _passthrough
+from . import (
+    _autochunk,
+    _config,
+    _dask,
+    _kwargs_notice,
+    _legacy_random,
+    _parallel,
+    _passthrough,
+    _payload,
+)
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -389,6 +398,7 @@ def _run(
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        trace.like = _payload.like(*leaves)
         legacy = _legacy_random.snapshot()
         try:
             out = _passthrough.call(
@@ -521,7 +531,7 @@ def _unbatch_outputs(
                 )
             results.append(leaf)
             continue
-        val = leaf.val if batched else _broadcast_output(leaf, size)
+        val = leaf.val if batched else _broadcast_output(_payload.moved(leaf, trace.like), size)
         nd = np.ndim(val)
         if not -nd <= ax < nd:
             raise InAxesError(

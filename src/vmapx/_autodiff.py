@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core, _scaled
+from . import _config, _core, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
@@ -173,6 +173,9 @@ class ADTracer(Tracer):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._leave_error()
+
+
+_payload.INNER[ADTracer] = lambda t: t.primal
 
 
 class JVPTracer(ADTracer):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config, _core, _frames, _passthrough
+from . import _config, _core, _frames, _passthrough, _payload
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -127,11 +127,14 @@ class BatchTracer(Tracer):
         )
 
 
+_payload.INNER[BatchTracer] = lambda t: t.val
+
+
 class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made")  # fmt: skip
+                 "made", "like")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -150,6 +153,9 @@ class BatchTrace(Trace):
         # large arrays, whose temporaries, NumPy's own included, chunks keep small)
         self.largest = 0
         self.made = 0
+        # a duck payload (CuPy, ...) when the inputs live outside NumPy: host arrays met
+        # by this trace's rules are moved to its array type (vmapx._payload)
+        self.like: Any = None
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
@@ -163,6 +169,8 @@ class BatchTrace(Trace):
 
     def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
         rule = prim.rules.batch
+        if self.like is not None:
+            args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
         if rule is None:
             out = loop_rule(self, prim, args, kwargs)
         else:

@@ -233,5 +233,5 @@ def axis_index(axis_name: Any) -> Any:
         return in_branch
     index: Any = 0
     for t in _traces(axis_name, "axis_index"):
-        index = index * t.axis_size + t.wrap(np.arange(t.axis_size))
+        index = index * t.axis_size + t.wrap(np.arange(t.axis_size, like=t.like))
     return index

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _autochunk, _core, _replay_memory
+from . import _autochunk, _core, _payload, _replay_memory
 from ._api import fresh_arrays, memory_owner
 from ._compat import NUMPY2
 from ._core import Trace, Tracer, pop_trace, push_trace
@@ -153,6 +153,9 @@ class RecordTracer(Tracer):
 
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
+
+
+_payload.INNER[RecordTracer] = lambda t: t.value
 
 
 class ScalarTracer(RecordTracer):

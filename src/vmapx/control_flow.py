@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from . import _payload
 from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
 from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
 from ._registry import Primitive, register
@@ -201,12 +202,12 @@ class _Chain:
         v, present = self.peel(x)
         if not present:
             return x, _UNBATCHED
-        return v[tuple(ix[j] for j in present)], _BATCHED
+        return v[_payload.onto(tuple(ix[j] for j in present), _payload.like(v))], _BATCHED
 
     def flat(self, x: Any, what: str) -> np.ndarray:
         """The concrete per-example scalars of `x` over the flattened batch: `(size,)`."""
         v, present = self.peel(x)
-        v = np.asarray(v)  # a value traced below the chain asks its own trace
+        v = _payload.concrete(v)  # a value traced below the chain asks its own trace
         if v.ndim != len(present):
             raise TypeError(
                 f"{what} must be a scalar for each example, got per-example shape "
@@ -229,6 +230,7 @@ class _Chain:
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
         sub = BatchTrace(len(ix[0]), _InBranch(self.traces, ix), top.fallback, top.randomness)
+        sub.like = top.like
         # the sub-batch takes the chain's innermost slot (traces above keep their levels)
         sub.level = top.level
         stack = _state.stack
@@ -315,7 +317,11 @@ class _Chain:
         return treedef.unflatten([self.wrap(self._join(c, idxs, what)) for c in columns])
 
     def _join(self, pieces: Sequence, idxs: list, what: str) -> Any:
-        pieces = [(v, b) if b or isinstance(v, Tracer) else (np.asarray(v), b) for v, b in pieces]
+        ref = _payload.like(*(v for v, _ in pieces))
+        pieces = [
+            (v, b) if b or isinstance(v, Tracer) else (np.asarray(v, like=ref), b)
+            for v, b in pieces
+        ]
         shapes = {tuple(v.shape[1:] if b else v.shape) for v, b in pieces}
         if len(shapes) > 1:
             raise ControlFlowError(
@@ -326,16 +332,18 @@ class _Chain:
         if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
             # (by dtypes, as `np.stack` promotes: NumPy 1.26 would promote a 0-d value
             # of one branch by its value)
-            out = np.empty((self.size, *shape), np.result_type(*(v.dtype for v, _ in pieces)))
+            out = np.empty(
+                (self.size, *shape), np.result_type(*(v.dtype for v, _ in pieces)), like=ref
+            )
             for (v, _), idx in zip(pieces, idxs, strict=True):
-                out[idx] = v
+                out[_payload.moved(idx, ref)] = v
             return out
         full = [
             v if b else np.broadcast_to(v, (len(i), *shape))
             for (v, b), i in zip(pieces, idxs, strict=True)
         ]
         order = np.argsort(np.concatenate(idxs), kind="stable")
-        return np.concatenate(full)[order]
+        return np.concatenate(full)[_payload.moved(order, ref)]
 
 
 _MIXED = "mixed"  # `_plan`: another transform's trace lies among the levels involved
@@ -640,10 +648,10 @@ def _while_partitioned(
     while True:
         if not go.all():
             done, keep = np.flatnonzero(~go), np.flatnonzero(go)
-            finished = [(v[done], True) if k else (v, False) for v, k in state]
+            finished = [(v[_payload.moved(done, v)], True) if k else (v, False) for v, k in state]
             parts.append((active[done], finished, treedef))
             active = active[keep]
-            state = [(v[keep], k) if k else (v, k) for v, k in state]
+            state = [(v[_payload.moved(keep, v)], k) if k else (v, k) for v, k in state]
         if not len(active):
             return chain.stitch(parts, "while_loop")
         ix = chain.index(active)
@@ -664,7 +672,7 @@ def _while_partitioned(
 
 
 def _concrete(v: Any, what: str) -> np.ndarray:
-    v = np.asarray(v)
+    v = _payload.concrete(v)
     if v.ndim != 1:
         raise TypeError(f"{what} must be a scalar for each example, got shape {v.shape[1:]}")
     return v

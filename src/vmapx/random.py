@@ -133,6 +133,8 @@ class BatchGenerator:
                 "randomness='different' (every example draws its own numbers: those of the "
                 "per-example loop) or randomness='same' (one draw shared by every example)."
             )
+        if self._trace is not None and self._trace.like is not None:
+            raise _off_host_error(name, self._trace.like)
         if self._diverged:
             raise self._trace.concretization(
                 f"`{name}()` with randomness='same' after the branches of a `cond`/`switch` "
@@ -240,6 +242,18 @@ class BatchGenerator:
         else:
             v = v[:, perm]
         x[...] = trace.wrap(np.moveaxis(v, 1, axis + 1))  # a functional write of the tracer
+
+
+def _off_host_error(name: str, like: Any) -> UnsupportedError:
+    kind = f"{type(like).__module__}.{type(like).__name__}"
+    return UnsupportedError(
+        f"vmap: `{name}()` drew from a numpy.random.Generator at {user_frame_location()} "
+        f"inside a vmap over {kind} arrays: a NumPy generator makes host arrays, which "
+        f"cannot meet {kind} values (the per-example loop would fail the same way). Draw "
+        "the whole batch's numbers outside the vmap, move them to the arrays' device "
+        "(e.g. `cupy.asarray(rng.normal(size=(batch, *shape)))`), and pass them in as a "
+        "mapped argument."
+    )
 
 
 def _check_whole_batch(parent: Any, what: str) -> None:

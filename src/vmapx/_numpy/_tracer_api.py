@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _elision, _scalars
+from .. import _elision, _payload, _scalars
 from .._batching import BatchTracer, defbatch
 from .._compat import NUMPY2, astype
-from .._core import Tracer, bind
+from .._core import Tracer, bind, find_top_trace
 from .._registry import FUNCTIONS, UFUNC_PRIMITIVES, Primitive, primitive, ufunc_primitive
 from ..errors import UnsupportedError
 from . import _masked
@@ -88,6 +88,10 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
+    if all(a is not self for a in args) and find_top_trace(args, kwargs) is None:
+        # reached through `like=self` alone: create where the traced values live
+        if _payload.like(self) is not None:
+            return func(*args, like=_payload.like(self), **kwargs)
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:

@@ -124,15 +124,21 @@ def _array_namespace(self: Tracer, /, *, api_version: str | None = None) -> Any:
     return sys.modules[__name__]
 
 
+def _device(self: Tracer) -> Any:
+    """The payload's device (a batched value's array; NumPy's is "cpu")."""
+    return getattr(getattr(self, "val", None), "device", "cpu")
+
+
 def _to_device(self: Tracer, device: Any, /, *, stream: Any = None) -> Tracer:
-    _check_device(device)
+    if device != _device(self):
+        _check_device(device)
     return self
 
 
 def install(cls: type) -> None:
     """Give `cls` (the tracer base class) the array API standard's members."""
     cls.__array_namespace__ = _array_namespace  # type: ignore[attr-defined]
-    cls.device = property(lambda self: "cpu")  # type: ignore[attr-defined]
+    cls.device = property(_device)  # type: ignore[attr-defined]
     cls.to_device = _to_device  # type: ignore[attr-defined]
 
 

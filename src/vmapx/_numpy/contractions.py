@@ -34,6 +34,7 @@ from .._batching import (
     warn_fallback,
 )
 from .._compat import NUMPY2, present
+from .._payload import like
 from .._registry import get_arg, register
 from .._rule_helpers import flat_shape
 from .ufuncs import gufunc_rule
@@ -378,7 +379,7 @@ def _stand_in(trace: BatchTrace, x: Any) -> Any:
     """A batched operand as one example's zeros (a free broadcast view)."""
     if not is_batched(trace, x):
         return x
-    return np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+    return np.broadcast_to(np.zeros((), dtype=x.dtype, like=like(x)), x.shape)
 
 
 def _einsum_path_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
@@ -483,7 +484,7 @@ def _full_one(conv: bool, va: Any, ba: bool, vv: Any, n: int, m: int) -> Any:
         out = np.convolve(np.reshape(padded, (rows * length,)), k, "full")
         return np.reshape(out[: rows * length], (rows, length))
     # short batched rows, long kernel: one GEMM with the (nx, length) Toeplitz matrix
-    idx = np.arange(length)[None, :] - np.arange(nx)[:, None] + (nx - 1)
+    idx = np.arange(length, like=like(k))[None, :] - np.arange(nx, like=like(k))[:, None] + (nx - 1)
     return xb @ _padded(k, nx - 1)[idx]
 
 

@@ -32,6 +32,7 @@ from .._batching import (
 from .._compat import astype
 from .._core import Tracer, bind
 from .._differentiate_rule import composite_by_rule, own_impl
+from .._payload import is_array, moved
 from .._registry import get_arg, primitive, set_arg
 from .._rule_helpers import example_shape, flat_shape, per_example, shift_axis, shift_one
 from ._tracer_api import IN_PLACE, assign
@@ -262,7 +263,9 @@ def batch_broadcast(trace: BatchTrace, x: Any, shape: tuple) -> Any:
     v, b = unwrap(trace, x)
     if b:
         return np.broadcast_to(align_rank(v, v.ndim - 1, len(shape)), (v.shape[0], *shape))
-    return np.broadcast_to(np.broadcast_to(x, shape)[None], (trace.axis_size, *shape))
+    return np.broadcast_to(
+        np.broadcast_to(moved(x, trace.like), shape)[None], (trace.axis_size, *shape)
+    )
 
 
 def _ediff1d_rule(func: Callable) -> Callable:
@@ -539,9 +542,11 @@ def _conditions(trace: BatchTrace, condlist: Any, nd: int) -> list:
         single = example_ndim(trace, condlist) < 2 and nd != 0
     else:
         first = None if np.isscalar(condlist) else condlist[0]
-        single = first is None or (not isinstance(first, list | np.ndarray | Tracer) and nd != 0)
+        single = first is None or (
+            not (isinstance(first, list | Tracer) or is_array(first)) and nd != 0
+        )
     conds = [condlist] if single else list(condlist)
-    conds = [c if isinstance(c, Tracer) else np.asarray(c) for c in conds]
+    conds = [c if isinstance(c, Tracer) or is_array(c) else np.asarray(c) for c in conds]
     return [c if c.dtype == bool else astype(c, bool) for c in conds]
 
 

@@ -42,6 +42,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
+from .._payload import like
 from .._registry import builder, get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
@@ -404,8 +405,8 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         replay_errors(trace, _put_impl, (a, ind, v, mode), {})
     if m == 0 or k == 0:  # NumPy writes nothing
         return trace.wrap(flat.reshape(bcast_batch(trace, a).shape).copy())
-    vals = np.take(vals, np.arange(k) % m, axis=-1)  # NumPy repeats `v` as needed
-    rows = np.arange(flat.shape[0]).reshape(-1, 1)
+    vals = np.take(vals, np.arange(k, like=like(vals)) % m, axis=-1)  # NumPy repeats `v`
+    rows = np.arange(flat.shape[0], like=like(flat)).reshape(-1, 1)
 
     def run() -> Any:
         return bind(SETITEM, (flat, (rows, idx), vals), {})
@@ -459,14 +460,14 @@ def _masked_write(
             replay_errors(trace, impl, args, {})
         v = v.astype(dtype, copy=False)
     else:
-        v = np.array(v, dtype=dtype)
+        v = np.array(v, dtype=dtype, like=like(base))
     v = np.reshape(v, _rows_shape(v) if vb else (-1,))
     count = v.shape[-1]
     if count == 0:
         if by_count and bool(np.any(m)):
             replay_errors(trace, impl, args, {})
         return trace.wrap(base.copy())
-    pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1])
+    pos = np.cumsum(m, axis=1) - 1 if by_count else np.arange(flat.shape[1], like=like(flat))
     pos = pos % count
     if not vb:
         chosen = bind(GETITEM, (v, pos), {})  # `v[pos]`: `pos` may be an outer tracer
@@ -619,7 +620,7 @@ def _nonzero_rule(func: Callable) -> Callable:
         if func is np.flatnonzero:
             return trace.wrap(np.nonzero(flat)[1].reshape(b, k))
         if nd == 0:  # argwhere of a 0-d example: (k, 0)
-            return trace.wrap(np.zeros((b, k, 0), dtype=np.intp))
+            return trace.wrap(np.zeros((b, k, 0), dtype=np.intp, like=like(v)))
         where = np.nonzero(v)[1:]  # sorted by example first, like one call per example
         if func is np.argwhere:
             return trace.wrap(np.stack(where, axis=-1).reshape(b, k, nd))
@@ -661,7 +662,7 @@ def _shape_only_rule(func: Callable) -> Callable:
 
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
         x = args[0]
-        stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype), x.shape)
+        stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype, like=like(x)), x.shape)
         return func(stand_in, *args[1:], **kwargs)
 
     return rule
@@ -676,7 +677,14 @@ def _ix_rule(func: Callable) -> Callable:
         out = []
         for k, seq in enumerate(args):
             if not is_batched(trace, seq):
-                out.append(func(*[seq if j == k else np.zeros(1, np.intp) for j in range(nd)])[k])
+                out.append(
+                    func(
+                        *[
+                            seq if j == k else np.zeros(1, np.intp, like=like(*args))
+                            for j in range(nd)
+                        ]
+                    )[k]
+                )
                 continue
             if seq.ndim != 1:
                 raise ValueError("Cross index must be 1 dimensional")
@@ -718,11 +726,15 @@ def _bincount_rule(func: Callable) -> Callable:
         if trace.axis_size == 0:
             return zero_batch(trace, func, args, kwargs)
         if xb:
-            top = np.max(xv, axis=1) + 1 if xv.shape[1] else np.zeros(xv.shape[0], np.intp)
+            top = (
+                np.max(xv, axis=1) + 1
+                if xv.shape[1]
+                else np.zeros(xv.shape[0], np.intp, like=like(xv))
+            )
             length = agreed_size(trace, np.maximum(top, minlength), "`np.bincount`")
         else:
             length = len(np.bincount(x, minlength=minlength))
-        offsets = np.arange(trace.axis_size, dtype=np.intp).reshape(-1, 1) * length
+        offsets = np.arange(trace.axis_size, dtype=np.intp, like=like(x)).reshape(-1, 1) * length
         flat = (offsets + bcast_batch(trace, x)).ravel()
         w = None if weights is None else bcast_batch(trace, weights).ravel()
         run = lambda: np.bincount(flat, w, minlength=length * trace.axis_size)  # noqa: E731

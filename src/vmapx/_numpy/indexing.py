@@ -33,6 +33,7 @@ from .._batching import (
     unwrap,
 )
 from .._core import Tracer, bind
+from .._payload import is_array, like
 from .._registry import Primitive, register, register_ufunc_defaults
 from .._rule_helpers import example_shape
 from ..errors import DifferentiationError
@@ -41,7 +42,7 @@ from .ufuncs import at_rule
 
 
 def _is_array(c: Any) -> bool:
-    return isinstance(c, np.ndarray | Tracer)
+    return isinstance(c, Tracer) or is_array(c)
 
 
 def _is_int(c: Any) -> bool:
@@ -133,7 +134,7 @@ def _plan(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None, 
             perm = (rank, *range(rank), *range(rank + 1, region_rank + 1))
             return (slice(None), *comps), perm, region_rank
         return (slice(None), *comps), None, region_rank
-    arange = np.arange(trace.axis_size).reshape((-1,) + (1,) * rank)
+    arange = np.arange(trace.axis_size, like=like(*comps)).reshape((-1,) + (1,) * rank)
     for i in adv:
         v, b = unwrap(trace, comps[i])
         comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
@@ -176,7 +177,7 @@ def _example_error(trace: BatchTrace, x: Any, idx: Any, value: Any) -> BaseExcep
     batched = batched or is_batched(trace, value)
     shape = x.shape if isinstance(x, Tracer) else np.shape(x)
     for i in range(trace.axis_size if batched else 1):
-        example = np.zeros(shape, dtype=np.result_type(x))
+        example = np.zeros(shape, dtype=np.result_type(x), like=like(x))
         try:
             if value is _NO_VALUE:
                 example[_at(trace, idx, i)]
@@ -376,10 +377,11 @@ def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
 def last_writes(shape: tuple, idx: Any) -> Any:
     """Which elements of the region `x[idx]` NumPy's `x[idx] = v` leaves in `x` (with a
     repeated index the last write wins), found by writing their positions."""
-    probe = np.broadcast_to(np.zeros((), dtype=np.int64), shape)
+    probe = np.broadcast_to(np.zeros((), dtype=np.int64, like=like(idx)), shape)
     region = _core.bind(GETITEM, (probe, idx), {})
-    ids = np.arange(int(np.prod(region.shape, dtype=np.int64))).reshape(region.shape)
-    written = _core.bind(SETITEM, (np.full(shape, -1), idx, ids), {})
+    ids = np.arange(int(np.prod(region.shape, dtype=np.int64)), like=like(idx))
+    ids = ids.reshape(region.shape)
+    written = _core.bind(SETITEM, (np.full(shape, -1, like=like(idx)), idx, ids), {})
     return _core.bind(GETITEM, (written, idx), {}) == ids
 
 

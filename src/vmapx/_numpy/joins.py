@@ -26,6 +26,7 @@ from .._batching import (
 )
 from .._compat import present
 from .._core import Tracer
+from .._payload import moved
 from .._registry import get_arg, set_arg
 from .._rule_helpers import example_shape, flat_shape, per_example, shift_one, value_and_axis
 from .shapes import atleast_shape, raise_like_numpy
@@ -35,7 +36,7 @@ from .structural import defstructural, operands
 def join(trace: BatchTrace, arrays: list, axis: int, nd: int, **kwargs: Any) -> Any:
     """`np.concatenate(arrays, axis)` of batched and unbatched arrays of one example
     rank `nd` (the unbatched ones broadcast to the batch: the result holds them)."""
-    vals = [bcast_batch(trace, a) for a in arrays]
+    vals = [moved(bcast_batch(trace, a), *arrays) for a in arrays]
     return trace.wrap(np.concatenate(vals, axis=shift_one(axis, nd), **kwargs))
 
 
@@ -248,7 +249,9 @@ def _insert_rule(func: Callable) -> Callable:
         dtype = arr.dtype if hasattr(arr, "dtype") else np.asarray(arr).dtype
         flat = [promote(trace, a, (n,)) for a, n in ((arr, size), (values, vsize))]
         source = join(trace, flat, 0, 1, dtype=dtype, casting="unsafe").val
-        return trace.wrap(source[:, labels.reshape(-1)].reshape((source.shape[0], *labels.shape)))
+        return trace.wrap(
+            source[:, moved(labels, source).reshape(-1)].reshape((source.shape[0], *labels.shape))
+        )
 
     return rule
 

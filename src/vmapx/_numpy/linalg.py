@@ -39,6 +39,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
+from .._payload import moved
 from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
@@ -232,7 +233,7 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
     if rcond is None:
         rcond = eps * max(m, n)
     rcond, rb = unwrap(trace, rcond)
-    rcond = np.where(np.less(rcond, 0), eps / 2, rcond)  # LAPACK: machine precision
+    rcond = moved(np.where(np.less(rcond, 0), eps / 2, rcond), s)  # LAPACK: eps
     if rb:
         rcond = np.reshape(rcond, (-1, 1))
     keep = s > rcond * s[:, :1]

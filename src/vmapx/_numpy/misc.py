@@ -29,6 +29,7 @@ from .._batching import (
 )
 from .._compat import RankWarning, trapezoid
 from .._differentiate_rule import composite_by_rule, own_impl
+from .._payload import like
 from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
 from .sorting import search_rows
@@ -334,7 +335,7 @@ def _padded(v: Any, length: int) -> Any:
     missing = length - v.shape[-1]
     if missing <= 0:
         return v
-    zeros = np.zeros(v.shape[:-1] + (missing,), v.dtype)
+    zeros = np.zeros(v.shape[:-1] + (missing,), v.dtype, like=like(v))
     return np.concatenate((zeros, v), axis=-1)
 
 
@@ -391,7 +392,7 @@ def _polyder(trace: BatchTrace, coefs: list, params: dict) -> Any:
     (p, _), = coefs  # fmt: skip
     for _ in range(m):
         n = p.shape[-1] - 1
-        p = p[..., :-1] * np.arange(n, 0, -1)
+        p = p[..., :-1] * np.arange(n, 0, -1, like=like(p))
     return trace.wrap(p)
 
 
@@ -411,12 +412,12 @@ def _polyint(trace: BatchTrace, coefs: list, params: dict) -> Any:
         elif example_ndim(trace, k) > 1:
             return loop(trace, np.polyint, (params["p"], params["m"], params["k"]), {})
     if kv.shape[-1] == 1 and m > 1:
-        kv = kv[..., :1] * np.ones(m, float)
+        kv = kv[..., :1] * np.ones(m, float, like=like(kv))
     if kv.shape[-1] < m:
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     b = trace.axis_size
     for j in range(m):
-        p = p / np.arange(p.shape[-1], 0, -1)
+        p = p / np.arange(p.shape[-1], 0, -1, like=like(p))
         const = kv[..., j : j + 1]
         p = np.concatenate(
             (bcast_batch_value(p, p.ndim == 2, b), bcast_batch_value(const, const.ndim == 2, b)),
@@ -469,8 +470,8 @@ def _poly(trace: BatchTrace, coefs: list, params: dict) -> Any:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     if zv.shape[-1] == 0:
         return 1.0
-    a = np.ones((zv.shape[0], 1), zv.dtype)
-    zero = np.zeros((zv.shape[0], 1), zv.dtype)
+    a = np.ones((zv.shape[0], 1), zv.dtype, like=like(zv))
+    zero = np.zeros((zv.shape[0], 1), zv.dtype, like=like(zv))
     for i in range(zv.shape[-1]):
         shifted = np.concatenate((zero, a), axis=-1)
         a = np.concatenate((a, zero), axis=-1) - shifted * zv[:, i : i + 1]
@@ -513,7 +514,8 @@ def _roots(trace: BatchTrace, coefs: list, params: dict) -> Any:
     size = p.shape[1]
     if size > 1:
         row = -p[:, 1:] / p[:, :1]
-        sub = np.broadcast_to(np.eye(size - 2, size - 1, dtype=p.dtype), (b, size - 2, size - 1))
+        sub = np.eye(size - 2, size - 1, dtype=p.dtype, like=like(p))
+        sub = np.broadcast_to(sub, (b, size - 2, size - 1))
         roots = np.linalg.eigvals(np.concatenate((row[:, None, :], sub), axis=1))
         if roots.dtype.kind == "c" and p.dtype.kind != "c" and b:
             real = np.all(roots.imag == 0, axis=-1)

@@ -33,6 +33,7 @@ from .._batching import (
 )
 from .._compat import astype, present
 from .._core import Tracer
+from .._payload import like, listed, moved
 from .._registry import function_name, get_arg, set_arg
 from .._rule_helpers import (
     example_shape,
@@ -332,7 +333,7 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     for ax in dict.fromkeys(axes):
         total = sum(s[:, j] for j, a in enumerate(axes) if a == ax)
         n = v.shape[ax]
-        ramp = np.arange(n).reshape((1,) * ax + (n,) + (1,) * (nd - ax))
+        ramp = np.arange(n, like=like(v)).reshape((1,) * ax + (n,) + (1,) * (nd - ax))
         index = (ramp - total.reshape((b,) + (1,) * nd)) % max(n, 1)
         v = np.take_along_axis(v, index, axis=ax)
     return v
@@ -403,7 +404,9 @@ def _resize_rule(func: Callable) -> Callable:
         if n == 0 or size == 0:
             return trace.wrap(np.zeros_like(flat, shape=(flat.shape[0], *new_shape)))
         # the example's values repeated cyclically: one gather
-        return trace.wrap(flat[:, np.arange(size) % n].reshape((flat.shape[0], *new_shape)))
+        return trace.wrap(
+            flat[:, np.arange(size, like=like(flat)) % n].reshape((flat.shape[0], *new_shape))
+        )
 
     return rule
 
@@ -421,7 +424,7 @@ def diag_matrix(v: Any, k: int) -> Any:
     b, m = v.shape
     n = m + abs(k)
     out = np.zeros_like(v, shape=(b, n, n))
-    i = np.arange(m)
+    i = np.arange(m, like=like(v))
     out[:, i + max(-k, 0), i + max(k, 0)] = v
     return out
 
@@ -468,8 +471,12 @@ def _tri_rule(func: Callable) -> Callable:
         shape = v.shape[1:]
         zero = np.zeros_like(v, shape=())
         if func is np.tril:
-            return trace.wrap(np.where(np.tri(*shape[-2:], k=k, dtype=bool), v[:, None], zero))
-        return trace.wrap(np.where(np.tri(*shape[-2:], k=k - 1, dtype=bool), zero, v[:, None]))
+            return trace.wrap(
+                np.where(np.tri(*shape[-2:], k=k, dtype=bool, like=like(v)), v[:, None], zero)
+            )
+        return trace.wrap(
+            np.where(np.tri(*shape[-2:], k=k - 1, dtype=bool, like=like(v)), zero, v[:, None])
+        )
 
     return rule
 
@@ -518,11 +525,11 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
         if len(set(shape)) != 1:
             raise ValueError("All dimensions of input must be of equal length")
         step = 1 + int(np.cumprod(shape[:-1]).sum())
-    flat = np.arange(int(np.prod(shape, dtype=np.int64)))[:end:step]
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), like=like(a))[:end:step]
     if flat.size == 0 or np.size(val) == 0:
         return
     # `a.flat[...] = val` repeats `val` cyclically, which is what `np.resize` does
-    a[np.unravel_index(flat, shape)] = np.resize(val, flat.size)
+    a[np.unravel_index(flat, shape)] = moved(np.resize(val, flat.size), a)
 
 
 IN_PLACE[np.fill_diagonal] = fill_diagonal  # a traced `a` never reaches the primitive
@@ -574,7 +581,7 @@ defbatch([np.ascontiguousarray, np.asfortranarray, np.require], _contiguous_rule
 
 def _as_pairs(x: Any, nd: int) -> Any:
     """One example's `pad_width`-style argument as an (nd, 2) array (NumPy's layout)."""
-    x = np.asarray(x)
+    x = x if hasattr(x, "ndim") else np.asarray(x)
     if x.ndim < 3 and x.size == 1:
         x = x.reshape(1, 1)
     elif x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
@@ -585,7 +592,7 @@ def _as_pairs(x: Any, nd: int) -> Any:
 def _with_batch_pair(x: Any, nd: int, batch: int = 0) -> Any:
     """A per-example pairs argument of `np.pad` with a pair for the batch axis in front."""
     pairs = _as_pairs(x, nd)
-    return np.concatenate([np.full((1, 2), batch, dtype=pairs.dtype), pairs])
+    return np.concatenate([np.full((1, 2), batch, dtype=pairs.dtype, like=like(pairs)), pairs])
 
 
 def _pad_rule(func: Callable) -> Callable:
@@ -617,7 +624,7 @@ def _pad_rule(func: Callable) -> Callable:
             length = opts.get("stat_length")
             length = np.reshape(v.shape[1:], (nd, 1)) if length is None else length
             opts["stat_length"] = _with_batch_pair(length, nd, 1)
-        return trace.wrap(np.pad(v, pairs, mode, **opts))
+        return trace.wrap(np.pad(v, listed(pairs), mode, **{k: listed(w) for k, w in opts.items()}))
 
     return rule
 

@@ -28,6 +28,7 @@ from .._batching import (
 )
 from .._compat import normalize_axis_index
 from .._core import bind
+from .._payload import like, moved
 from .._registry import builder, get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
 from ._tracer_api import GETITEM
@@ -162,7 +163,7 @@ def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> An
     if check and n > 1 and _unsorted_rows(a):
         return None
     if n == 0:
-        return np.zeros(v.shape, dtype=np.intp)
+        return np.zeros(v.shape, dtype=np.intp, like=like(v))
     before = _before(dtype.kind, side)
     found = _bisect(a, v.shape, lambda x: before(x, v))
     missing = _missing(dtype.kind)
@@ -180,8 +181,8 @@ def _bisect(a: Any, shape: tuple, before: Callable) -> Any:
     row): a branch-free binary search whose halving steps are the same for every query."""
     b, n = a.shape
     flat = a.reshape(b * n)
-    row = np.arange(b, dtype=np.intp).reshape(b, 1) * n
-    base = np.zeros(shape, dtype=np.intp)
+    row = np.arange(b, dtype=np.intp, like=like(a)).reshape(b, 1) * n
+    base = np.zeros(shape, dtype=np.intp, like=like(a))
     size = n
     while size > 1:  # `base + half` stays in the row
         half = size // 2
@@ -270,7 +271,7 @@ def _searchsorted_rule(func: Callable) -> Callable:
                 lambda: np.take_along_axis(rows, bcast_batch(trace, sorter), axis=1),
             )  # fmt: skip
         queries, shape = _rows(trace, v)
-        found = search_rows(rows, queries, side)
+        found = search_rows(rows, moved(queries, rows), side)
         if found is None:
             return _unsorted(trace, func, args, kwargs)
         return trace.wrap(found.reshape(len(queries), *shape))
@@ -311,7 +312,7 @@ def _monotonicity(bins: Any) -> Any:
     first value that differs from the first bin."""
     b = bins.astype(np.float64)
     if b.shape[1] < 2:
-        return np.ones(b.shape[0], dtype=np.intp)
+        return np.ones(b.shape[0], dtype=np.intp, like=like(b))
     differs = b[:, 1:] != b[:, :1]
     first = np.argmax(differs, axis=1) + 1
     up = b[:, 0] < np.take_along_axis(b, first.reshape(-1, 1), axis=1)[:, 0]

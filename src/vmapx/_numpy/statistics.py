@@ -28,6 +28,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, normalize_axis_tuple
 from .._differentiate_rule import composite_by_rule, own_impl
+from .._payload import like, moved
 from .._rule_helpers import example_shape, shift_axis
 from .._rule_helpers import loop as _loop
 from .misc import as_array, call_params, defrules, gather_last, searchsorted_rows
@@ -141,7 +142,7 @@ def quantile_sorted(arr: Any, q: Any, q_batched: bool, method: str, weak: bool,
     nk = arr.ndim - 2
     nq = q.ndim - (1 if q_batched else 0)
     lead = q.shape[:1] if q_batched else (1,)
-    q = q.reshape(lead + q.shape[1 if q_batched else 0 :] + (1,) * nk)
+    q = moved(q, arr).reshape(lead + q.shape[1 if q_batched else 0 :] + (1,) * nk)
     if omit_nan:
         count = np.count_nonzero(~np.isnan(arr), axis=-1)
         count = count.reshape(count.shape[:1] + (1,) * nq + count.shape[1:])
@@ -314,7 +315,7 @@ def _weighted_quantile(trace: BatchTrace, av: Any, ab: bool, shape: tuple, axis:
     if qb:
         qrows = np.broadcast_to(q.reshape(size, 1, nq), (size, rows // max(size, 1), nq))
     else:
-        qrows = np.broadcast_to(np.reshape(q, (1, nq)), (rows, nq))
+        qrows = np.broadcast_to(moved(np.reshape(q, (1, nq)), cdf), (rows, nq))
     idx = searchsorted_rows(cdf.reshape(rows, m), qrows.reshape(rows, nq), "left")
     last = (count.reshape(rows, 1) if omit_nan else m) - 1
     idx = np.maximum(np.minimum(idx, last), 0)
@@ -581,7 +582,7 @@ def linspace_rows(start: Any, stop: Any, num: int, dtype: Any = None) -> Any:
     if dt.kind not in "fc" or not NUMPY2:  # NumPy 1.26's `start * 1.0` is double precision
         dt = np.result_type(dt, 1.0 if NUMPY2 else np.float64)
     delta = np.subtract(stop, start, dtype=dt)
-    y = np.arange(0, num, dtype=dt).reshape(-1, 1)
+    y = np.arange(0, num, dtype=dt, like=like(start, stop)).reshape(-1, 1)
     div = num - 1
     if div > 0:
         step = delta / div
@@ -666,7 +667,7 @@ def bin_edges(trace: BatchTrace, a: Any, bins: Any, rng: Any) -> tuple[Any, bool
         if np.issubdtype(bin_type, np.integer):
             bin_type = np.result_type(bin_type, float)
         if np.ndim(first) == 0:  # a given range: the same edges for every example
-            edges = np.linspace(first, last, n + 1, endpoint=True, dtype=bin_type)
+            edges = moved(np.linspace(first, last, n + 1, endpoint=True, dtype=bin_type), a)
         else:
             edges = linspace_rows(first, last, n + 1, bin_type)
         if bool(np.any(edges[..., :-1] >= edges[..., 1:])):
@@ -689,7 +690,7 @@ def bincount_rows(idx: Any, weights: Any, length: int) -> Any:
     """`np.bincount(idx[i], weights[i], minlength=length)` for every row, in one call;
     `idx` (B, N) holds values in `[0, length)`."""
     b = idx.shape[0]
-    offsets = (np.arange(b) * length).reshape(-1, 1)
+    offsets = (np.arange(b, like=like(idx)) * length).reshape(-1, 1)
     flat = (idx + offsets).reshape(-1)
     w = None if weights is None else weights.reshape(-1)
     return np.bincount(flat, w, minlength=b * length).reshape(b, length)
@@ -703,7 +704,7 @@ def _uniform_counts(a: Any, w: Any, edges: Any, uniform: tuple, ntype: Any) -> A
     # integer data whose range was widened by 0.5 has float edges here, so the
     # difference is exact in float64 as NumPy's unsigned one is
     denom = _unsigned_subtract(last, first)
-    hist = np.zeros((a.shape[0], n), ntype)
+    hist = np.zeros((a.shape[0], n), ntype, like=like(a))
     for i in range(0, max(a.shape[1], 1), _BLOCK):
         tmp = a[:, i : i + _BLOCK]
         keep = (tmp >= first) & (tmp <= last)

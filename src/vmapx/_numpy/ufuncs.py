@@ -38,6 +38,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
+from .._payload import like
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
 from .._rule_helpers import shift_axis, shift_one
@@ -370,7 +371,8 @@ def at_rule(ufunc: np.ufunc) -> Any:
             vb, bb = unwrap(trace, b)
             if bb or perm is not None:
                 # the region's layout as NumPy makes it; `perm` turns it batch-front
-                region = np.broadcast_to(np.zeros((), dtype=np.bool_), base.shape)[idx].shape
+                region = np.zeros((), dtype=np.bool_, like=like(base))
+                region = np.broadcast_to(region, base.shape)[idx].shape
                 desired = region if perm is None else tuple(region[p] for p in perm)
                 if bb:
                     vb = align_rank(vb, example_ndim(trace, b), len(desired) - 1)
