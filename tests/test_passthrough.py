@@ -219,3 +219,30 @@ def test_plain_calls_outside_a_vmap_get_numpys_functions() -> None:
     vmapx.vmap(lib.scaled)(X)  # (learned: the names are bound while a vmap runs)
     assert _names_are_numpys()
     assert_same(lib.scaled(X[0]), X[0] / np.sqrt((X[0] ** 2).sum()))
+
+
+# -- derivatives ---------------------------------------------------------------------
+
+
+def _central_differences(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    return np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: np.sum(lib.centered(x) ** 3),
+        lambda x: np.sum(lib.doubled_copy(x) * lib.scaled(x)),
+        lambda x: np.sum(lib.stacked(x, x**2) ** 2),
+    ],
+)
+def test_vmap_of_grad_passes_the_converters(f) -> None:
+    got = vmapx.vmap(vmapx.grad(f))(X)
+    assert_same(got, np.stack([_central_differences(f, x) for x in X]), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_of_grad_of_scipy_functions() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for f in (lambda x: np.sum(stats.zscore(x) ** 3), stats.skew, stats.kurtosis):
+        got = vmapx.vmap(vmapx.grad(f))(X)
+        assert_same(got, np.stack([_central_differences(f, x) for x in X]), 1e-5, 1e-6)

@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core, _payload, _scaled
+from . import _config, _core, _passthrough, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
@@ -172,6 +172,7 @@ class ADTracer(Tracer):
         return self.primal.tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        _passthrough.learn_caller(sys._getframe(1))  # (under vmap, a retry passes `self`)
         raise self._leave_error()
 
 
