@@ -62,6 +62,12 @@ class BatchTracer(Tracer):
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
         if val.shape[0] == 0:
+            if _config.shapes_only.get():
+                raise ConcretizationError(
+                    f"eval_shape: the function reads a value ({what.split(' of ')[0]}), but "
+                    "eval_shape has shapes and dtypes only. Compute the shapes by calling "
+                    "the function, or keep the value an array (`np.where`, `vmapx.cond`)."
+                )
             return convert(np.zeros_like(val, shape=val.shape[1:]))
         first = val[0]
         if bool(np.all(val == first)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 from dataclasses import dataclass
 
@@ -66,3 +67,7 @@ class Config:
 
 
 config = Config()
+
+# True while `vmapx.eval_shape` runs a function on an empty batch: there are no values,
+# so Python code that reads one (`if x.sum() > 0`) must raise instead of reading zeros
+shapes_only: contextvars.ContextVar[bool] = contextvars.ContextVar("shapes_only", default=False)
