@@ -6,6 +6,7 @@ Run: `python benchmarks/passthrough.py` (the cases are tests/passthrough_cases.p
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import timeit
@@ -43,7 +44,8 @@ def main() -> None:
         ok = np.allclose(got, _loop(f, args), equal_nan=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t_loop, t_vmap = _best(lambda: _loop(f, args)), _best(lambda: g(*args))
+            t_loop = _best(functools.partial(_loop, f, args))
+            t_vmap = _best(functools.partial(g, *args))
         kind = "fallback" if perf else "batched"
         batched += not perf
         (fallback_ratios if perf else speedups).append(t_loop / t_vmap)
