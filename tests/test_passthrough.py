@@ -90,6 +90,25 @@ def test_converter_arguments_give_the_loops_dtype_and_shape(name, kwargs) -> Non
     check_vmap(lambda v: getattr(np, name)(v[0], **kwargs) + 1, [X])
 
 
+@pytest.mark.parametrize("name", ["asarray", "array"])
+@pytest.mark.parametrize("copy", [None, True, "default"])
+def test_writes_into_a_converted_value_reach_the_input_where_numpy_shares(name, copy) -> None:
+    def f(v):
+        kwargs = {} if copy == "default" else {"copy": copy}
+        y = getattr(np, name)(v, **kwargs)
+        y[0] = 5.0  # NumPy: `v` changes too where no copy was made
+        return v + y
+
+    check_vmap(f, [X])
+
+
+def test_copy_false_that_needs_a_copy_raises_as_numpy_does() -> None:
+    with pytest.raises(ValueError, match="avoid copy"):
+        vmapx.vmap(lambda v: np.asarray(v, dtype=np.float32, copy=False))(X)
+    with pytest.raises(ValueError, match="avoid copy"):
+        np.asarray(X[0], dtype=np.float32, copy=False)
+
+
 def test_a_local_alias_cannot_be_reached_and_loops() -> None:
     convert = np.asarray  # a local name: nothing binds it, so the loop runs
 

@@ -37,9 +37,9 @@ import numpy as np
 from ._core import ConcretizationSignal, Trace, Tracer
 from ._frames import location, package_dir
 
-# the converters and whether each copies by default
-_CONVERTERS = {"array": True, "asarray": False, "asanyarray": False,
-               "ascontiguousarray": False, "asfortranarray": False}  # fmt: skip
+# the converters and their default `copy` (True: always; None: only where needed)
+_CONVERTERS = {"array": True, "asarray": None, "asanyarray": None,
+               "ascontiguousarray": None, "asfortranarray": None}  # fmt: skip
 _ORIGINALS = {getattr(np, name): name for name in _CONVERTERS}
 # ascontiguousarray/asfortranarray of a 0-d array: NumPy versions differ
 _CONVERTER_TYPES = {type(original) for original in _ORIGINALS}
@@ -79,18 +79,19 @@ _COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None, np._Copy
 
 
 def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
-    """What `np.<name>(obj, ...)` gives when `obj` holds tracers (a tracer)."""
+    """What `np.<name>(obj, dtype=dtype, copy=copy, ndmin=ndmin)` gives when `obj` holds
+    tracers (a tracer): `obj` itself where NumPy would not copy."""
     copy = _COPY_MODES.get(copy, copy) if isinstance(copy, np._CopyMode) else copy
-    if isinstance(obj, Tracer):
-        out = obj
-        if dtype is not None and np.dtype(dtype) != obj.dtype:
-            out = obj.astype(dtype)
-        elif copy or (copy is None and _CONVERTERS[name]):
-            out = np.copy(obj)
+    same = isinstance(obj, Tracer) and (dtype is None or np.dtype(dtype) == obj.dtype)
+    if same:
+        out = np.copy(obj) if copy else obj
+    elif copy is False:
+        raise ValueError("Unable to avoid copy while creating an array as requested.")
+    elif isinstance(obj, Tracer):
+        out = obj.astype(dtype)
     else:  # a (nested) list of tracers and values: NumPy stacks them
         out = np.stack([convert("asarray", o, None, None, 0) for o in obj])
-        if dtype is not None:
-            out = out.astype(dtype)
+        out = out if dtype is None else out.astype(dtype)
     ndmin = max(ndmin, _MIN_NDIM[name])
     if out.ndim < ndmin:
         out = np.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -114,10 +115,12 @@ def _passes(obj: Any, args: tuple, kwargs: dict) -> bool:
 def _wrapper(original: Callable, name: str) -> Callable:
     def converter(obj: Any, *args: Any, **kwargs: Any) -> Any:
         if _local.depth and _passes(obj, args, kwargs):
+            dtype = args[0] if args else kwargs.get("dtype")
+            copy = kwargs.get("copy", _CONVERTERS[name])
+            out = convert(name, obj, dtype, copy, kwargs.get("ndmin", 0))
             if _local.passed is None:
                 _local.passed = f"`np.{name}` at {location()}"
-            dtype = args[0] if args else kwargs.get("dtype")
-            return convert(name, obj, dtype, kwargs.get("copy"), kwargs.get("ndmin", 0))
+            return out
         return original(obj, *args, **kwargs)
 
     converter.__name__ = converter.__qualname__ = name
