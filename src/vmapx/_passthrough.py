@@ -6,13 +6,14 @@ call `__array__`, which must return a plain `ndarray`. A batched value cannot be
 (`BatchTracer.__array__` signals the per-example loop). This module lets tracers pass
 through such calls, under four rules:
 
-- **Scoped.** While a batched run of a vmap that needs it is on a thread, the converter
-  names (`numpy.asarray`, ..., and the module globals that hold them, such as a
-  library's `from numpy import asarray`) are bound to wrappers that pass tracers of that
-  thread through and call the original for everything else. They are bound while at
-  least one such run is on any thread and restored after the last one ends (normally or
-  by an exception). Other threads see the originals' behaviour throughout; when no vmap
-  needs it, the names are NumPy's own functions (no cost at all).
+- **Scoped.** While a batched run of a vmap that needs it is on a thread, the names a
+  library module holds for NumPy (`np`, bound to a view of NumPy whose converters are
+  wrappers) and for its converters (`from numpy import asarray`, `_asarray =
+  np.asanyarray`) are bound to wrappers that pass that thread's tracers through and call
+  NumPy for everything else. They are bound while at least one such run is on any
+  thread and restored after the last one ends (normally or by an exception); other
+  threads see NumPy's behaviour throughout. NumPy's own module is never changed, and when
+  no vmap needs it the names are NumPy's own (no cost at all).
 - **Learned.** A converter reached through a name that is not bound yet ends in
   `__array__`; there `learn_caller` notes the module globals of the calling line that
   hold a converter, and the vmap re-runs its batched run once with those bound too
@@ -41,9 +42,9 @@ from ._frames import location, package_dir
 _CONVERTERS = {"array": True, "asarray": None, "asanyarray": None,
                "ascontiguousarray": None, "asfortranarray": None}  # fmt: skip
 _ORIGINALS = {getattr(np, name): name for name in _CONVERTERS}
-# ascontiguousarray/asfortranarray of a 0-d array: NumPy versions differ
 _CONVERTER_TYPES = {type(original) for original in _ORIGINALS}
 _VMAPX = package_dir("vmapx")
+# ascontiguousarray/asfortranarray of a 0-d array: NumPy versions differ
 _MIN_NDIM = {name: getattr(np, name)(np.zeros(())).ndim for name in _CONVERTERS}
 
 
@@ -70,6 +71,7 @@ _untrusted: set = set()
 
 
 def has_tracer(obj: Any) -> bool:
+    """Whether `obj` is a tracer or a (nested) list or tuple holding one."""
     if isinstance(obj, Tracer):
         return True
     return type(obj) in (list, tuple) and any(has_tracer(o) for o in obj)
