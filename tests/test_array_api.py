@@ -15,8 +15,10 @@ import pytest
 
 import vmapx
 from harness import assert_same, check_vmap
+from np_compat import requires_numpy2
 from vmapx._numpy import array_api as xp
 
+pytestmark = requires_numpy2("the array API standard in NumPy's main namespace")
 rng = np.random.default_rng(0)
 M = rng.normal(size=(4, 3, 3)) + 3.0
 

@@ -61,12 +61,12 @@ _OLD_NAMES = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "
 
 
 def _names() -> dict[str, Any]:
+    numpy2 = int(np.__version__.split(".")[0]) >= 2
     found = {}
     for name in _NAMES:
-        if hasattr(np, name):
-            found[name] = getattr(np, name)
-        elif name in _OLD_NAMES:
-            found[name] = getattr(np, _OLD_NAMES[name])
+        numpys = name if numpy2 or name not in _OLD_NAMES else _OLD_NAMES[name]
+        if hasattr(np, numpys):  # (NumPy 1.26 lacks some: they are left out)
+            found[name] = getattr(np, numpys)
     return found
 
 
@@ -79,7 +79,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     _check_device(device)
     if _passthrough.has_tracer(obj):
         return _passthrough.convert("asarray", obj, dtype, copy, 0)
-    return np.asarray(obj, dtype=dtype, copy=copy)
+    if copy:
+        return np.array(obj, dtype=dtype, copy=True)
+    return np.asarray(obj, dtype=dtype) if copy is None else np.asarray(obj, dtype, copy=copy)
 
 
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
