@@ -6,6 +6,8 @@ import contextvars
 import os
 from dataclasses import dataclass
 
+from .errors import ArgumentError
+
 FALLBACK_MODES = ("warn", "silent", "error")
 RANDOMNESS_MODES = ("error", "different", "same")
 
@@ -15,7 +17,7 @@ def check_workers(workers: object, where: str) -> None:
     if workers is not None and (
         not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
     ):
-        raise ValueError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
+        raise ArgumentError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
 
 
 def _workers_from_environment() -> int | None:
