@@ -19,6 +19,7 @@ from . import (
     _kwargs_notice,
     _legacy_random,
     _parallel,
+    _passthrough,
     _payload,
     _scalars,
 )  # fmt: skip
@@ -400,7 +401,9 @@ def _run(
         legacy = _legacy_random.snapshot()
         hidden = _hidden_generator_states(f, opts, leaves, kwargs) if watch_hidden else []
         try:
-            out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
+            out = _passthrough.call(
+                trace, f, _arguments(treedef, inputs), _special_kwargs(trace, kwargs)
+            )
             _check_outputs_fresh(trace, out)
             if _legacy_random.moved(legacy):
                 _legacy_random.restore(legacy)  # the loop draws the loop's numbers
@@ -415,6 +418,13 @@ def _run(
                 raise
         except Exception as error:
             if trace.pending is None:
+                _passthrough.check_untrusted(trace, error)
+            if trace.pending is None:
+                if _passthrough.retry(f):  # (fallback="error": the converters just found)
+                    pop_trace(trace)
+                    trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
+                    _undo_hidden_draws(legacy, hidden)
+                    return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise
@@ -422,6 +432,9 @@ def _run(
             pending = trace.pending
             pop_trace(trace)
             trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
+            _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
+            if _passthrough.retry(f):  # with tracers passing the converters just found
+                return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             return _whole_function_loop(
                 f, opts, leaves, treedef, axes, kwargs, size, pending, dtypes
             )
@@ -431,6 +444,16 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _rerun(f: Callable[..., Any], opts: _Options, leaves: list[Any], *rest: Any) -> Any:
+    """`_run` again, with the random generators among the arguments as they were
+    before the run that is abandoned."""
+    for leaf in optree.tree_leaves([leaves, rest[2]], is_leaf=_is_leaf):
+        rewind = getattr(type(leaf), "_vmapx_rewind", None)
+        if rewind is not None:
+            rewind(leaf)
+    return _run(f, opts, leaves, *rest)
 
 
 _LEGACY_RANDOM = (
@@ -447,6 +470,16 @@ _HIDDEN_RANDOM = (
     "pass the generator as an argument and draw from it, with "
     "vmap(..., in_axes=(..., None), randomness='different')",
 )
+
+
+def _undo_hidden_draws(legacy: tuple[Any, ...], hidden: list[Any]) -> None:
+    """Put back the generators vmap cannot batch (NumPy's legacy global one, those `f`
+    reads from closures and globals) where an abandoned batched run drew from them: the
+    run again, or the loop, then draws the loop's numbers."""
+    if _legacy_random.moved(legacy):
+        _legacy_random.restore(legacy)
+    if hidden and _legacy_random.hidden_moved(hidden):
+        _legacy_random.restore_hidden(hidden)
 
 
 def _hidden_generator_states(

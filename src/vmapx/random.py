@@ -378,6 +378,11 @@ class _CallGenerator:
         self.run_start = self.state.state
         return BatchGenerator(trace, self.parent, self.mode)
 
+    def _vmapx_rewind(self) -> None:
+        """Undo the draws of a batched run that is run again (as if it never ran)."""
+        self.state.state = self.run_start
+        self.runs -= 1
+
     def _vmapx_example(self, i: int) -> Any:
         """The generator example `i` of the per-example loop uses."""
         if self.mode == "same":

@@ -38,7 +38,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
-from .._payload import like
+from .._payload import like, moved
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
 from .._rule_helpers import shift_axis, shift_one
@@ -132,7 +132,10 @@ def _numpy1_promotion(
     if not any(z and b for z, b in zip(zero_d, batched, strict=True)):
         return vals
     if all(zero_d):
-        return [v if b else np.reshape(v, (1,)) for v, b in zip(vals, batched, strict=True)]
+        return [
+            v if b else moved(np.reshape(v, (1,)), *vals)
+            for v, b in zip(vals, batched, strict=True)
+        ]
     dtypes = [v.dtype if hasattr(v, "dtype") else np.result_type(v) for v in vals]
     arrays = [d for d, z in zip(dtypes, zero_d, strict=True) if not z]
     scalars = [d for d, z in zip(dtypes, zero_d, strict=True) if z]
