@@ -321,3 +321,48 @@ def test_the_environment_variable():
 
     assert run("3").stdout.strip() == "3"
     assert "VMAPX_WORKERS must be a positive int, got 'many'" in run("many").stderr
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_chunked_calls_are_timed_by_their_cpu_on_idle_cores(workers):
+    """`run_chunks` returns the CPU time of the chunks divided by the threads that ran
+    them: waiting (here sleeping, on a busy machine for a core) does not count."""
+    joined: list = []
+
+    def run(start: int, stop: int) -> int:
+        time.sleep(0.01)  # (wall time, no CPU)
+        _spin(0.002)
+        return start
+
+    cpu = _parallel.run_chunks(run, lambda out, a, b: joined.append(out), 8, 2, workers)
+    assert joined == [0, 2, 4, 6]  # (in order)
+    assert 0.008 / workers <= cpu < 0.03 / workers, cpu  # (4 x 2 ms of CPU; 40 ms asleep)
+
+
+def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
+    """The whole and the split calls are judged by CPU time (`_parallel.critical_cpu`), so
+    time spent waiting on a shared machine neither keeps nor drops the threads."""
+    monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)
+    seen: list = []
+    observe = _autochunk.AutoChunk.observe_chunked
+    monkeypatch.setattr(
+        _autochunk.AutoChunk,
+        "observe_chunked",
+        lambda self, key, seconds: (seen.append(seconds), observe(self, key, seconds))[1],
+    )
+
+    def f(x):
+        time.sleep(0.005)
+        return np.cos(x)
+
+    batched = vmap(f, workers=2)
+    for _ in range(6):
+        assert_same(batched(X), np.cos(X), rtol=0, atol=0)
+    assert len(seen) == 4 and max(seen) < 0.005, seen  # (each call slept 5 ms or more)

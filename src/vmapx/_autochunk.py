@@ -49,6 +49,14 @@ calls in such chunks on one thread (timed first; the threads' chunks are as smal
 large ones page-fault in each thread), the calls follow the rules of one thread from
 then on.
 
+**The clock.** Every call is timed by CPU time, not wall time: a whole-batch or
+one-thread call by the calling thread's, a call split among threads by the CPU time of
+all its chunks divided by the threads that ran them (`_parallel.critical_cpu`: its time
+on idle cores). On cores shared with other work wall time swings with that work (and
+where the scheduler shares CPU per session, a second thread gets no more of it at all),
+so judging threads by it kept or dropped them by chance; CPU time still counts what the
+split costs (copies, threads stalled on the same memory, page faults in each thread).
+
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
 number of examples (the moved layout of `ufuncs._with_short_last_axis_moved` applies to

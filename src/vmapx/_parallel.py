@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -97,18 +98,31 @@ def run_chunks(
     chunk: int,
     workers: int,
     progress: bool = False,
-) -> None:
+) -> float:
     """`join(run(start, stop), start, stop)` for the chunks of `chunk` examples of a batch
     of `size`, in order: on the pool where `can_run_parallel`, else one after the other;
-    `progress`: a bar over the chunks (`vmapx._progress`)."""
+    `progress`: a bar over the chunks (`vmapx._progress`). Returns the CPU seconds the
+    call would take on idle cores (`critical_cpu`)."""
     bounds = [(start, min(start + chunk, size)) for start in range(0, size, chunk)]
     with _progress.bar(len(bounds), progress) as advance:
         if can_run_parallel(workers, len(bounds)):
-            map_in_order(run, join, bounds, workers, advance)
-            return
+            cpu = map_in_order(run, join, bounds, workers, advance)
+            return critical_cpu(cpu, min(workers, len(bounds)))
+        cpu = time.thread_time()
         for start, stop in bounds:
             join(run(start, stop), start, stop)
             advance(1)
+        return time.thread_time() - cpu
+
+
+def critical_cpu(cpu_seconds: float, lanes: int) -> float:
+    """The time of a call whose chunks took `cpu_seconds` of CPU in all, on `lanes`
+    threads with a core each: the measure by which `vmapx._autochunk` judges threads. Wall
+    time would say more about the machine's other work than about the split (on shared
+    cores, and where the scheduler shares CPU per session rather than per thread,
+    a second thread may get no more CPU at all), and CPU time still counts what threads
+    cost each other: two threads stalled on memory bandwidth each take longer."""
+    return cpu_seconds / max(1, lanes)
 
 
 def map_in_order(
@@ -117,23 +131,29 @@ def map_in_order(
     bounds: list[tuple[int, int]],
     workers: int,
     done: Callable[[int], None] | None = None,
-) -> None:
+) -> float:
     """`join(run(start, stop), start, stop)` for every chunk, the runs on up to `workers`
     threads, the joins one at a time in the order of `bounds` (`_InOrder`); `done(1)`
     after each chunk, from the calling thread. The first error (in chunk order) is
-    raised, after every chunk started has finished."""
+    raised, after every chunk started has finished. Returns the CPU seconds the chunks'
+    runs and joins took, in all threads."""
     pool = _get_pool(workers)
     joins = _InOrder(join)
     pending: deque[Future] = deque()
     chunks = iter(enumerate(bounds))
+    spent: list[float] = []  # (list.append is atomic)
 
     def task(k: int, start: int, stop: int) -> None:
+        cpu = time.thread_time()
         _local.inside = True
         try:
             out = run(start, stop)
         finally:
             _local.inside = False
-        joins.put(k, out, start, stop)
+        try:
+            joins.put(k, out, start, stop)
+        finally:
+            spent.append(time.thread_time() - cpu)
 
     def submit() -> None:
         item = next(chunks, None)
@@ -157,6 +177,7 @@ def map_in_order(
             for future in pending:
                 if not future.cancelled():
                     future.exception()  # (wait: no thread writes after we return)
+    return sum(spent)
 
 
 class _InOrder:
