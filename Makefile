@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-numpy1 test-python test-dask test-cupy lint typecheck bench bench-gpu coverage clean fuzz
+.PHONY: demo test test-numpy1 test-python test-dask test-cupy lint typecheck bench bench-gpu coverage clean fuzz docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,8 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples benchmarks
-	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/ruff check src tests examples benchmarks docs/hooks.py
+	$(VENV)/bin/ruff format --check src tests examples benchmarks docs/hooks.py
 	$(VENV)/bin/lint-imports
 
 test: lint
@@ -29,6 +29,16 @@ $(VENV)/.dask-installed: $(STAMP)
 
 test-dask: $(VENV)/.dask-installed
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_dask.py tests/test_vectorize.py tests/test_parallel.py tests/test_readme.py
+
+# the documentation site (the extra vmapx[docs]): every example of docs/*.md runs (with
+# Dask and scikit-learn installed), then mkdocs builds site/ with warnings as errors
+$(VENV)/.docs-installed: $(STAMP)
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_docs.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # the op table on CuPy arrays and the GPU benchmark: the extra vmapx[cupy], on a machine
 # with an NVIDIA GPU (CUDA 12); without one the CuPy tests skip
@@ -88,4 +98,4 @@ bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/parallel.py
 
 clean:
-	rm -rf $(VENV) $(VENV_NP1) .venv-python3* .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(VENV_NP1) .venv-python3* .pytest_cache .ruff_cache .mypy_cache site

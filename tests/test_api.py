@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import namedtuple
 
@@ -531,6 +532,23 @@ def test_bad_options() -> None:
         vmap(lambda x: x, fallback="never")
     with pytest.raises(TypeError, match="callable"):
         vmap(3)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"chunk_size": 0}, "`chunk_size` must be a positive int, 'auto' or None, got 0"),
+        ({"chunk_size": True}, "`chunk_size` must be a positive int"),
+        ({"axis_size": -1}, "`axis_size` must be a non-negative int, got -1"),
+        ({"randomness": "sometimes"}, "`randomness` must be one of"),
+        ({"fallback": "never"}, "`fallback` must be one of"),
+        ({"chunk_size": 2, "axis_name": "i"}, "`chunk_size` cannot be combined with `axis_name`"),
+        ({"workers": 0}, "`workers` must be a positive int or None, got 0"),
+    ],
+)
+def test_each_bad_option_raises_an_argument_error_naming_it(options, named) -> None:
+    with pytest.raises(errors.ArgumentError, match=re.escape(f"vmap: {named}")):
+        vmap(lambda x: x, **options)
 
 
 def test_truth_value_of_array_is_ambiguous_like_numpy() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import doctest
+import warnings
 
 import numpy as np
 import pytest
@@ -259,3 +260,141 @@ def test_draws_inside_a_partitioned_branch_are_per_example():
 def test_docstring_examples():
     failures, _ = doctest.testmod(vmapx.random)
     assert failures == 0
+
+
+# -- a generator that `f` reads from a closure or a global runs as the loop ------------
+
+_global_rng = np.random.default_rng(11)
+
+
+def _draw_from_the_global(x):
+    return x + _global_rng.normal(size=x.shape)
+
+
+def _reaches_the_global_through_a_helper(x):
+    return _draw_from_the_global(x) * 2
+
+
+def _loop_then_vmap(f, xs, reset, **vmap_kwargs):
+    """The loop's draws and vmap's, each from the same starting state (`reset()`)."""
+    reset()
+    expected = np.stack([f(x) for x in xs])
+    reset()
+    with pytest.warns(vmapx.PerformanceWarning, match="closure or a global"):
+        got = vmapx.vmap(f, **vmap_kwargs)(xs)
+    return expected, got
+
+
+@pytest.mark.parametrize("randomness", ["error", "different"])
+def test_closed_over_generator_gives_the_loops_numbers(randomness):
+    rng = np.random.default_rng(5)
+
+    def g(x):
+        return x + rng.normal(size=2)
+
+    def reset_g():
+        rng.bit_generator.state = np.random.default_rng(5).bit_generator.state
+
+    xs = np.zeros((4, 2))
+    expected, got = _loop_then_vmap(g, xs, reset_g, randomness=randomness)
+    np.testing.assert_array_equal(got, expected)
+    after_vmap = rng.bit_generator.state
+    reset_g()
+    for x in xs:
+        g(x)
+    assert rng.bit_generator.state == after_vmap  # the loop's state afterwards too
+
+
+def test_global_generator_reached_through_a_helper_gives_the_loops_numbers():
+    def reset():
+        _global_rng.bit_generator.state = np.random.default_rng(11).bit_generator.state
+
+    xs = np.arange(6.0).reshape(3, 2)
+    for f in (_draw_from_the_global, _reaches_the_global_through_a_helper):
+        expected, got = _loop_then_vmap(f, xs, reset)
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_generator_bound_by_partial_gives_the_loops_numbers():
+    import functools
+
+    def f(x, rng):
+        return x + rng.random()
+
+    rng = np.random.default_rng(3)
+    g = functools.partial(f, rng=rng)
+
+    def reset():
+        rng.bit_generator.state = np.random.default_rng(3).bit_generator.state
+
+    expected, got = _loop_then_vmap(g, np.zeros(5), reset)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_closed_over_generator_with_workers_gives_the_loops_numbers():
+    rng = np.random.default_rng(8)
+
+    def f(x):
+        return x + rng.normal()
+
+    def reset():
+        rng.bit_generator.state = np.random.default_rng(8).bit_generator.state
+
+    expected, got = _loop_then_vmap(f, np.zeros(6), reset, chunk_size=2, workers=2)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_closed_over_generator_under_fallback_error_raises():
+    rng = np.random.default_rng(0)
+    with pytest.raises(vmapx.errors.ConcretizationError, match="closure or a global"):
+        vmapx.vmap(lambda x: x + rng.normal(), fallback="error")(np.zeros(3))
+
+
+def test_closed_over_generator_with_randomness_same_draws_once():
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = vmapx.vmap(lambda x: x + rng.normal(), randomness="same")(np.zeros(3))
+    assert np.all(got == np.random.default_rng(0).normal())
+
+
+def test_generator_passed_as_argument_is_not_a_hidden_one():
+    rng = np.random.default_rng(1)
+
+    def f(x, r):
+        assert rng is not None  # also read from the closure (the same generator as `r`)
+        return x + r.normal()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(np.zeros(3), rng)
+    np.testing.assert_array_equal(got, np.random.default_rng(1).normal(size=3))
+
+
+def test_function_without_generators_does_not_loop():
+    scale = 2.0
+
+    def f(x):
+        return np.sin(x) * scale
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = vmapx.vmap(f)(np.arange(3.0))
+    np.testing.assert_array_equal(got, np.sin(np.arange(3.0)) * 2.0)
+
+
+def test_bound_methods_generator_attribute_gives_the_loops_numbers():
+    class Model:
+        def __init__(self):
+            self.rng = np.random.default_rng(4)
+
+        def noisy(self, x):
+            return x + self.rng.normal(size=2)
+
+    model = Model()
+
+    def reset():
+        model.rng = np.random.default_rng(4)
+
+    expected, got = _loop_then_vmap(model.noisy, np.zeros((3, 2)), reset)
+    np.testing.assert_array_equal(got, expected)

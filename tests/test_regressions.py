@@ -517,6 +517,7 @@ _ERROR_BASES = {
     "EscapedTracerError": (vmapx.errors.VmapxError, TypeError),
     "TraceMixError": (vmapx.errors.VmapxError, TypeError),
     "UnsupportedError": (vmapx.errors.VmapxError, NotImplementedError, TypeError),
+    "ArgumentError": (vmapx.errors.VmapxError, TypeError, ValueError),
     "RandomnessError": (vmapx.errors.VmapxError, ValueError),
     "DifferentiationError": (vmapx.errors.VmapxError, TypeError),
     "ControlFlowError": (vmapx.errors.VmapxError, ValueError),

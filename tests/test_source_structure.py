@@ -84,3 +84,59 @@ def test_family_files_import_at_the_top():
         if (lines := _late_imports(path))
     }
     assert late == {}
+
+
+# An op's rules (batch, JVP, VJP, composite, ...) are registered in one file within this
+# many lines of each other: its batch rule, then its derivatives and their helpers.
+RULES_SPAN = 70
+
+
+def _rule_sites() -> dict[str, dict[str, tuple[str, int]]]:
+    """primitive name -> kind -> (file, line) of every rule vmapx registers for it. Family
+    defaults (the batch rules of every ufunc method, registered once in `ufuncs.py` for
+    all ufuncs) belong to no op and are left out."""
+    import vmapx._control_ad  # noqa: F401  (every rule loaded)
+    import vmapx._numpy  # noqa: F401
+    from vmapx import _registry
+
+    sites = {}
+    for _, prim in _registry.registered():
+        rules = prim.rules
+        own = {}
+        for kind, source in rules.sources.items():
+            filename, line = source.rsplit(":", 1)
+            if kind not in rules.defaults and filename.startswith("vmapx/"):
+                own[kind] = (filename, int(line))
+        if len(own) > 1:
+            sites[prim.name] = own
+    return sites
+
+
+def test_an_ops_rules_are_registered_together_in_one_file():
+    sites = _rule_sites()
+    assert len(sites) > 200  # (the ops with more than one kind of rule)
+    apart = {}
+    for name, own in sites.items():
+        files = {f for f, _ in own.values()}
+        lines = [n for _, n in own.values()]
+        if len(files) > 1 or max(lines) - min(lines) > RULES_SPAN:
+            apart[name] = {kind: f"{f}:{n}" for kind, (f, n) in own.items()}
+    assert apart == {}
+
+
+LEAVING = ("__bool__", "__float__", "__int__", "__complex__", "__index__", "__format__",
+           "item", "tolist", "__array__", "__len__", "__iter__")  # fmt: skip
+
+
+def test_the_tracers_share_one_protocol_for_values_leaving_the_trace():
+    """The conversions are defined once, on the tracer base; each kind of tracer only
+    sets its trace's policy (`_leave_trace`)."""
+    from vmapx._autodiff import JVPTracer, VJPTracer
+    from vmapx._batching import BatchTracer
+    from vmapx._core import Tracer
+    from vmapx._jit import RecordTracer, ScalarTracer
+
+    for cls in (BatchTracer, JVPTracer, VJPTracer, RecordTracer, ScalarTracer):
+        below = [c for c in cls.__mro__ if issubclass(c, Tracer) and c is not Tracer]
+        assert [(c.__name__, n) for c in below for n in LEAVING if n in vars(c)] == []
+        assert any("_leave_trace" in vars(c) for c in below)

@@ -25,12 +25,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
         vjp,
     )
     from ._api import vectorized_map, vmap
+    from ._checkpoint import checkpoint
     from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
     from ._config import config
     from ._coverage import coverage
     from ._custom import custom_jvp, custom_vjp, custom_vmap
     from ._jit_api import jit
     from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
+    from ._shape_eval import ShapeDtypeStruct, eval_shape
     from ._vectorize import vectorize
     from .control_flow import cond, fori_loop, scan, switch, while_loop
     from .errors import PerformanceWarning
@@ -38,9 +40,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the names themselves
 
 __all__ = [
     "PerformanceWarning",
+    "ShapeDtypeStruct",
     "all_gather",
     "axis_index",
     "check_grads",
+    "checkpoint",
     "cond",
     "config",
     "coverage",
@@ -49,6 +53,7 @@ __all__ = [
     "custom_vmap",
     "debug",
     "errors",
+    "eval_shape",
     "extend",
     "fori_loop",
     "grad",

@@ -17,6 +17,7 @@ from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _paral
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
+from ._vmap_arguments import check_vmap_arguments
 from .errors import (
     AxisSizeError,
     InAxesError,
@@ -109,36 +110,13 @@ def vmap(
         in_axes = in_dims
     if out_dims is not _SENTINEL:
         out_axes = out_dims
-    if not callable(f):
-        raise TypeError(f"vmap: `f` must be callable, got {type(f).__name__}")
-    _check_axes_spec(in_axes, "in_axes")
-    _check_axes_spec(out_axes, "out_axes")
-    if chunk_size is not None and chunk_size != "auto" and (
-        not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool)
-        or chunk_size < 1
-    ):  # fmt: skip
-        raise ValueError(
-            f"vmap: `chunk_size` must be a positive int, 'auto' or None, got {chunk_size!r}"
-        )
-    if axis_size is not None and (not isinstance(axis_size, numbers.Integral) or axis_size < 0):
-        raise ValueError(f"vmap: `axis_size` must be a non-negative int, got {axis_size!r}")
-    if randomness not in _config.RANDOMNESS_MODES:
-        raise ValueError(
-            f"vmap: `randomness` must be one of {_config.RANDOMNESS_MODES}, got {randomness!r}"
-        )
-    if fallback is not None and fallback not in _config.FALLBACK_MODES:
-        raise ValueError(
-            f"vmap: `fallback` must be one of {_config.FALLBACK_MODES}, got {fallback!r}"
-        )
+    check_vmap_arguments(
+        f, in_axes, out_axes, axis_size=axis_size, axis_name=axis_name, randomness=randomness,
+        chunk_size=chunk_size, fallback=fallback, workers=workers,
+    )  # fmt: skip
     auto = chunk_size == "auto"
     if auto:
         chunk_size = None
-    if chunk_size is not None and axis_name is not None:
-        raise ValueError(
-            "vmap: `chunk_size` cannot be combined with `axis_name`: collectives (`psum`, ...) "
-            "need the whole batch at once"
-        )
-    _config.check_workers(workers, "vmap")
     autochunk = _autochunk.AutoChunk() if auto and axis_name is None else None
     options = _Options(
         in_axes, out_axes, axis_size, axis_name, randomness, chunk_size, fallback, autochunk,
@@ -160,15 +138,6 @@ class _Options:
         for name, value in zip(self.__slots__[:-1], values, strict=True):
             setattr(self, name, value)
         self.kwargs_noticed = False  # (see `_kwargs_notice`: said once per function)
-
-
-def _check_axes_spec(spec: Any, what: str) -> None:
-    for leaf in optree.tree_leaves(spec, none_is_leaf=True):
-        if leaf is not None and (not isinstance(leaf, numbers.Integral) or isinstance(leaf, bool)):
-            raise InAxesError(
-                f"vmap: `{what}` must be an int, None, or a pytree of those; "
-                f"got {leaf!r} of type {type(leaf).__name__} in {what}={spec!r}"
-            )
 
 
 # -- one call -----------------------------------------------------------------------
@@ -379,23 +348,31 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 
 def _run(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    made: list | None = None, dtypes: list | None = None,
+    made: list | None = None, dtypes: list | None = None, watch_hidden: bool = True,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
-    given) the dtypes of each output's examples where the loop ran."""
+    given) the dtypes of each output's examples where the loop ran. `watch_hidden`:
+    whether this run checks the generators `f` reads from closures and globals (a caller
+    running chunks on several threads checks them around all of its chunks instead)."""
     fallback = opts.fallback or _config.config.fallback
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
         trace.like = _payload.like(*leaves)
         legacy = _legacy_random.snapshot()
+        hidden = _hidden_generator_states(f, opts, leaves, kwargs) if watch_hidden else []
         try:
             out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
             _check_outputs_fresh(trace, out)
             if _legacy_random.moved(legacy):
                 _legacy_random.restore(legacy)  # the loop draws the loop's numbers
                 raise trace.concretization(*_LEGACY_RANDOM)
+            if trace.aware:
+                hidden = [(g, state) for g, state in hidden if id(g) not in trace.aware]
+            if hidden and _legacy_random.hidden_moved(hidden):
+                _legacy_random.restore_hidden(hidden)  # likewise
+                raise trace.concretization(*_HIDDEN_RANDOM)
         except ConcretizationSignal as signal:
             if signal.trace is not trace:
                 raise
@@ -426,6 +403,22 @@ _LEGACY_RANDOM = (
     "pass a `numpy.random.Generator` (`np.random.default_rng(seed)`) as an argument and "
     "draw from it, with vmap(..., randomness='different')",
 )
+_HIDDEN_RANDOM = (
+    "a random generator that the function reads from a closure or a global (not an "
+    "argument) drew inside the batched run: called once for the whole batch, it would "
+    "give every example the same numbers",
+    "pass the generator as an argument and draw from it, with "
+    "vmap(..., in_axes=(..., None), randomness='different')",
+)
+
+
+def _hidden_generator_states(f: Callable, opts: _Options, leaves: list, kwargs: dict) -> list:
+    """The states of the generators `f` reads from closures and globals (not passed).
+    None under randomness="same": one draw for the whole batch is what that asks for."""
+    if opts.randomness == "same":
+        return []
+    generators = _legacy_random.hidden_generators(f, [*leaves, *kwargs.values()])
+    return _legacy_random.snapshot_hidden(generators)
 
 
 def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
@@ -613,18 +606,30 @@ def _chunked(
     def run(start: int, stop: int) -> tuple:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list = []
-        out = _run(f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes)
+        out = _run(
+            f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
+            watch_hidden=workers == 1,
+        )  # fmt: skip
         return out, dtypes or None
 
     def join(result: tuple, start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
     legacy = _legacy_random.snapshot() if workers > 1 else None
+    hidden = _hidden_generator_states(f, opts, leaves, kwargs) if workers > 1 else []
     cpu = _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
-    if legacy is not None and _legacy_random.moved(legacy):
-        # (`f` drew from NumPy's legacy global generator, in several threads at once:
-        # again, chunk after chunk, for the loop's numbers)
-        _legacy_random.restore(legacy)
+    if (
+        legacy is not None
+        and _legacy_random.moved(legacy)
+        or (hidden and _legacy_random.hidden_moved(hidden))
+    ):
+        # (`f` drew from NumPy's legacy global generator, or one it reads from a closure
+        # or a global, in several threads at once: again, chunk after chunk, each chunk
+        # checking, for the loop's numbers)
+        if legacy is not None:
+            _legacy_random.restore(legacy)
+        _legacy_random.restore_hidden(hidden)
+        workers = 1
         joined = _Joined(opts.out_axes, size)
         cpu = _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
     if spent is not None:

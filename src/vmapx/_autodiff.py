@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import dis
 import inspect
-import operator
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -123,29 +122,17 @@ class ADTracer(Tracer):
         return self.primal.size
 
     # The tape is eager: Python control flow and conversions use the value (the
-    # derivative does not flow through a Python number).
-    def __bool__(self) -> bool:
-        return bool(self.primal)
-
-    def __float__(self) -> float:
-        self._check_not_stored(sys._getframe(1))
-        _dropped_derivative(self, "float()")
-        return float(self.primal)
-
-    def __int__(self) -> int:
-        self._check_not_stored(sys._getframe(1))
-        return int(self.primal)
-
-    def __complex__(self) -> complex:
-        self._check_not_stored(sys._getframe(1))
-        _dropped_derivative(self, "complex()")
-        return complex(self.primal)
-
-    def __index__(self) -> int:
-        return operator.index(self.primal)
-
-    def __format__(self, spec: str) -> str:
-        return format(self.primal, spec)  # printing a loss inside `f` shows its value
+    # derivative does not flow through a Python number; printing a loss inside `f`
+    # shows its value).
+    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+        if how == "array":
+            raise self._leave_error()
+        if how in ("float", "int", "complex"):
+            self._check_not_stored(sys._getframe(2))  # the caller of `float(x)`, ...
+        dropped = _DROPPED.get(how)
+        if dropped is not None:
+            _dropped_derivative(self, dropped)
+        return convert(self.primal)
 
     def _check_not_stored(self, frame: Any) -> None:
         """NumPy converts a value written into one element of a plain array with
@@ -163,16 +150,10 @@ class ADTracer(Tracer):
             "use `np.stack`; `vmapx.stop_gradient(x)` gives a constant if that is meant",
         )
 
-    def item(self, *args: Any) -> Any:
-        """`ndarray.item` of the value (a Python number: not differentiated further)."""
-        _dropped_derivative(self, "`.item()`")
-        return self.primal.item(*args)
 
-    def tolist(self) -> Any:
-        return self.primal.tolist()
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise self._leave_error()
+# conversions that drop a derivative, as warnings name them (`int()` is not one: its
+# derivative is zero wherever it has one)
+_DROPPED = {"float": "float()", "complex": "complex()", "item": "`.item()`"}
 
 
 _payload.INNER[ADTracer] = lambda t: t.primal
@@ -1005,7 +986,7 @@ class _PartialPullback:
         return _scale(g, self.d, self.ans, self.args)
 
     def partial(self) -> Any:
-        return partial(self.d, self.ans, *self.args)
+        return partial_value(self.d, self.ans, *self.args)
 
 
 class _ElementwisePullback:
@@ -1052,7 +1033,7 @@ def _times(t: Any, d: Any) -> Any:
     return t * d
 
 
-def partial(d: Any, ans: Any, *args: Any) -> Any:
+def partial_value(d: Any, ans: Any, *args: Any) -> Any:
     """The value of a partial given to `defelementwise` (a number or a function)."""
     return d(ans, *args) if callable(d) else d
 

@@ -56,11 +56,54 @@ class BatchTracer(Tracer):
         self.val = other.val
         self._version += 1
 
-    # -- values that must leave the trace (Python control flow) ------------------
+    # -- values that must leave the trace (Python control flow): agree, or the loop --
+    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+        if how == "array":
+            raise self._trace.concretization(
+                "`np.asarray`/`np.array` (or a plain NumPy array operation) received a "
+                "batched value; a batched value cannot become one plain array",
+                "use NumPy functions on the value directly (they batch); to put it into a "
+                "new array use `np.zeros_like(x, shape=...)` and index assignment, or "
+                "`np.stack`",
+            )
+        if how == "format":  # no format of its own (as before the protocol)
+            return object.__format__(self, args[0])
+        if how == "bool":
+            if self.size != 1:
+                raise ValueError(
+                    "The truth value of an array with more than one element is ambiguous. "
+                    "Use a.any() or a.all()"
+                )
+            return self._to_concrete(
+                bool,
+                "`bool()` (an `if`/`while`/`and`/`or`) of a batched value whose examples differ",
+                "use `np.where(cond, a, b)` or `vmapx.cond(pred, true_fn, false_fn, ...)` "
+                "so that every example takes its own branch",
+            )
+        if how == "tolist":
+            return self._to_concrete(
+                convert,
+                "`.tolist()` of a batched value whose examples differ",
+                "keep the value an array",
+            )
+        if how == "item" and args:  # one element: only it must agree
+            return self[args if len(args) > 1 else args[0]].item()
+        if how == "index":
+            if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
+                raise TypeError("only integer arrays can be converted to an index")
+            return self._concrete_scalar(convert, "operator.index")
+        return self._concrete_scalar(convert, how)  # float, int, complex, item
+
     def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
         if val.shape[0] == 0:
+            if _config.shapes_only.get():
+                raise ConcretizationError(
+                    f"eval_shape: the function reads a value ({what.split(' of ')[0]}), but "
+                    "eval_shape has shapes and dtypes only. Compute the shapes by calling "
+                    "the function, or keep the value an array (`np.where`, `vmapx.cond`)."
+                )
             return convert(np.zeros_like(val, shape=val.shape[1:]))
         first = val[0]
         if bool(np.all(val == first)):
@@ -76,54 +119,6 @@ class BatchTracer(Tracer):
             "keep the value an array (e.g. use `np.where` instead of `if`), or use `vmapx.cond`",
         )
 
-    def __bool__(self) -> bool:
-        if self.size != 1:
-            raise ValueError(
-                "The truth value of an array with more than one element is ambiguous. "
-                "Use a.any() or a.all()"
-            )
-        return self._to_concrete(
-            bool,
-            "`bool()` (an `if`/`while`/`and`/`or`) of a batched value whose examples differ",
-            "use `np.where(cond, a, b)` or `vmapx.cond(pred, true_fn, false_fn, ...)` "
-            "so that every example takes its own branch",
-        )
-
-    def __float__(self) -> float:
-        return self._concrete_scalar(float, "float")
-
-    def __int__(self) -> int:
-        return self._concrete_scalar(int, "int")
-
-    def __complex__(self) -> complex:
-        return self._concrete_scalar(complex, "complex")
-
-    def __index__(self) -> int:
-        if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
-            raise TypeError("only integer arrays can be converted to an index")
-        return self._concrete_scalar(lambda v: int(v.__index__()), "operator.index")
-
-    def item(self, *args: Any) -> Any:
-        """`ndarray.item`: works when every example holds the same value."""
-        if args:
-            return self[args if len(args) > 1 else args[0]].item()
-        return self._concrete_scalar(lambda v: v.item(), "item")
-
-    def tolist(self) -> Any:
-        return self._to_concrete(
-            lambda v: v.tolist(),
-            "`.tolist()` of a batched value whose examples differ",
-            "keep the value an array",
-        )
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise self._trace.concretization(
-            "`np.asarray`/`np.array` (or a plain NumPy array operation) received a batched "
-            "value; a batched value cannot become one plain array",
-            "use NumPy functions on the value directly (they batch); to put it into a new "
-            "array use `np.zeros_like(x, shape=...)` and index assignment, or `np.stack`",
-        )
-
 
 _payload.INNER[BatchTracer] = lambda t: t.val
 
@@ -132,7 +127,7 @@ class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made", "like")  # fmt: skip
+                 "made", "like", "aware")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -151,6 +146,9 @@ class BatchTrace(Trace):
         # large arrays, whose temporaries, NumPy's own included, chunks keep small)
         self.largest = 0
         self.made = 0
+        # ids of the generators `f` made batch-aware (`vmapx.random.batch_aware`): their
+        # draws are this trace's, not hidden from it (see vmapx._legacy_random)
+        self.aware: set[int] | None = None
         # a duck payload (CuPy, ...) when the inputs live outside NumPy: host arrays met
         # by this trace's rules are moved to its array type (vmapx._payload)
         self.like: Any = None

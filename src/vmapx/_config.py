@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 from dataclasses import dataclass
+
+from .errors import ArgumentError
 
 FALLBACK_MODES = ("warn", "silent", "error")
 RANDOMNESS_MODES = ("error", "different", "same")
@@ -14,7 +17,7 @@ def check_workers(workers: object, where: str) -> None:
     if workers is not None and (
         not isinstance(workers, int) or isinstance(workers, bool) or workers < 1
     ):
-        raise ValueError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
+        raise ArgumentError(f"{where}: `workers` must be a positive int or None, got {workers!r}")
 
 
 def _workers_from_environment() -> int | None:
@@ -66,3 +69,7 @@ class Config:
 
 
 config = Config()
+
+# True while `vmapx.eval_shape` runs a function on an empty batch: there are no values,
+# so Python code that reads one (`if x.sum() > 0`) must raise instead of reading zeros
+shapes_only: contextvars.ContextVar[bool] = contextvars.ContextVar("shapes_only", default=False)

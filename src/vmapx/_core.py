@@ -14,9 +14,11 @@ frame's file is vmapx's or NumPy's (for the stack level of a warning).
 from __future__ import annotations
 
 import importlib.util
+import operator
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import EscapedTracerError, TraceMixError
@@ -83,6 +85,47 @@ class Tracer:
     def _become(self, other: Tracer) -> None:
         """Take over `other`'s payload: the functional form of an in-place write."""
         raise NotImplementedError
+
+    # -- a value leaves the trace (Python control flow, conversions) -------------------
+    # Every way Python or NumPy can take a plain value out of a tracer goes through one
+    # hook, `_leave_trace`, where each kind of tracer applies its trace's policy: vmap
+    # gives the value all examples agree on (else the loop runs), autodiff the primal
+    # (saying so where a derivative is dropped), jit the value, and marks the recording
+    # as one that cannot be replayed.
+
+    def _leave_trace(self, how: str, convert: Callable[[Any], Any] | None, args: tuple = ()) -> Any:
+        """`convert` applied to the value Python reads out of this tracer. `how` names
+        the conversion: `bool`, `float`, `int`, `complex`, `index`, `format` (`args`:
+        the spec), `item` (`args`: its arguments), `tolist`, `array` (`args`: the dtype;
+        no `convert`: the trace makes the array, or refuses)."""
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        return self._leave_trace("bool", bool)
+
+    def __float__(self) -> float:
+        return self._leave_trace("float", float)
+
+    def __int__(self) -> int:
+        return self._leave_trace("int", int)
+
+    def __complex__(self) -> complex:
+        return self._leave_trace("complex", complex)
+
+    def __index__(self) -> int:
+        return self._leave_trace("index", operator.index)
+
+    def __format__(self, spec: str) -> str:
+        return self._leave_trace("format", lambda v: format(v, spec), (spec,))
+
+    def item(self, *args: Any) -> Any:
+        return self._leave_trace("item", lambda v: v.item(*args), args)
+
+    def tolist(self) -> Any:
+        return self._leave_trace("tolist", lambda v: v.tolist())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._leave_trace("array", None, (dtype,))
 
 
 class _State(threading.local):

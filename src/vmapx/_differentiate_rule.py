@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ._autodiff import defcomposite
 from ._batching import BatchTrace, BatchTracer
 from ._core import Tracer, pop_trace, push_trace
-from ._registry import primitive
+from ._registry import builder, each_function, primitive
 
 
 class DerivativeTrace(BatchTrace):
@@ -58,6 +59,14 @@ def composite_by_rule(func: Callable) -> Callable:
         return _drop(trace, out)
 
     return impl
+
+
+@builder
+def defcomposite_by_rule(funcs: Any) -> None:
+    """Differentiate `funcs` (one function or a list) through their batch rules: each
+    gets `composite_by_rule` as its derivative composite."""
+    for func in each_function(funcs):
+        defcomposite(func, composite_by_rule(func))
 
 
 def _lifter(trace: BatchTrace) -> Callable:

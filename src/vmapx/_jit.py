@@ -124,32 +124,11 @@ class RecordTracer(Tracer):
             trace.why = f"Python reads a value at {_core.user_frame_location()}"
         return convert(self.value)
 
-    def __bool__(self) -> bool:
-        return self._read(bool)
-
-    def __float__(self) -> float:
-        return self._read(float)
-
-    def __int__(self) -> int:
-        return self._read(int)
-
-    def __complex__(self) -> complex:
-        return self._read(complex)
-
-    def __index__(self) -> int:
-        return self._read(lambda v: v.__index__())
-
-    def __format__(self, spec: str) -> str:
-        return self._read(lambda v: format(v, spec))
-
-    def item(self, *args: Any) -> Any:
-        return self._read(lambda v: v.item(*args))
-
-    def tolist(self) -> Any:
-        return self._read(lambda v: v.tolist())
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self._read(lambda v: np.asarray(v, dtype=dtype))
+    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+        if how == "array":
+            dtype = args[0]
+            return self._read(lambda v: np.asarray(v, dtype=dtype))
+        return self._read(convert)
 
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls

@@ -12,8 +12,11 @@ once, by setting known values on a private `RandomState` (about 1 us per call in
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import sys
+import types
+from typing import Any
 
 import numpy as np
 
@@ -82,3 +85,125 @@ def restore(saved: tuple) -> None:
     else:
         has_gauss, gauss = struct.unpack("i", aug[:4])[0], struct.unpack("d", aug[8:])[0]
     np.random.set_state(("MT19937", key, pos, has_gauss, gauss))
+
+
+# -- generators the function reaches without taking them as arguments ------------------
+#
+# A `Generator` (or `RandomState`) that `f` reads from a closure cell or a global is
+# invisible to vmap, like the legacy global functions: called once for the batch, it would
+# give every example the same numbers. Where `f` (or a plain function it reaches that way)
+# holds one, vmap notes its state before the batched run; where the run moved it, the state
+# goes back and the examples run as the loop. Found: closure cells, the globals its code
+# reads, partial arguments, a bound method's object's attributes (`self.rng`). Not found:
+# generators inside containers or deeper attributes (`state["rng"]`, `self.model.rng`):
+# the docs tell users to pass the generator as an argument.
+
+_GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)
+_SEARCH_DEPTH = 3  # f, the plain functions it reads, and theirs
+
+
+_names_by_code: dict[int, tuple] = {}  # id(code) -> (code, its global names)
+
+
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names a code object and the code nested in it (lambdas, comprehensions)
+    read (cached: a code object's hash is computed afresh on each use, a dict by id is not)."""
+    entry = _names_by_code.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.extend(_global_names(const))
+    if len(_names_by_code) > 4096:
+        _names_by_code.clear()
+    _names_by_code[id(code)] = (code, tuple(dict.fromkeys(names)))
+    return _names_by_code[id(code)][1]
+
+
+_GENERATOR_KINDS = frozenset(_GENERATOR_TYPES)
+# the kinds of objects searched further: a type check in a set is what keeps the search at
+# about a microsecond per call (no isinstance, no attribute misses)
+_FOLLOWED_KINDS = frozenset((types.FunctionType, functools.partial, types.MethodType))
+
+
+def _referenced(f: Any) -> list:
+    """The objects a plain function, partial or bound method holds (closure cells, partial
+    arguments, the globals it reads). Other objects (ufuncs, builtins, modules, classes)
+    are not searched: they cannot hold the user's generator where vmapx could see it."""
+    kind = type(f)
+    if kind is functools.partial:
+        return [f.func, *f.args, *f.keywords.values()]
+    if kind is types.MethodType:  # and the generators among its object's attributes
+        owner = getattr(f.__self__, "__dict__", None) or {}
+        return [f.__func__, *(v for v in owner.values() if type(v) in _GENERATOR_KINDS)]
+    found = []
+    wrapped = f.__dict__.get("__wrapped__")  # functools.wraps (vmapx's own wrappers too)
+    if wrapped is not None:
+        found.append(wrapped)
+    for cell in f.__closure__ or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    scope = f.__globals__
+    for name in _global_names(f.__code__):
+        value = scope.get(name)
+        if type(value) in _FOLLOWED_KINDS or type(value) in _GENERATOR_KINDS:
+            found.append(value)
+    return found
+
+
+def hidden_generators(f: Any, passed: list) -> list:
+    """The generators `f` reaches through closures, globals and partials, that are not
+    among `passed` (the call's arguments, which vmap draws from itself)."""
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+    level = [f]
+    for depth in range(_SEARCH_DEPTH + 1):
+        following = []
+        for obj in level:
+            kind = type(obj)
+            if kind in _GENERATOR_KINDS:
+                found[id(obj)] = obj
+            elif depth < _SEARCH_DEPTH and kind in _FOLLOWED_KINDS and id(obj) not in seen:
+                seen.add(id(obj))
+                following.extend(_referenced(obj))
+        level = following
+    if found:
+        for x in passed:
+            found.pop(id(x), None)
+    return list(found.values())
+
+
+def _state_of(g: Any) -> Any:
+    return g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state()
+
+
+def snapshot_hidden(generators: list) -> list:
+    """The states of `generators` (from `hidden_generators`)."""
+    return [(g, _state_of(g)) for g in generators]
+
+
+def hidden_moved(saved: list) -> bool:
+    """Whether any generator of `saved` (by `snapshot_hidden`) left its state."""
+    return any(not _same_state(_state_of(g), state) for g, state in saved)
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return bool(a == b)
+
+
+def restore_hidden(saved: list) -> None:
+    """Put every generator of `saved` back in its state."""
+    for g, state in saved:
+        if isinstance(g, np.random.Generator):
+            g.bit_generator.state = state
+        else:
+            g.set_state(state)

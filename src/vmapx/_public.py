@@ -22,12 +22,14 @@ from ._ad_api import (
     vjp,
 )
 from ._api import vectorized_map, vmap
+from ._checkpoint import checkpoint
 from ._collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from ._config import config
 from ._coverage import coverage
 from ._custom import custom_jvp, custom_vjp, custom_vmap
 from ._jit_api import jit
 from ._ragged import map  # noqa: A004  (vmapx.map, like Python's map)
+from ._shape_eval import ShapeDtypeStruct, eval_shape
 from ._vectorize import vectorize
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .errors import PerformanceWarning

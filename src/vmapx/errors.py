@@ -46,6 +46,11 @@ class UnsupportedError(VmapxError, NotImplementedError, TypeError):
     """The operation cannot be supported on traced values at all."""
 
 
+class ArgumentError(VmapxError, TypeError, ValueError):
+    """A vmapx function got an argument of a type or value it does not take (a `vmap`
+    option, a `workers` setting)."""
+
+
 class RandomnessError(VmapxError, ValueError):
     """A random draw inside `vmap` with `randomness="error"`."""
 

@@ -23,11 +23,12 @@ vmap's draws go through the outer vmap's generator; where the inner vmap splits 
 (a per-example method, `chunk_size`, its own loop), the outer vmap runs its examples as
 the loop, so that the numbers stay the loop's.
 
-**Limits.** Only generators that reach `f` as arguments are seen. A generator `f` reaches
-another way (a closure, a global, an object's attribute) draws once for the whole batch,
-so every example would get the same numbers: pass the generator as an argument, or call
-`vmapx.random.batch_aware(rng)` inside `f`. NumPy's legacy functions (`np.random.normal`,
-...) are noticed by their global state: `f` runs as the loop (see `vmapx._legacy_random`).
+**Limits.** Only generators that reach `f` as arguments are batched. One that `f` reads
+from a closure, a global, a partial or a bound method's object would draw once for the
+whole batch: vmap notices that its state moved and runs `f` as the loop; so with NumPy's
+legacy functions (`np.random.normal`, ...): see `vmapx._legacy_random`. One inside a
+container or deeper (`state["rng"]`) is not seen (every example gets the same numbers):
+pass the generator as an argument, or call `vmapx.random.batch_aware(rng)` inside `f`.
 Draws inside a `cond`/`switch`/`while_loop` branch taken by only some examples are
 independent per example, but not in the loop's order.
 """
@@ -110,6 +111,8 @@ class BatchGenerator:
         self._parent = parent
         self._mode = mode
         self._diverged = False  # randomness="same", after branches that drew unevenly
+        if trace is not None:  # its draws are the trace's own (see vmapx._legacy_random)
+            trace.aware = (trace.aware or set()) | {id(_root(parent))}
 
     @property
     def bit_generator(self) -> np.random.BitGenerator:
@@ -301,8 +304,9 @@ def batch_aware(rng: Any) -> Any:
     `randomness` (outside any vmap, `rng` itself).
 
     `vmap` swaps only the generators passed to `f` as arguments. For one that `f`
-    reaches another way (a closure, a global), call this inside `f`: otherwise its
-    draws happen once and every example gets the same numbers. (A generator passed as
+    reaches another way (a closure, a global, an attribute), call this inside `f`:
+    otherwise vmap runs `f` as the loop where it notices the draws, and every example
+    gets the same numbers where it does not (`state["rng"]`). (A generator passed as
     an argument also keeps the loop's numbers when vmap falls back to a per-example
     loop, and replays across chunks with randomness="same"; this one does not.)
 

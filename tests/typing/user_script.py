@@ -79,6 +79,14 @@ def main() -> None:
     vmapx.extend.register_jvp(own, lambda p, t: (np.cosh(p[0]), t[0] * np.sinh(p[0])))
     vmapx.grad(lambda v: np.sum(smooth(v) + clipped(v) + own(v)))(x[0])
     vmapx.map(np.sum, [x[0], x[1, :2]])
+    vmapx.jacrev(np.sin, chunk_size=2)(x[0])
+    vmapx.jacfwd(np.sin, chunk_size=2)(x[0])
+    remat = vmapx.checkpoint(row_norm)
+    vmapx.grad(remat)(x[0])
+    shape: vmapx.ShapeDtypeStruct = vmapx.eval_shape(
+        row_norm, vmapx.ShapeDtypeStruct((3,), x.dtype)
+    )
+    assert shape.shape == ()
     vmapx.random.batch_aware(np.random.default_rng(0))
     vmapx.config.fallback = "warn"
     report: dict[Any, str] = vmapx.coverage()

@@ -11,6 +11,12 @@ NumPy formulation depends on which operands carry it:
 
 `einsum` gets a batch letter on its batched operands; a two-operand einsum that is a
 plain tensor contraction goes through the same contraction code as `tensordot`.
+
+Derivatives (see `vmapx._autodiff`): most contractions are differentiated as
+compositions of `np.matmul`, `np.multiply` and reshapes (`defcomposite`); `einsum` and
+`convolve` have their own rules: a multilinear JVP, and a VJP that is the same kind of
+contraction with the cotangent in the place of the operand (JAX's convention for complex
+values: the transpose, no conjugate).
 """
 
 from __future__ import annotations
@@ -513,92 +519,6 @@ def _windows_dot(x: Any, k: Any, m: int) -> Any:
 
 
 defbatch(np.dot, lambda f: dot_rule)
-defbatch(np.inner, lambda f: _inner_rule)
-defbatch(np.vdot, lambda f: _vdot_rule)
-defbatch([np.outer, *present(np.linalg, "outer")], _outer_rule)
-defbatch([np.tensordot, *present(np.linalg, "tensordot")], _tensordot_rule)
-defbatch(np.kron, lambda f: _kron_rule)
-defbatch(np.einsum, lambda f: _einsum_rule)
-defbatch(np.einsum_path, lambda f: _einsum_path_rule)
-defbatch([np.convolve, np.correlate], _conv_rule)
-defbatch(present(np.linalg, "matmul"), lambda f: _matmul_rule)
-register(np.matmul, "batch", _matmul_rule)  # over the generic gufunc rule (a default)
-_VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
-    ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
-    ("matvec", {(2, 1)}, False, -1),
-    ("vecmat", {(1, 2)}, True, -2),
-]
-for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
-    if hasattr(np, _name):
-        _rule = _vector_gufunc_rule(getattr(np, _name), _ndims, _conj_first, _b_axis)
-        register(getattr(np, _name), "batch", _rule)
-
-
-# matmul and the other contractions among the gufuncs: derivatives
-def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
-    if b.ndim == 1:
-        return g * b if a.ndim == 1 else g[..., None] * b
-    bt = np.swapaxes(b, -1, -2)
-    if a.ndim == 1:
-        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
-    return np.matmul(g, bt)
-
-
-def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
-    if a.ndim == 1:
-        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
-    at = np.swapaxes(a, -1, -2)
-    if b.ndim == 1:
-        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
-    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
-        return at * g
-    return np.matmul(at, g)
-
-
-def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
-    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
-    axes = kwargs.pop("axes", None)
-    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
-        return NotImplemented
-    (a0, a1), (b0, b1), (o0, o1) = axes
-    a = np.moveaxis(a, (a0, a1), (-2, -1))
-    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
-    return np.moveaxis(out, (-2, -1), (o0, o1))
-
-
-defcomposite(np.matmul, _matmul_axes)
-defjvp(
-    np.matmul,
-    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
-    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
-)
-defvjp(
-    np.matmul,
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
-    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
-)
-
-
-def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
-    if kwargs.get("axes") is not None:
-        return NotImplemented
-    return np.sum(np.conjugate(a) * b, axis=axis)
-
-
-defcomposite(present(np, "vecdot"), _vecdot)
-if hasattr(np, "matvec"):
-    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
-                 else NotImplemented)  # fmt: skip
-    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
-        ..., 0, :] if not kw else NotImplemented)  # fmt: skip
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# Most contractions are differentiated as compositions of `np.matmul`, `np.multiply` and
-# reshapes (`defcomposite`); `einsum` and `convolve` have their own rules: a multilinear
-# JVP, and a VJP that is the same kind of contraction with the cotangent in the place
-# of the operand (JAX's convention for complex values: the transpose, no conjugate).
 
 
 def _tensordot_impl(a: Any, b: Any, axes: Any = 2) -> Any:
@@ -621,10 +541,18 @@ def _dot_impl(a: Any, b: Any, out: Any = None) -> Any:
     return _tensordot_impl(a, b, ([na - 1], [max(nb - 2, 0)]))
 
 
+defcomposite(np.dot, _dot_impl)
+defbatch(np.inner, lambda f: _inner_rule)
+
+
 def _inner_impl(a: Any, b: Any) -> Any:
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
     return _tensordot_impl(a, b, ([np.ndim(a) - 1], [np.ndim(b) - 1]))
+
+
+defcomposite(np.inner, _inner_impl)
+defbatch(np.vdot, lambda f: _vdot_rule)
 
 
 def _vdot_impl(a: Any, b: Any) -> Any:
@@ -632,8 +560,21 @@ def _vdot_impl(a: Any, b: Any) -> Any:
     return np.matmul(a, np.ravel(b))
 
 
+defcomposite(np.vdot, _vdot_impl)
+defbatch([np.outer, *present(np.linalg, "outer")], _outer_rule)
+
+
 def _outer_impl(a: Any, b: Any, out: Any = None) -> Any:
     return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+defcomposite([np.outer, *present(np.linalg, "outer")], _outer_impl)
+defbatch([np.tensordot, *present(np.linalg, "tensordot")], _tensordot_rule)
+
+
+defcomposite(np.tensordot, _tensordot_impl)
+defcomposite(present(np.linalg, "tensordot"), lambda a, b, axes=2: _tensordot_impl(a, b, axes))
+defbatch(np.kron, lambda f: _kron_rule)
 
 
 def _kron_impl(a: Any, b: Any) -> Any:
@@ -647,14 +588,8 @@ def _kron_impl(a: Any, b: Any) -> Any:
     return np.reshape(np.multiply(a, b), tuple(x * y for x, y in zip(pa, pb, strict=True)))
 
 
-defcomposite(np.dot, _dot_impl)
-defcomposite(np.inner, _inner_impl)
-defcomposite(np.vdot, _vdot_impl)
-defcomposite([np.outer, *present(np.linalg, "outer")], _outer_impl)
-defcomposite(np.tensordot, _tensordot_impl)
-defcomposite(present(np.linalg, "tensordot"), lambda a, b, axes=2: _tensordot_impl(a, b, axes))
 defcomposite(np.kron, _kron_impl)
-defcomposite(present(np.linalg, "matmul"), lambda a, b: np.matmul(a, b))
+defbatch(np.einsum, lambda f: _einsum_rule)
 
 
 def _explicit_einsum(args: tuple) -> tuple[list[str], str, list]:
@@ -707,6 +642,7 @@ def _einsum_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
 
 defjvp_argnum(np.einsum, _einsum_jvp)
 defvjp_argnum(np.einsum, _einsum_vjp)
+defbatch(np.einsum_path, lambda f: _einsum_path_rule)
 
 
 def _einsum_path_impl(*args: Any, **kwargs: Any) -> Any:
@@ -716,6 +652,7 @@ def _einsum_path_impl(*args: Any, **kwargs: Any) -> Any:
 
 
 defcomposite(np.einsum_path, _einsum_path_impl)
+defbatch([np.convolve, np.correlate], _conv_rule)
 
 
 def _conv_impl(a: Any, v: Any, mode: Any = "full") -> Any:
@@ -759,3 +696,76 @@ defvjp(
     lambda ans, a, v, mode="full": lambda g: _conv_ct(g, v, np.shape(a)),
     lambda ans, a, v, mode="full": lambda g: _conv_ct(g, a, np.shape(v)),
 )
+defbatch(present(np.linalg, "matmul"), lambda f: _matmul_rule)
+
+
+defcomposite(present(np.linalg, "matmul"), lambda a, b: np.matmul(a, b))
+register(np.matmul, "batch", _matmul_rule)  # over the generic gufunc rule (a default)
+
+
+# matmul and the other contractions among the gufuncs: derivatives
+def _matmul_ct_a(g: Any, a: Any, b: Any) -> Any:
+    if b.ndim == 1:
+        return g * b if a.ndim == 1 else g[..., None] * b
+    bt = np.swapaxes(b, -1, -2)
+    if a.ndim == 1:
+        return np.matmul(b, g) if b.ndim == 2 else np.matmul(g[..., None, :], bt)[..., 0, :]
+    return np.matmul(g, bt)
+
+
+def _matmul_ct_b(g: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 1:
+        return g * a if b.ndim == 1 else a[:, None] * g[..., None, :]
+    at = np.swapaxes(a, -1, -2)
+    if b.ndim == 1:
+        return np.matmul(g, a) if a.ndim == 2 else np.matmul(at, g[..., None])[..., 0]
+    if at.shape[-1] == 1:  # an outer product: elementwise is faster than matmul
+        return at * g
+    return np.matmul(at, g)
+
+
+def _matmul_axes(a: Any, b: Any, **kwargs: Any) -> Any:
+    """`matmul(..., axes=...)` as moveaxis around a plain matmul (2-d operands' axes)."""
+    axes = kwargs.pop("axes", None)
+    if axes is None or len(axes) != 3 or any(len(ax) != 2 for ax in axes):
+        return NotImplemented
+    (a0, a1), (b0, b1), (o0, o1) = axes
+    a = np.moveaxis(a, (a0, a1), (-2, -1))
+    out = np.matmul(a, np.moveaxis(b, (b0, b1), (-2, -1)), **kwargs)
+    return np.moveaxis(out, (-2, -1), (o0, o1))
+
+
+defcomposite(np.matmul, _matmul_axes)
+defjvp(
+    np.matmul,
+    lambda t, ans, a, b, **kw: np.matmul(t, b, **kw),
+    lambda t, ans, a, b, **kw: np.matmul(a, t, **kw),
+)
+defvjp(
+    np.matmul,
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_a(g, a, b),
+    lambda ans, a, b, **kw: lambda g: _matmul_ct_b(g, a, b),
+)
+_VECTOR_GUFUNCS = [  # (name, per-example ndims, conjugates its first operand, b_axis)
+    ("vecdot", {(1, 1), (2, 1), (1, 2)}, True, -1),
+    ("matvec", {(2, 1)}, False, -1),
+    ("vecmat", {(1, 2)}, True, -2),
+]
+for _name, _ndims, _conj_first, _b_axis in _VECTOR_GUFUNCS:
+    if hasattr(np, _name):
+        _rule = _vector_gufunc_rule(getattr(np, _name), _ndims, _conj_first, _b_axis)
+        register(getattr(np, _name), "batch", _rule)
+
+
+def _vecdot(a: Any, b: Any, axis: int = -1, **kwargs: Any) -> Any:
+    if kwargs.get("axes") is not None:
+        return NotImplemented
+    return np.sum(np.conjugate(a) * b, axis=axis)
+
+
+defcomposite(present(np, "vecdot"), _vecdot)
+if hasattr(np, "matvec"):
+    defcomposite(np.matvec, lambda a, v, **kw: np.matmul(a, v[..., None])[..., 0] if not kw
+                 else NotImplemented)  # fmt: skip
+    defcomposite(np.vecmat, lambda v, a, **kw: np.matmul(np.conjugate(v)[..., None, :], a)[
+        ..., 0, :] if not kw else NotImplemented)  # fmt: skip

@@ -4,6 +4,10 @@
 zero-stride broadcast (no memory per example): it must stay a tracer so that later
 index assignments into it (`out[i] = ...`, the common way to fill a result) are
 traced, yet nothing is copied until one happens.
+
+Derivatives (see `vmapx._autodiff`): `*_like` results do not depend on the values of
+`x`; they stay (constant) tracers so that traced values can be written into them.
+`full_like` is linear in `fill_value`.
 """
 
 from __future__ import annotations
@@ -80,11 +84,17 @@ def _batched_rest(trace: BatchTrace, args: tuple, skip: int) -> bool:
 
 
 defbatch([np.zeros_like, np.ones_like, np.empty_like, np.full_like], _like_rule)
+
+
+defzero([np.zeros_like, np.ones_like, np.empty_like])
 defbatch(
     [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.tri,
      np.fromfunction, np.frombuffer, np.fromiter, np.fromstring],
     _like_kwarg_rule,
 )  # fmt: skip
+
+
+defelementwise([np.full_like, np.full], None, 1)
 
 
 # -- linspace, logspace, geomspace with batched endpoints ---------------------------------
@@ -125,98 +135,6 @@ def _space_rule(func: Callable) -> Callable:
 defbatch(list(_SPACES), _space_rule)
 
 
-# -- meshgrid, vander ----------------------------------------------------------------------
-
-
-def _meshgrid_rule(func: Callable) -> Callable:
-    """Each input becomes a view shaped to its grid axis; unbatched inputs give
-    unbatched outputs (never broadcast to the batch)."""
-
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        copy, sparse = kwargs.get("copy", True), kwargs.get("sparse", False)
-        indexing = kwargs.get("indexing", "xy")
-        if indexing not in ("xy", "ij"):
-            raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
-        sizes = [int(np.prod(example_shape(trace, x), dtype=np.intp)) for x in args]
-        where = list(range(len(args)))
-        if indexing == "xy" and len(args) > 1:
-            where[0], where[1] = 1, 0
-        full = [0] * len(args)
-        for i, n in zip(where, sizes, strict=True):
-            full[i] = n
-        out = []
-        for x, i, n in zip(args, where, sizes, strict=True):
-            shape = (1,) * i + (n,) + (1,) * (len(args) - i - 1)
-            v, b = unwrap(trace, x)
-            if not sparse:
-                shape = tuple(full)
-            if b:
-                v = v.reshape((v.shape[0], *(1,) * i, n, *(1,) * (len(args) - i - 1)))
-                v = np.broadcast_to(v, (v.shape[0], *shape)) if not sparse else v
-            else:
-                v = np.broadcast_to(
-                    np.reshape(x, (1,) * i + (n,) + (1,) * (len(args) - i - 1)), shape
-                )
-            v = v.copy() if copy else v
-            out.append(trace.wrap(v) if b else v)
-        return tuple(out) if NUMPY2 and (copy or not sparse) else out  # a list on NumPy 1.26
-
-    return rule
-
-
-def _vander_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        x = get_arg(args, kwargs, 0, "x")
-        n, increasing = get_arg(args, kwargs, 1, "N"), get_arg(args, kwargs, 2, "increasing")
-        if is_batched(trace, n) or not is_batched(trace, x):
-            return per_example(trace, func, args, kwargs, "with a batched `N`")
-        if example_ndim(trace, x) != 1:
-            raise ValueError("x must be a one-dimensional array or sequence.")
-        v = unwrap(trace, x)[0]
-        b, m = v.shape
-        n = m if n is None else n
-        dtype = np.promote_types(v.dtype, int)
-        ones = np.ones_like(v, shape=(b, m, min(n, 1)), dtype=dtype)
-        # NumPy's arithmetic exactly: x, x*x, (x*x)*x, ... after a column of ones
-        powers = np.multiply.accumulate(
-            np.broadcast_to(v[:, :, None], (b, m, max(n - 1, 0))), axis=2, dtype=dtype
-        )
-        out = np.concatenate([ones, powers], axis=2)
-        return trace.wrap(out if increasing else out[:, :, ::-1])
-
-    return rule
-
-
-defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
-defbatch(np.vander, _vander_rule)
-
-
-# -- derivatives of meshgrid: computed as reshapes and broadcasts (see vmapx._autodiff) --
-def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
-    if indexing not in ("xy", "ij"):
-        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
-    n = len(xi)
-    where = [1, 0, *range(2, n)] if indexing == "xy" and n > 1 else list(range(n))
-    out = [
-        np.reshape(x, (1,) * i + (-1,) + (1,) * (n - i - 1)) for x, i in zip(xi, where, strict=True)
-    ]
-    if not sparse:
-        shape = np.broadcast_shapes(*(np.shape(o) for o in out))
-        out = [np.broadcast_to(o, shape) for o in out]
-    if copy:
-        out = [np.copy(o) for o in out]
-    return tuple(out) if NUMPY2 and (copy or not sparse) else out
-
-
-defcomposite(np.meshgrid, _meshgrid_impl)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# `*_like` results do not depend on the values of `x`; they stay (constant) tracers so
-# that traced values can be written into them. `full_like` is linear in `fill_value`.
-
-defzero([np.zeros_like, np.ones_like, np.empty_like])
-defelementwise([np.full_like, np.full], None, 1)
 defzero(
     [np.zeros, np.ones, np.empty, np.full, np.eye, np.identity, np.arange, np.linspace,
      np.logspace, np.geomspace, np.tri, np.fromfunction, np.frombuffer, np.fromiter,
@@ -282,6 +200,92 @@ defcomposite(np.logspace, _logspace)
 defcomposite(np.geomspace, _geomspace)
 
 
+# -- meshgrid, vander ----------------------------------------------------------------------
+
+
+def _meshgrid_rule(func: Callable) -> Callable:
+    """Each input becomes a view shaped to its grid axis; unbatched inputs give
+    unbatched outputs (never broadcast to the batch)."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        copy, sparse = kwargs.get("copy", True), kwargs.get("sparse", False)
+        indexing = kwargs.get("indexing", "xy")
+        if indexing not in ("xy", "ij"):
+            raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+        sizes = [int(np.prod(example_shape(trace, x), dtype=np.intp)) for x in args]
+        where = list(range(len(args)))
+        if indexing == "xy" and len(args) > 1:
+            where[0], where[1] = 1, 0
+        full = [0] * len(args)
+        for i, n in zip(where, sizes, strict=True):
+            full[i] = n
+        out = []
+        for x, i, n in zip(args, where, sizes, strict=True):
+            shape = (1,) * i + (n,) + (1,) * (len(args) - i - 1)
+            v, b = unwrap(trace, x)
+            if not sparse:
+                shape = tuple(full)
+            if b:
+                v = v.reshape((v.shape[0], *(1,) * i, n, *(1,) * (len(args) - i - 1)))
+                v = np.broadcast_to(v, (v.shape[0], *shape)) if not sparse else v
+            else:
+                v = np.broadcast_to(
+                    np.reshape(x, (1,) * i + (n,) + (1,) * (len(args) - i - 1)), shape
+                )
+            v = v.copy() if copy else v
+            out.append(trace.wrap(v) if b else v)
+        return tuple(out) if NUMPY2 and (copy or not sparse) else out  # a list on NumPy 1.26
+
+    return rule
+
+
+def _vander_rule(func: Callable) -> Callable:
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        x = get_arg(args, kwargs, 0, "x")
+        n, increasing = get_arg(args, kwargs, 1, "N"), get_arg(args, kwargs, 2, "increasing")
+        if is_batched(trace, n) or not is_batched(trace, x):
+            return per_example(trace, func, args, kwargs, "with a batched `N`")
+        if example_ndim(trace, x) != 1:
+            raise ValueError("x must be a one-dimensional array or sequence.")
+        v = unwrap(trace, x)[0]
+        b, m = v.shape
+        n = m if n is None else n
+        dtype = np.promote_types(v.dtype, int)
+        ones = np.ones_like(v, shape=(b, m, min(n, 1)), dtype=dtype)
+        # NumPy's arithmetic exactly: x, x*x, (x*x)*x, ... after a column of ones
+        powers = np.multiply.accumulate(
+            np.broadcast_to(v[:, :, None], (b, m, max(n - 1, 0))), axis=2, dtype=dtype
+        )
+        out = np.concatenate([ones, powers], axis=2)
+        return trace.wrap(out if increasing else out[:, :, ::-1])
+
+    return rule
+
+
+defbatch(np.meshgrid, _meshgrid_rule, may_view=True)
+
+
+# -- derivatives of meshgrid: computed as reshapes and broadcasts (see vmapx._autodiff) --
+def _meshgrid_impl(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    n = len(xi)
+    where = [1, 0, *range(2, n)] if indexing == "xy" and n > 1 else list(range(n))
+    out = [
+        np.reshape(x, (1,) * i + (-1,) + (1,) * (n - i - 1)) for x, i in zip(xi, where, strict=True)
+    ]
+    if not sparse:
+        shape = np.broadcast_shapes(*(np.shape(o) for o in out))
+        out = [np.broadcast_to(o, shape) for o in out]
+    if copy:
+        out = [np.copy(o) for o in out]
+    return tuple(out) if NUMPY2 and (copy or not sparse) else out
+
+
+defcomposite(np.meshgrid, _meshgrid_impl)
+defbatch(np.vander, _vander_rule)
+
+
 def _vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # noqa: N803
     """`np.vander` as NumPy computes it: powers by repeated multiplication by `x`."""
     if np.ndim(x) != 1 or not hasattr(x, "dtype"):
@@ -297,4 +301,3 @@ def _vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # n
 
 
 defcomposite(np.vander, _vander)
-# -- end of derivatives ------------------------------------------------------------------

@@ -5,6 +5,15 @@ Elementwise helpers batch like ufuncs: batched operands get the batch axis at th
 front of the broadcast shape. Comparisons that return one Python bool per example
 (`allclose`, `array_equal`) return a batched bool array, as the loop would stack.
 `apply_along_axis` runs the user's function under `vmap` over the other axes.
+
+Derivatives (see `vmapx._autodiff`): elementwise helpers have partials (`sinc` and `i0`
+from series that stay accurate near 0). `clip` is `minimum(maximum(a, lo), hi)`, as in
+JAX: where `a` ties with a bound the derivative is shared equally by `a` and the bound
+(and by both bounds where they tie). Differences, `gradient`, `cross` are computed as
+NumPy computes them, from calls that have rules (slicing, subtraction, concatenate).
+`unwrap` adds whole periods: its derivative is the identity in `p` (and the number of
+periods added, in `period`). Functions that apply a user's function differentiate that
+function.
 """
 
 from __future__ import annotations
@@ -84,10 +93,109 @@ def _operand_rule(*operands: tuple[int | None, str]) -> Callable:
 
 _X = ((0, "x"),)
 defbatch([np.round, np.around], _operand_rule((0, "a")))
-defbatch(
-    [np.fix, np.sinc, np.i0, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X)
-)
+
+
+defzero([np.round, np.around])  # piecewise constant, as `floor` and `rint` (and JAX's round)
+defbatch([np.fix, np.sinc, np.isneginf, np.isposinf, np.iscomplex, np.isreal], _operand_rule(*_X))
+defzero(np.fix)  # piecewise constant, as `np.trunc`
+
+
+# sinc'(x) = (cos(pi x) - sinc(x)) / x loses digits near 0; there its Maclaurin series
+# takes over (odd powers to x^9: every derivative to order 10 is exact at 0), below
+# |x| = (2000 eps)^(1/12) where both lose alike (0.09 in float64, 0.5 in float32).
+_SINC_SERIES = [
+    (-1) ** k * np.pi ** (2 * k) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 6)
+]
+
+
+def _sinc_partial(ans: Any, x: Any) -> Any:
+    small = np.abs(x) < (2000 * np.finfo(x.dtype).eps) ** (1 / 12)
+    xs = np.where(small, x, 0)  # each branch only sees its own points (no 0/0, no overflow)
+    safe = np.where(small, 1, x)
+    x2 = xs * xs
+    poly = _SINC_SERIES[-1]
+    for c in _SINC_SERIES[-2::-1]:
+        poly = poly * x2 + c
+    return np.where(small, xs * poly, (np.cos(np.pi * safe) - ans) / safe)
+
+
+defelementwise(np.sinc, _sinc_partial)
+
+
+def _cephes_series(table: Any) -> Any:
+    """A Cephes `chbevl` table as `numpy.polynomial.chebyshev` coefficients."""
+    c = np.array(table[::-1], dtype=np.float64)
+    c[0] /= 2
+    return c
+
+
+# NumPy's i0 is e^x A(x/4 - 1) on [0, 8] and e^x B(16/x - 1) / sqrt(x) above (Chebyshev
+# series in Cephes' tables). Its derivative I1 from the same series, rearranged so that
+# nothing cancels: x e^|x| P(|x|/4 - 1) on [0, 8] (A + A'/4 = (x/4 + ...) P: a division
+# by 4 + 4 t), sign(x) e^|x| Q(16/|x| - 1) / sqrt|x| above (Q = B (1 - 1/2x) - 32/x^2 B').
+@functools.cache
+def _i1_series() -> tuple[list, list]:
+    """The coefficients of P and Q (computed on first use: `numpy.polynomial` is slow to
+    import)."""
+    import numpy.polynomial.chebyshev as cheb
+
+    a, b = _cephes_series(_i0A), _cephes_series(_i0B)
+    near = cheb.chebdiv(cheb.chebadd(a, cheb.chebder(a) / 4), [4.0, 4.0])[0].tolist()
+    far = cheb.chebsub(
+        cheb.chebmul(b, [31 / 32, -1 / 32]), cheb.chebmul(cheb.chebder(b), [1.5, 2.0, 0.5]) / 16
+    ).tolist()
+    return near, far
+
+
+def _chebval(t: Any, c: list) -> Any:
+    """`numpy.polynomial.chebyshev.chebval(t, c)` in NumPy calls (Clenshaw's recurrence)."""
+    t2 = 2 * t
+    b1, b2 = 0.0, 0.0
+    for ck in c[:0:-1]:
+        b1, b2 = ck + t2 * b1 - b2, b1
+    return c[0] + t * b1 - b2
+
+
+def _i0_partial(ans: Any, x: Any) -> Any:
+    """I1(x), the derivative of I0."""
+    ax = np.abs(x)
+    near = ax <= 8.0
+    xn = np.where(near, ax, 0.0)  # each series on its own interval (no 1/0, no overflow)
+    xf = np.where(near, 16.0, ax)
+    series_near, series_far = _i1_series()
+    inner = x * np.exp(xn) * _chebval(xn / 4 - 1, series_near)
+    outer = np.sign(x) * np.exp(xf) * _chebval(16 / xf - 1, series_far) / np.sqrt(xf)
+    return np.where(near, inner, outer)
+
+
+defbatch(np.i0, _operand_rule(*_X))
+defelementwise(np.i0, _i0_partial)
 defbatch(np.angle, _operand_rule((0, "z")))
+
+
+def _angle_partial(ans: Any, z: Any, deg: bool = False) -> Any:
+    """`-i/z`, the gradient of the angle as a real function of `z` (zero for real `z`)."""
+    if z.dtype.kind != "c":
+        return None
+    d = -1j / z
+    return d * (180 / np.pi) if deg else d
+
+
+def _angle_jvp(t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+    d = _angle_partial(ans, *args, **kwargs)
+    return None if d is None else t * d
+
+
+def _angle_vjp(ans: Any, *args: Any, **kwargs: Any) -> Callable:
+    def pull(g: Any) -> Any:
+        d = _angle_partial(ans, *args, **kwargs)
+        return None if d is None else g * d
+
+    return pull
+
+
+defjvp(np.angle, _angle_jvp)
+defvjp(np.angle, _angle_vjp)
 
 
 def _nan_to_num_rule(func: Callable) -> Callable:
@@ -134,7 +242,48 @@ def _aligned_to(trace: BatchTrace, x: Any, nd: int) -> Any:
 
 
 defbatch(np.nan_to_num, _nan_to_num_rule)
+
+
+def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:  # fmt: skip
+    """`np.nan_to_num` by `np.where` (differentiable in `x` and in the fill values)."""
+    x = as_array(x)
+    if not np.issubdtype(x.dtype, np.inexact):
+        return np.copy(x)
+    if np.iscomplexobj(x):
+        real = _nan_to_num(np.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        return real + 1j * _nan_to_num(np.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+    big = np.finfo(x.dtype).max
+    y = np.where(np.isnan(x), nan, x)
+    y = np.where(np.isposinf(x), big if posinf is None else posinf, y)
+    return astype(np.where(np.isneginf(x), -big if neginf is None else neginf, y), x.dtype)
+
+
+defcomposite(np.nan_to_num, _nan_to_num)
 defbatch(np.clip, _operand_rule((0, "a"), (1, "a_min"), (2, "a_max"), (None, "min"), (None, "max")))
+
+
+def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *,
+          min: Any = _ABSENT, max: Any = _ABSENT, **kwargs: Any) -> Any:  # fmt: skip
+    """`np.clip` as `minimum(maximum(a, lo), hi)`: ties share the derivative (JAX's)."""
+    both = (a_min is not _ABSENT and min is not _ABSENT) or (
+        a_max is not _ABSENT and max is not _ABSENT
+    )
+    if out is not None or both or set(kwargs) - {"dtype", "casting"}:
+        return NotImplemented  # NumPy's errors, or writes we leave to NumPy
+    lo, hi = (min if a_min is _ABSENT else a_min), (max if a_max is _ABSENT else a_max)
+    y = a
+    if lo is not _ABSENT and lo is not None:
+        y = np.maximum(y, lo)
+    if hi is not _ABSENT and hi is not None:
+        y = np.minimum(y, hi)
+    if y is a:
+        y = np.copy(a)
+    dtype = kwargs.get("dtype")
+    return y if dtype is None else astype(y, dtype)
+
+
+defcomposite(np.clip, _clip)
 defbatch(np.isclose, _operand_rule((0, "a"), (1, "b"), (2, "rtol"), (3, "atol")))
 
 
@@ -172,6 +321,7 @@ def _real_if_close_rule(func: Callable) -> Callable:
 
 
 defbatch(np.real_if_close, _real_if_close_rule, may_view=True)
+defelementwise(np.real_if_close, 1)
 
 
 # -- whole-array comparisons: one bool per example -------------------------------------
@@ -366,10 +516,211 @@ def _bits_rule(func: Callable) -> Callable:
 
 
 defbatch(np.diff, _diff_rule)
+
+
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _ABSENT,
+          append: Any = _ABSENT) -> Any:  # fmt: skip
+    """`np.diff` as NumPy computes it: neighbouring slices subtracted, `n` times."""
+    a = as_array(a)
+    if n == 0:
+        return a
+    nd = a.ndim
+    if n < 0 or nd == 0 or not -nd <= axis < nd:
+        return NotImplemented  # NumPy's errors
+    axis %= nd
+    parts = [a]
+    for side, end in enumerate((prepend, append)):
+        if end is _ABSENT:
+            continue
+        end = as_array(end)
+        if end.ndim == 0:  # a scalar becomes one slice along `axis`
+            end = np.broadcast_to(end, a.shape[:axis] + (1,) + a.shape[axis + 1 :])
+        parts.insert(len(parts) * side, end)
+    if len(parts) > 1:
+        a = np.concatenate(parts, axis)
+    if a.dtype == np.bool_:
+        return NotImplemented  # `not_equal`: nothing to differentiate
+    lo, hi = ((slice(None),) * axis + (s,) for s in (slice(None, -1), slice(1, None)))
+    for _ in range(n):
+        a = np.subtract(a[hi], a[lo])
+    return a
+
+
+defcomposite(np.diff, _diff)
 defbatch(np.ediff1d, _ediff1d_rule)
+
+
+def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    """`np.ediff1d`: differences of the flattened array between the ends (cast to its type)."""
+    flat = np.ravel(as_array(ary))
+    parts = [np.subtract(flat[1:], flat[:-1])]
+    for side, end in enumerate((to_begin, to_end)):
+        if end is None:
+            continue
+        end = as_array(end)
+        if not np.can_cast(end.dtype, flat.dtype, casting="same_kind"):
+            return NotImplemented  # NumPy's error
+        parts.insert(len(parts) * side, astype(np.ravel(end), flat.dtype))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+defcomposite(np.ediff1d, _ediff1d)
+
+
+def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+    """`np.gradient` as NumPy computes it, each piece (interior, edges) by slices of `f`."""
+    f = as_array(f)
+    nd = f.ndim
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
+        if any(not -nd <= a < nd for a in axes) or len({a % nd for a in axes}) < len(axes):
+            return NotImplemented  # NumPy's errors
+        axes = tuple(a % nd for a in axes)
+    spacing = _spacing(f, axes, varargs)
+    kind = f.dtype.kind
+    if spacing is None or edge_order not in (1, 2) or kind not in "fciu":
+        return NotImplemented
+    if kind in "iu":
+        f = astype(f, np.float64)
+    outs = []
+    for ax, dx in zip(axes, spacing, strict=True):
+        if f.shape[ax] < edge_order + 1:
+            return NotImplemented
+        outs.append(astype(_gradient_along(f, ax, dx, edge_order), f.dtype, copy=False))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _spacing(f: Any, axes: tuple, varargs: tuple) -> list | None:
+    """NumPy's reading of the spacing arguments: a scalar, or the coordinate differences
+    (a scalar again where they are all equal); None where NumPy raises."""
+    if not varargs:
+        return [1.0] * len(axes)
+    if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        return list(varargs) * len(axes)
+    if len(varargs) != len(axes):
+        return None
+    out = []
+    for ax, d in zip(axes, varargs, strict=True):
+        d = as_array(d)
+        if d.ndim == 0:
+            out.append(d)
+            continue
+        if d.ndim != 1 or len(d) != f.shape[ax]:
+            return None
+        if np.issubdtype(d.dtype, np.integer):
+            d = astype(d, np.float64)
+        dx = np.diff(d)
+        out.append(dx[0] if bool(np.all(dx == dx[0])) else dx)
+    return out
+
+
+def _gradient_along(f: Any, ax: int, dx: Any, edge_order: int) -> Any:
+    """The gradient along `ax`: central differences inside, one-sided ones at the ends."""
+
+    def at(i: int, j: int | None = None) -> Any:  # f[i:j] along `ax`, the axis kept
+        return f[(slice(None),) * ax + (slice(i, j),)]
+
+    uniform = np.ndim(dx) == 0
+    if uniform:
+        inside = (at(2) - at(0, -2)) / (2.0 * dx)
+    else:
+        shape = [1] * f.ndim
+        shape[ax] = -1
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = np.reshape(-dx2 / (dx1 * (dx1 + dx2)), shape)
+        b = np.reshape((dx2 - dx1) / (dx1 * dx2), shape)
+        c = np.reshape(dx1 / (dx2 * (dx1 + dx2)), shape)
+        inside = a * at(0, -2) + b * at(1, -1) + c * at(2)
+    if edge_order == 1:
+        first = (at(1, 2) - at(0, 1)) / (dx if uniform else dx[0])
+        last = (at(-1) - at(-2, -1)) / (dx if uniform else dx[-1])
+    else:
+        if uniform:
+            a, b, c = -1.5 / dx, 2.0 / dx, -0.5 / dx
+        else:
+            dx1, dx2 = dx[0], dx[1]
+            a = -(2.0 * dx1 + dx2) / (dx1 * (dx1 + dx2))
+            b = (dx1 + dx2) / (dx1 * dx2)
+            c = -dx1 / (dx2 * (dx1 + dx2))
+        first = a * at(0, 1) + b * at(1, 2) + c * at(2, 3)
+        if uniform:
+            a, b, c = 0.5 / dx, -2.0 / dx, 1.5 / dx
+        else:
+            dx1, dx2 = dx[-2], dx[-1]
+            a = dx2 / (dx1 * (dx1 + dx2))
+            b = -(dx2 + dx1) / (dx1 * dx2)
+            c = (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2))
+        last = a * at(-3, -2) + b * at(-2, -1) + c * at(-1)
+    return np.concatenate([first, inside, last], axis=ax)
+
+
 defbatch(np.gradient, _gradient_rule)
+defcomposite(np.gradient, _gradient)
 defbatch(np.cross, _cross_rule)
+
+
+def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+           axis: int | None = None) -> Any:  # fmt: skip
+    """`np.cross` as NumPy computes it, from the components of `a` and `b`."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = as_array(a), as_array(b)
+    if a.ndim < 1 or b.ndim < 1 or not (-a.ndim <= axisa < a.ndim and -b.ndim <= axisb < b.ndim):
+        return NotImplemented  # NumPy's errors
+    a, b = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        return NotImplemented
+    if 2 in (na, nb) and np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        warnings.warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+            "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    dtype = np.promote_types(a.dtype, b.dtype)
+    a, b = astype(a, dtype, copy=False), astype(b, dtype, copy=False)
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if na == 2 and nb == 2:
+        return z
+    if na == 2:  # a2 = 0
+        x, y = a1 * b[..., 2], -(a0 * b[..., 2])
+    elif nb == 2:  # b2 = 0
+        x, y = -(a[..., 2] * b1), a[..., 2] * b0
+    else:
+        a2, b2 = a[..., 2], b[..., 2]
+        x, y = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2
+    nc = max(z.ndim + 1, 1)
+    if not -nc <= axisc < nc:
+        return NotImplemented
+    return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
+
+
+defcomposite(np.cross, _cross)
 defbatch(np.unwrap, _unwrap_rule)
+
+
+def _unwrap_dp(t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+    return t
+
+
+def _unwrap_dperiod(t: Any, ans: Any, p: Any, *args: Any, period: Any, **kwargs: Any) -> Any:
+    return t * ((ans - as_array(p)) / period)  # the number of periods added
+
+
+_UNWRAP_ARGNUMS = (0, 1, "discont", "period")
+defjvp(np.unwrap, _unwrap_dp, None, None, _unwrap_dperiod, argnums=_UNWRAP_ARGNUMS)
+defvjp(
+    np.unwrap,
+    lambda ans, *args, **kwargs: lambda g: g,
+    None,
+    None,
+    lambda ans, *args, **kwargs: lambda g: _unwrap_dperiod(g, ans, *args, **kwargs),
+    argnums=_UNWRAP_ARGNUMS,
+)
 defbatch([np.packbits, np.unpackbits], _bits_rule)
 
 
@@ -439,7 +790,43 @@ def _over_axes(f: Callable, a: Any, axes: Any, n: int) -> Any:
 
 
 defbatch(np.apply_along_axis, _apply_along_axis_rule)
+
+
+def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
+    """`np.apply_along_axis` by `vmap` over the other axes: `func1d` is differentiated."""
+    from .._api import vmap
+
+    arr = as_array(arr)
+    nd = arr.ndim
+    if not -nd <= axis < nd:
+        return NotImplemented  # NumPy's error
+    axis %= nd
+    moved = np.moveaxis(arr, axis, -1)
+    others = moved.shape[:-1]
+    if 0 in others:
+        return NotImplemented
+
+    def along(row: Any) -> Any:
+        return func1d(row, *args, **kwargs)
+
+    for _ in others:
+        along = vmap(along)
+    out = along(moved)
+    k = len(others)
+    m = np.ndim(out) - k
+    return np.moveaxis(out, tuple(range(k, k + m)), tuple(range(axis, axis + m)))
+
+
+defcomposite(np.apply_along_axis, _apply_along_axis)
 defbatch(np.apply_over_axes, _apply_over_axes_rule)
+
+
+def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
+    a = as_array(a)
+    return _over_axes(func, a, axes, a.ndim)
+
+
+defcomposite(np.apply_over_axes, _apply_over_axes)
 
 
 def _piecewise_rule(func: Callable) -> Callable:
@@ -564,384 +951,5 @@ def _selected(trace: BatchTrace, cond: Any) -> int | None:
 defbatch(np.piecewise, _piecewise_rule)
 
 
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Elementwise helpers have partials (`sinc` and `i0` from series that stay accurate near
-# 0). `clip` is `minimum(maximum(a, lo), hi)`, as in JAX: where `a` ties with a bound the
-# derivative is shared equally by `a` and the bound (and by both bounds where they tie).
-# Differences, `gradient`, `cross` are computed as NumPy computes them, from calls that
-# have rules (slicing, subtraction, concatenate). `unwrap` adds whole periods: its
-# derivative is the identity in `p` (and the number of periods added, in `period`).
-# Functions that apply a user's function differentiate that function.
-
-
-def _angle_partial(ans: Any, z: Any, deg: bool = False) -> Any:
-    """`-i/z`, the gradient of the angle as a real function of `z` (zero for real `z`)."""
-    if z.dtype.kind != "c":
-        return None
-    d = -1j / z
-    return d * (180 / np.pi) if deg else d
-
-
-def _angle_jvp(t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
-    d = _angle_partial(ans, *args, **kwargs)
-    return None if d is None else t * d
-
-
-def _angle_vjp(ans: Any, *args: Any, **kwargs: Any) -> Callable:
-    def pull(g: Any) -> Any:
-        d = _angle_partial(ans, *args, **kwargs)
-        return None if d is None else g * d
-
-    return pull
-
-
-defjvp(np.angle, _angle_jvp)
-defvjp(np.angle, _angle_vjp)
-
-# sinc'(x) = (cos(pi x) - sinc(x)) / x loses digits near 0; there its Maclaurin series
-# takes over (odd powers to x^9: every derivative to order 10 is exact at 0), below
-# |x| = (2000 eps)^(1/12) where both lose alike (0.09 in float64, 0.5 in float32).
-_SINC_SERIES = [
-    (-1) ** k * np.pi ** (2 * k) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 6)
-]
-
-
-def _sinc_partial(ans: Any, x: Any) -> Any:
-    small = np.abs(x) < (2000 * np.finfo(x.dtype).eps) ** (1 / 12)
-    xs = np.where(small, x, 0)  # each branch only sees its own points (no 0/0, no overflow)
-    safe = np.where(small, 1, x)
-    x2 = xs * xs
-    poly = _SINC_SERIES[-1]
-    for c in _SINC_SERIES[-2::-1]:
-        poly = poly * x2 + c
-    return np.where(small, xs * poly, (np.cos(np.pi * safe) - ans) / safe)
-
-
-defelementwise(np.sinc, _sinc_partial)
-
-
-def _cephes_series(table: Any) -> Any:
-    """A Cephes `chbevl` table as `numpy.polynomial.chebyshev` coefficients."""
-    c = np.array(table[::-1], dtype=np.float64)
-    c[0] /= 2
-    return c
-
-
-# NumPy's i0 is e^x A(x/4 - 1) on [0, 8] and e^x B(16/x - 1) / sqrt(x) above (Chebyshev
-# series in Cephes' tables). Its derivative I1 from the same series, rearranged so that
-# nothing cancels: x e^|x| P(|x|/4 - 1) on [0, 8] (A + A'/4 = (x/4 + ...) P: a division
-# by 4 + 4 t), sign(x) e^|x| Q(16/|x| - 1) / sqrt|x| above (Q = B (1 - 1/2x) - 32/x^2 B').
-@functools.cache
-def _i1_series() -> tuple[list, list]:
-    """The coefficients of P and Q (computed on first use: `numpy.polynomial` is slow to
-    import)."""
-    import numpy.polynomial.chebyshev as cheb
-
-    a, b = _cephes_series(_i0A), _cephes_series(_i0B)
-    near = cheb.chebdiv(cheb.chebadd(a, cheb.chebder(a) / 4), [4.0, 4.0])[0].tolist()
-    far = cheb.chebsub(
-        cheb.chebmul(b, [31 / 32, -1 / 32]), cheb.chebmul(cheb.chebder(b), [1.5, 2.0, 0.5]) / 16
-    ).tolist()
-    return near, far
-
-
-def _chebval(t: Any, c: list) -> Any:
-    """`numpy.polynomial.chebyshev.chebval(t, c)` in NumPy calls (Clenshaw's recurrence)."""
-    t2 = 2 * t
-    b1, b2 = 0.0, 0.0
-    for ck in c[:0:-1]:
-        b1, b2 = ck + t2 * b1 - b2, b1
-    return c[0] + t * b1 - b2
-
-
-def _i0_partial(ans: Any, x: Any) -> Any:
-    """I1(x), the derivative of I0."""
-    ax = np.abs(x)
-    near = ax <= 8.0
-    xn = np.where(near, ax, 0.0)  # each series on its own interval (no 1/0, no overflow)
-    xf = np.where(near, 16.0, ax)
-    series_near, series_far = _i1_series()
-    inner = x * np.exp(xn) * _chebval(xn / 4 - 1, series_near)
-    outer = np.sign(x) * np.exp(xf) * _chebval(16 / xf - 1, series_far) / np.sqrt(xf)
-    return np.where(near, inner, outer)
-
-
-defelementwise(np.i0, _i0_partial)
-defzero([np.round, np.around])  # piecewise constant, as `floor` and `rint` (and JAX's round)
-
-
-def _clip(a: Any, a_min: Any = _ABSENT, a_max: Any = _ABSENT, out: Any = None, *,
-          min: Any = _ABSENT, max: Any = _ABSENT, **kwargs: Any) -> Any:  # fmt: skip
-    """`np.clip` as `minimum(maximum(a, lo), hi)`: ties share the derivative (JAX's)."""
-    both = (a_min is not _ABSENT and min is not _ABSENT) or (
-        a_max is not _ABSENT and max is not _ABSENT
-    )
-    if out is not None or both or set(kwargs) - {"dtype", "casting"}:
-        return NotImplemented  # NumPy's errors, or writes we leave to NumPy
-    lo, hi = (min if a_min is _ABSENT else a_min), (max if a_max is _ABSENT else a_max)
-    y = a
-    if lo is not _ABSENT and lo is not None:
-        y = np.maximum(y, lo)
-    if hi is not _ABSENT and hi is not None:
-        y = np.minimum(y, hi)
-    if y is a:
-        y = np.copy(a)
-    dtype = kwargs.get("dtype")
-    return y if dtype is None else astype(y, dtype)
-
-
-defcomposite(np.clip, _clip)
-
-
-def _nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
-                neginf: Any = None) -> Any:  # fmt: skip
-    """`np.nan_to_num` by `np.where` (differentiable in `x` and in the fill values)."""
-    x = as_array(x)
-    if not np.issubdtype(x.dtype, np.inexact):
-        return np.copy(x)
-    if np.iscomplexobj(x):
-        real = _nan_to_num(np.real(x), nan=nan, posinf=posinf, neginf=neginf)
-        return real + 1j * _nan_to_num(np.imag(x), nan=nan, posinf=posinf, neginf=neginf)
-    big = np.finfo(x.dtype).max
-    y = np.where(np.isnan(x), nan, x)
-    y = np.where(np.isposinf(x), big if posinf is None else posinf, y)
-    return astype(np.where(np.isneginf(x), -big if neginf is None else neginf, y), x.dtype)
-
-
-defcomposite(np.nan_to_num, _nan_to_num)
-
-
-def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _ABSENT,
-          append: Any = _ABSENT) -> Any:  # fmt: skip
-    """`np.diff` as NumPy computes it: neighbouring slices subtracted, `n` times."""
-    a = as_array(a)
-    if n == 0:
-        return a
-    nd = a.ndim
-    if n < 0 or nd == 0 or not -nd <= axis < nd:
-        return NotImplemented  # NumPy's errors
-    axis %= nd
-    parts = [a]
-    for side, end in enumerate((prepend, append)):
-        if end is _ABSENT:
-            continue
-        end = as_array(end)
-        if end.ndim == 0:  # a scalar becomes one slice along `axis`
-            end = np.broadcast_to(end, a.shape[:axis] + (1,) + a.shape[axis + 1 :])
-        parts.insert(len(parts) * side, end)
-    if len(parts) > 1:
-        a = np.concatenate(parts, axis)
-    if a.dtype == np.bool_:
-        return NotImplemented  # `not_equal`: nothing to differentiate
-    lo, hi = ((slice(None),) * axis + (s,) for s in (slice(None, -1), slice(1, None)))
-    for _ in range(n):
-        a = np.subtract(a[hi], a[lo])
-    return a
-
-
-def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
-    """`np.ediff1d`: differences of the flattened array between the ends (cast to its type)."""
-    flat = np.ravel(as_array(ary))
-    parts = [np.subtract(flat[1:], flat[:-1])]
-    for side, end in enumerate((to_begin, to_end)):
-        if end is None:
-            continue
-        end = as_array(end)
-        if not np.can_cast(end.dtype, flat.dtype, casting="same_kind"):
-            return NotImplemented  # NumPy's error
-        parts.insert(len(parts) * side, astype(np.ravel(end), flat.dtype))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-defcomposite(np.diff, _diff)
-defcomposite(np.ediff1d, _ediff1d)
-
-
-def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
-    """`np.gradient` as NumPy computes it, each piece (interior, edges) by slices of `f`."""
-    f = as_array(f)
-    nd = f.ndim
-    if axis is None:
-        axes = tuple(range(nd))
-    else:
-        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
-        if any(not -nd <= a < nd for a in axes) or len({a % nd for a in axes}) < len(axes):
-            return NotImplemented  # NumPy's errors
-        axes = tuple(a % nd for a in axes)
-    spacing = _spacing(f, axes, varargs)
-    kind = f.dtype.kind
-    if spacing is None or edge_order not in (1, 2) or kind not in "fciu":
-        return NotImplemented
-    if kind in "iu":
-        f = astype(f, np.float64)
-    outs = []
-    for ax, dx in zip(axes, spacing, strict=True):
-        if f.shape[ax] < edge_order + 1:
-            return NotImplemented
-        outs.append(astype(_gradient_along(f, ax, dx, edge_order), f.dtype, copy=False))
-    return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-def _spacing(f: Any, axes: tuple, varargs: tuple) -> list | None:
-    """NumPy's reading of the spacing arguments: a scalar, or the coordinate differences
-    (a scalar again where they are all equal); None where NumPy raises."""
-    if not varargs:
-        return [1.0] * len(axes)
-    if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
-        return list(varargs) * len(axes)
-    if len(varargs) != len(axes):
-        return None
-    out = []
-    for ax, d in zip(axes, varargs, strict=True):
-        d = as_array(d)
-        if d.ndim == 0:
-            out.append(d)
-            continue
-        if d.ndim != 1 or len(d) != f.shape[ax]:
-            return None
-        if np.issubdtype(d.dtype, np.integer):
-            d = astype(d, np.float64)
-        dx = np.diff(d)
-        out.append(dx[0] if bool(np.all(dx == dx[0])) else dx)
-    return out
-
-
-def _gradient_along(f: Any, ax: int, dx: Any, edge_order: int) -> Any:
-    """The gradient along `ax`: central differences inside, one-sided ones at the ends."""
-
-    def at(i: int, j: int | None = None) -> Any:  # f[i:j] along `ax`, the axis kept
-        return f[(slice(None),) * ax + (slice(i, j),)]
-
-    uniform = np.ndim(dx) == 0
-    if uniform:
-        inside = (at(2) - at(0, -2)) / (2.0 * dx)
-    else:
-        shape = [1] * f.ndim
-        shape[ax] = -1
-        dx1, dx2 = dx[:-1], dx[1:]
-        a = np.reshape(-dx2 / (dx1 * (dx1 + dx2)), shape)
-        b = np.reshape((dx2 - dx1) / (dx1 * dx2), shape)
-        c = np.reshape(dx1 / (dx2 * (dx1 + dx2)), shape)
-        inside = a * at(0, -2) + b * at(1, -1) + c * at(2)
-    if edge_order == 1:
-        first = (at(1, 2) - at(0, 1)) / (dx if uniform else dx[0])
-        last = (at(-1) - at(-2, -1)) / (dx if uniform else dx[-1])
-    else:
-        if uniform:
-            a, b, c = -1.5 / dx, 2.0 / dx, -0.5 / dx
-        else:
-            dx1, dx2 = dx[0], dx[1]
-            a = -(2.0 * dx1 + dx2) / (dx1 * (dx1 + dx2))
-            b = (dx1 + dx2) / (dx1 * dx2)
-            c = -dx1 / (dx2 * (dx1 + dx2))
-        first = a * at(0, 1) + b * at(1, 2) + c * at(2, 3)
-        if uniform:
-            a, b, c = 0.5 / dx, -2.0 / dx, 1.5 / dx
-        else:
-            dx1, dx2 = dx[-2], dx[-1]
-            a = dx2 / (dx1 * (dx1 + dx2))
-            b = -(dx2 + dx1) / (dx1 * dx2)
-            c = (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2))
-        last = a * at(-3, -2) + b * at(-2, -1) + c * at(-1)
-    return np.concatenate([first, inside, last], axis=ax)
-
-
-defcomposite(np.gradient, _gradient)
-
-
-def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
-           axis: int | None = None) -> Any:  # fmt: skip
-    """`np.cross` as NumPy computes it, from the components of `a` and `b`."""
-    if axis is not None:
-        axisa = axisb = axisc = axis
-    a, b = as_array(a), as_array(b)
-    if a.ndim < 1 or b.ndim < 1 or not (-a.ndim <= axisa < a.ndim and -b.ndim <= axisb < b.ndim):
-        return NotImplemented  # NumPy's errors
-    a, b = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
-    na, nb = a.shape[-1], b.shape[-1]
-    if na not in (2, 3) or nb not in (2, 3):
-        return NotImplemented
-    if 2 in (na, nb) and np.lib.NumpyVersion(np.__version__) >= "2.0.0":
-        warnings.warn(
-            "Arrays of 2-dimensional vectors are deprecated. Use arrays of "
-            "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    dtype = np.promote_types(a.dtype, b.dtype)
-    a, b = astype(a, dtype, copy=False), astype(b, dtype, copy=False)
-    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
-    z = a0 * b1 - a1 * b0
-    if na == 2 and nb == 2:
-        return z
-    if na == 2:  # a2 = 0
-        x, y = a1 * b[..., 2], -(a0 * b[..., 2])
-    elif nb == 2:  # b2 = 0
-        x, y = -(a[..., 2] * b1), a[..., 2] * b0
-    else:
-        a2, b2 = a[..., 2], b[..., 2]
-        x, y = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2
-    nc = max(z.ndim + 1, 1)
-    if not -nc <= axisc < nc:
-        return NotImplemented
-    return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
-
-
-defcomposite(np.cross, _cross)
-
-
-def _unwrap_dp(t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
-    return t
-
-
-def _unwrap_dperiod(t: Any, ans: Any, p: Any, *args: Any, period: Any, **kwargs: Any) -> Any:
-    return t * ((ans - as_array(p)) / period)  # the number of periods added
-
-
-_UNWRAP_ARGNUMS = (0, 1, "discont", "period")
-defjvp(np.unwrap, _unwrap_dp, None, None, _unwrap_dperiod, argnums=_UNWRAP_ARGNUMS)
-defvjp(
-    np.unwrap,
-    lambda ans, *args, **kwargs: lambda g: g,
-    None,
-    None,
-    lambda ans, *args, **kwargs: lambda g: _unwrap_dperiod(g, ans, *args, **kwargs),
-    argnums=_UNWRAP_ARGNUMS,
-)
-
-
-def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
-    """`np.apply_along_axis` by `vmap` over the other axes: `func1d` is differentiated."""
-    from .._api import vmap
-
-    arr = as_array(arr)
-    nd = arr.ndim
-    if not -nd <= axis < nd:
-        return NotImplemented  # NumPy's error
-    axis %= nd
-    moved = np.moveaxis(arr, axis, -1)
-    others = moved.shape[:-1]
-    if 0 in others:
-        return NotImplemented
-
-    def along(row: Any) -> Any:
-        return func1d(row, *args, **kwargs)
-
-    for _ in others:
-        along = vmap(along)
-    out = along(moved)
-    k = len(others)
-    m = np.ndim(out) - k
-    return np.moveaxis(out, tuple(range(k, k + m)), tuple(range(axis, axis + m)))
-
-
-def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
-    a = as_array(a)
-    return _over_axes(func, a, axes, a.ndim)
-
-
-defcomposite(np.apply_along_axis, _apply_along_axis)
-defcomposite(np.apply_over_axes, _apply_over_axes)
 # the rule on a batch of one: it batches each function's call over the selected elements
 defcomposite(np.piecewise, composite_by_rule(np.piecewise))
-# -- end of derivatives ------------------------------------------------------------------

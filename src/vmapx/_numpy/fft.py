@@ -2,6 +2,12 @@
 one and `axes=None` means all of one example's axes (the last `len(s)` ones when `s`
 is given), never the batch axis. `fftfreq`/`rfftfreq` take no arrays: NumPy computes
 them with ufuncs, which batch a batched spacing `d` on their own.
+
+Derivatives (see `vmapx._autodiff`): `fft` and `ifft` are linear: their JVP is the
+transform of the tangent, and their VJP the transpose (the DFT matrix is symmetric: the
+same transform of the cotangent, then cut or zero-padded back to the input's length).
+Every other transform is written with them (real transforms as complex ones with the
+Hermitian half taken or restored), as JAX transposes its naive real FFT.
 """
 
 from __future__ import annotations
@@ -80,19 +86,7 @@ def _shift_rule(func: Callable) -> Callable:
 
 
 fft = np.fft
-defbatch([fft.fft, fft.ifft, fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rule)
-defbatch([fft.fftn, fft.ifftn, fft.rfftn, fft.irfftn], _fftn_rule(None))
-defbatch([fft.fft2, fft.ifft2, fft.rfft2, fft.irfft2], _fftn_rule((-2, -1)))
-defbatch([fft.fftshift, fft.ifftshift], _shift_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# `fft` and `ifft` are linear: their JVP is the transform of the tangent, and their VJP
-# the transpose (the DFT matrix is symmetric: the same transform of the cotangent, then
-# cut or zero-padded back to the input's length). Every other transform is written with
-# them (real transforms as complex ones with the Hermitian half taken or restored), as
-# JAX transposes its naive real FFT.
+defbatch([fft.fft, fft.ifft], _fft_rule)
 
 
 def _fit_length(x: Any, length: int, axis: int) -> Any:
@@ -152,6 +146,14 @@ def _ihfft_impl(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
     return np.conjugate(_rfft_impl(a, n, axis, _swap(norm)))
 
 
+defbatch([fft.rfft, fft.irfft, fft.hfft, fft.ihfft], _fft_rule)
+defcomposite(fft.rfft, _rfft_impl)
+defcomposite(fft.irfft, _irfft_impl)
+defcomposite(fft.hfft, _hfft_impl)
+defcomposite(fft.ihfft, _ihfft_impl)
+defbatch([fft.fftn, fft.ifftn, fft.rfftn, fft.irfftn], _fftn_rule(None))
+
+
 def _nd_args(a: Any, s: Any, axes: Any) -> tuple[list, list]:
     """NumPy's `axes=None`: all axes, or the last `len(s)`; `s=None`: the axes' sizes."""
     nd = np.ndim(a)
@@ -196,18 +198,20 @@ def _irfftn_impl(default: Any) -> Callable:
     return impl
 
 
-defcomposite(fft.rfft, _rfft_impl)
-defcomposite(fft.irfft, _irfft_impl)
-defcomposite(fft.hfft, _hfft_impl)
-defcomposite(fft.ihfft, _ihfft_impl)
 defcomposite(fft.fftn, _fftn_impl(fft.fft, None))
 defcomposite(fft.ifftn, _fftn_impl(fft.ifft, None))
+defcomposite(fft.rfftn, _rfftn_impl(None))
+defcomposite(fft.irfftn, _irfftn_impl(None))
+defbatch([fft.fft2, fft.ifft2, fft.rfft2, fft.irfft2], _fftn_rule((-2, -1)))
+
+
 defcomposite(fft.fft2, _fftn_impl(fft.fft, (-2, -1)))
 defcomposite(fft.ifft2, _fftn_impl(fft.ifft, (-2, -1)))
-defcomposite(fft.rfftn, _rfftn_impl(None))
 defcomposite(fft.rfft2, _rfftn_impl((-2, -1)))
-defcomposite(fft.irfftn, _irfftn_impl(None))
 defcomposite(fft.irfft2, _irfftn_impl((-2, -1)))
+defbatch([fft.fftshift, fft.ifftshift], _shift_rule)
+
+
 deflinear([fft.fftshift, fft.ifftshift])
 defvjp(fft.fftshift, lambda ans, x, axes=None: lambda g: fft.ifftshift(g, axes))
 defvjp(fft.ifftshift, lambda ans, x, axes=None: lambda g: fft.fftshift(g, axes))

@@ -225,26 +225,6 @@ def _data_shape(trace: BatchTrace, func: Callable) -> BaseException:
 
 
 defbatch(np.take, _take_rule)
-defbatch(np.take_along_axis, _take_along_axis_rule)
-defbatch(np.choose, _choose_rule)
-defbatch(np.select, _select_rule)
-defbatch(np.compress, _compress_rule)
-defbatch(np.extract, _extract_rule)
-
-# -- derivatives of the gathers (see vmapx._autodiff) ---------------------------------
-# A gather is linear in the array it reads: the JVP gathers the tangent (`deflinear`),
-# the VJP sends the cotangent back to the positions read, added up where an index may
-# repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
-# and `select` are where-like: each output element comes from one operand.
-
-
-def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
-    """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
-    nd = len(shape)
-    return tuple(
-        indices if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
-        for d, n in enumerate(shape)
-    )
 
 
 def scatter(g: Any, shape: tuple, index: Any, add: bool = True) -> Any:
@@ -271,6 +251,26 @@ def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
     return lambda g: scatter(g, a.shape, index)
 
 
+defvjp(np.take, _take_vjp)
+defbatch(np.take_along_axis, _take_along_axis_rule)
+
+
+# -- derivatives of the gathers (see vmapx._autodiff) ---------------------------------
+# A gather is linear in the array it reads: the JVP gathers the tangent (`deflinear`),
+# the VJP sends the cotangent back to the positions read, added up where an index may
+# repeat (`SCATTER_ADD`, a functional `np.add.at`), written where it cannot. `choose`
+# and `select` are where-like: each output element comes from one operand.
+
+
+def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
+    """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
+    nd = len(shape)
+    return tuple(
+        indices if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+        for d, n in enumerate(shape)
+    )
+
+
 def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Callable:
     if axis is None:
         return lambda g: np.reshape(scatter(g, (_size(arr),), (indices,)), arr.shape)
@@ -278,33 +278,9 @@ def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Ca
     return lambda g: scatter(g, arr.shape, along_axis_index(arr.shape, indices, ax))
 
 
-def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
-    kept = np.nonzero(condition)[0]
-    if axis is None:
-        return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
-    ax = normalize_axis_index(axis, a.ndim)
-    return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)
-
-
-def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
-    kept = np.nonzero(np.ravel(condition))[0]
-    return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
-
-
-@builder
-def defwhere(func: Callable, mask: Callable) -> None:
-    """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
-    output elements come from that operand (broadcastable to the result)."""
-
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
-        return np.where(mask(argnum, ans, args, kwargs), t, 0)
-
-    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        m = mask(argnum, ans, args, kwargs)
-        return lambda g: np.where(m, g, 0)
-
-    defjvp_argnum(func, jvp)
-    defvjp_argnum(func, vjp)
+deflinear([np.take, np.take_along_axis])
+defvjp(np.take_along_axis, _take_along_axis_vjp)
+defbatch(np.choose, _choose_rule)
 
 
 def _choice(args: tuple, kwargs: dict) -> tuple[Any, int]:
@@ -339,6 +315,27 @@ def _choose_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
     return lambda g: np.sum(np.where(m, g, 0), axis=extra) if extra else np.where(m, g, 0)
 
 
+defjvp_argnum(np.choose, _choose_jvp)
+defvjp_argnum(np.choose, _choose_vjp)
+defbatch(np.select, _select_rule)
+
+
+@builder
+def defwhere(func: Callable, mask: Callable) -> None:
+    """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
+    output elements come from that operand (broadcastable to the result)."""
+
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+        return np.where(mask(argnum, ans, args, kwargs), t, 0)
+
+    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        m = mask(argnum, ans, args, kwargs)
+        return lambda g: np.where(m, g, 0)
+
+    defjvp_argnum(func, jvp)
+    defvjp_argnum(func, vjp)
+
+
 def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     conds = get_arg(args, kwargs, 0, "condlist")
     n = len(conds)
@@ -352,15 +349,29 @@ def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     return which == argnum[1]
 
 
-deflinear([np.take, np.take_along_axis])
-defvjp(np.take, _take_vjp)
-defvjp(np.take_along_axis, _take_along_axis_vjp)
-deflinear([np.compress, np.extract], argnums=(1,))
-defvjp(np.compress, _compress_vjp, argnums=(1,))
-defvjp(np.extract, _extract_vjp, argnums=(1,))
-defjvp_argnum(np.choose, _choose_jvp)
-defvjp_argnum(np.choose, _choose_vjp)
 defwhere(np.select, _select_mask)
+defbatch(np.compress, _compress_rule)
+
+
+def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
+    kept = np.nonzero(condition)[0]
+    if axis is None:
+        return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
+    ax = normalize_axis_index(axis, a.ndim)
+    return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)
+
+
+defvjp(np.compress, _compress_vjp, argnums=(1,))
+defbatch(np.extract, _extract_rule)
+
+
+def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
+    kept = np.nonzero(np.ravel(condition))[0]
+    return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
+
+
+deflinear([np.compress, np.extract], argnums=(1,))
+defvjp(np.extract, _extract_vjp, argnums=(1,))
 
 
 # -- in-place writers: functional updates of a traced target --------------------------
@@ -476,6 +487,7 @@ def _masked_write(
     return trace.wrap(np.where(m, chosen, flat).reshape(base.shape))
 
 
+@builder
 def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
     """Register an in-place NumPy writer: a functional primitive (its rule), and the
     `IN_PLACE` entry that writes the new value back into a traced target."""
@@ -501,11 +513,6 @@ def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
 
     IN_PLACE[func] = write
 
-
-_in_place(np.put, _put_impl, _put_rule)
-_in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
-_in_place(np.place, _place_impl, _place_rule)
-_in_place(np.putmask, _putmask_impl, _putmask_rule)
 
 # -- derivatives of the writers: functional writes `out = write(target, where, values)`.
 # Linear in (target, values) jointly: the JVP writes the values' tangent into the
@@ -600,6 +607,12 @@ defvjp_argnum(np.put, _put_vjp)
 defvjp_argnum(np.put_along_axis, _put_along_axis_vjp)
 defvjp_argnum(np.place, _masked_write_vjp(by_count=True, name="vals"))
 defvjp_argnum(np.putmask, _masked_write_vjp(by_count=False, name="values"))
+
+
+_in_place(np.put, _put_impl, _put_rule)
+_in_place(np.put_along_axis, _put_along_axis_impl, _put_along_axis_rule)
+_in_place(np.place, _place_impl, _place_rule)
+_in_place(np.putmask, _putmask_impl, _putmask_rule)
 
 
 # -- data-dependent shapes: nonzero, argwhere, flatnonzero -----------------------------
@@ -788,7 +801,16 @@ def _trim_zeros_rule(func: Callable) -> Callable:
 
 
 defbatch(np.bincount, _bincount_rule)
+
+
+deflinear(np.bincount, argnums=(1,))
+defvjp(
+    np.bincount,
+    lambda ans, x, weights=None, minlength=0: lambda g: bind(GETITEM, (g, x), {}),
+    argnums=(1,),
+)
 defbatch(np.trim_zeros, _trim_zeros_rule)
+
 
 # -- derivatives: `bincount` is linear in its weights (the VJP reads `g` at each value's
 # bin); `trim_zeros` is a slice whose bounds the primal's zeros fix.
@@ -816,11 +838,5 @@ def _trim_zeros_vjp(ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Callable:
     return lambda g: scatter(g, filt.shape, index, add=False)
 
 
-deflinear(np.bincount, argnums=(1,))
-defvjp(
-    np.bincount,
-    lambda ans, x, weights=None, minlength=0: lambda g: bind(GETITEM, (g, x), {}),
-    argnums=(1,),
-)
 defjvp(np.trim_zeros, _trim_zeros_jvp)
 defvjp(np.trim_zeros, _trim_zeros_vjp)

@@ -4,6 +4,13 @@ The heart is `batched_index`: it turns one example's index into an index of the
 batched value, and says how to permute the result so the batch axis is at the front
 and the other axes are where NumPy puts them for one example (NumPy moves advanced
 index dimensions to the front when the advanced indices are not adjacent).
+
+Derivatives (see `vmapx._autodiff`): indexing is linear. The VJP of a gather `x[idx]`
+scatters the cotangent back: with index assignment when the index cannot repeat an
+element (ints, slices, masks), else with `SCATTER_ADD` (a functional `np.add.at`).
+`x[idx] = v` sends `g[idx]` to `v` and `g` with `g[idx] = 0` to `x`; where an index
+repeats an element, only the element of `v` that NumPy wrote last receives its
+cotangent.
 """
 
 from __future__ import annotations
@@ -322,12 +329,14 @@ def _where_rule(func: Any) -> Any:
 defbatch(np.where, _where_rule)
 
 
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Indexing is linear. The VJP of a gather `x[idx]` scatters the cotangent back: with
-# index assignment when the index cannot repeat an element (ints, slices, masks), else
-# with `SCATTER_ADD` (a functional `np.add.at`). `x[idx] = v` sends `g[idx]` to `v` and
-# `g` with `g[idx] = 0` to `x`; where an index repeats an element, only the element of
-# `v` that NumPy wrote last receives its cotangent.
+deflinear(np.where, argnums=(1, 2))
+defzero(np.where, argnums=(0,))
+defvjp(
+    np.where,
+    None,
+    lambda ans, c, x, y: lambda g: np.where(c, g, 0),
+    lambda ans, c, x, y: lambda g: np.where(c, 0, g),
+)
 
 
 def _scatter_add_impl(x: Any, idx: Any, v: Any) -> Any:
@@ -395,14 +404,6 @@ defvjp_argnum(
     lambda argnum, ans, args, kwargs: (lambda g: g) if argnum == 0
     else (lambda g: _core.bind(GETITEM, (g, args[1]), {})),
 )  # fmt: skip
-deflinear(np.where, argnums=(1, 2))
-defzero(np.where, argnums=(0,))
-defvjp(
-    np.where,
-    None,
-    lambda ans, c, x, y: lambda g: np.where(c, g, 0),
-    lambda ans, c, x, y: lambda g: np.where(c, 0, g),
-)
 
 
 def _at_composite(ufunc: np.ufunc) -> Any:
@@ -438,4 +439,3 @@ def _at_hook(prim: Any, ufunc: np.ufunc, method: str) -> None:
 
 
 register_ufunc_defaults(_at_hook)
-# -- end of derivatives ------------------------------------------------------------------

@@ -4,6 +4,9 @@ Unbatched members of a join are broadcast to the batch (a zero-stride view; the 
 copies anyway), because the result is batched as a whole. Splits return views.
 Positions (`indices_or_sections`, the `obj` of `insert`/`delete`) must be unbatched:
 batched ones give shapes that differ between examples, so those calls loop.
+
+Derivatives (see `vmapx._autodiff`): joins are linear in their arrays; the VJP of item j
+is its slice of the cotangent.
 """
 
 from __future__ import annotations
@@ -63,7 +66,34 @@ def _join_rule(*, new_axis: bool) -> Callable:
 
 
 defbatch(np.concatenate, _join_rule(new_axis=False))
+
+
+def _join_vjp(stack: bool) -> Callable:
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        arrays = get_arg(args, kwargs, 0, "arrays")
+        axis = get_arg(args, kwargs, 1, "axis", 0)
+        j = argnum[-1]
+        x = arrays[j]
+        if stack:
+            index = (slice(None),) * (axis % ans.ndim) + (j,)
+            return lambda g: g[index]
+        if axis is None:
+            start = sum(int(np.size(a)) for a in arrays[:j])
+            return lambda g: np.reshape(g[start : start + int(np.size(x))], np.shape(x))
+        ax = axis % ans.ndim
+        start = sum(np.shape(a)[ax] for a in arrays[:j])
+        index = (slice(None),) * ax + (slice(start, start + np.shape(x)[ax]),)
+        return lambda g: g[index]
+
+    return maker
+
+
+defvjp_argnum(np.concatenate, _join_vjp(stack=False))
 defbatch(np.stack, _join_rule(new_axis=True))
+
+
+deflinear([np.concatenate, np.stack], argnums=((0, "*"),))
+defvjp_argnum(np.stack, _join_vjp(stack=True))
 
 
 # -- hstack, vstack, dstack, column_stack: promote each example, then concatenate --------
@@ -103,6 +133,25 @@ def _stacker_rule(func: Callable) -> Callable:
 
 
 defbatch(list(_STACKERS), _stacker_rule)
+
+
+# The stackers, `append` and `block` are computed as reshapes and concatenations (whose
+# VJPs are views of the cotangent); a split's VJP joins the cotangents of its pieces;
+# `insert` and `delete` are structural (derivatives from labels, see `defstructural`).
+def _stacker_impl(func: Callable) -> Callable:
+    shape_of = _STACKERS[func]
+
+    def impl(tup: Any, **kwargs: Any) -> Any:
+        arrays = [np.reshape(a, shape_of(np.shape(a))) for a in tup]
+        nd = np.ndim(arrays[0]) if arrays else 1
+        axis = {np.vstack: 0, np.dstack: 2, np.column_stack: 1}.get(func, 0 if nd == 1 else 1)
+        return np.concatenate(arrays, axis=axis, **kwargs)
+
+    return impl
+
+
+for _func in _STACKERS:
+    defcomposite(_func, _stacker_impl(_func))
 
 
 # -- block -------------------------------------------------------------------------------
@@ -154,6 +203,28 @@ def _promoted(trace: BatchTrace, x: Any, nd: int) -> Any:
 defbatch(np.block, _block_rule)
 
 
+def _block_impl(arrays: Any) -> Any:
+    """Blocks promoted to the result's rank, joined along the last axes (innermost
+    lists along the last axis)."""
+    depth = _block_depth(arrays)
+    nd = max(depth, _max_block_ndim(arrays))
+
+    def build(x: Any, level: int) -> Any:
+        if type(x) is list:
+            return np.concatenate([build(p, level - 1) for p in x], axis=-level)
+        shape = np.shape(x)
+        return np.reshape(x, (1,) * (nd - len(shape)) + shape)
+
+    return build(arrays, depth)
+
+
+def _max_block_ndim(x: Any) -> int:
+    return max(map(_max_block_ndim, x)) if type(x) is list else np.ndim(x)
+
+
+defcomposite(np.block, _block_impl)
+
+
 # -- unstack and splits: views of one array ------------------------------------------------
 
 
@@ -199,7 +270,32 @@ def _split_rule(func: Callable) -> Callable:
 
 
 defbatch(present(np, "unstack"), _unstack_rule, may_view=True)
+
+
+if hasattr(np, "unstack"):  # NumPy 2
+    deflinear(np.unstack)
+    defvjp(np.unstack, lambda ans, x, *, axis=0: lambda g: np.stack(list(g), axis=axis))
 defbatch(list(_SPLITS), _split_rule, may_view=True)
+
+
+def _split_axis(func: Callable, x: Any, args: tuple, kwargs: dict) -> int:
+    fixed = _SPLITS[func][1]
+    if fixed is None:
+        return get_arg(args, kwargs, 2, "axis", 0)
+    return 0 if func is np.hsplit and np.ndim(x) == 1 else fixed
+
+
+def _split_vjp(func: Callable) -> Callable:
+    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+        axis = _split_axis(func, args[0], args, kwargs)
+        return lambda g: np.concatenate(list(g), axis=axis)
+
+    return maker
+
+
+deflinear(list(_SPLITS))
+for _func in _SPLITS:
+    defvjp_argnum(_func, _split_vjp(_func))
 
 
 # -- append, insert, delete ------------------------------------------------------------
@@ -269,52 +365,6 @@ def _delete_rule(func: Callable) -> Callable:
 
 
 defbatch(np.append, _append_rule)
-defbatch(np.insert, _insert_rule)
-defbatch(np.delete, _delete_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Joins are linear in their arrays; the VJP of item j is its slice of the cotangent.
-
-
-def _join_vjp(stack: bool) -> Callable:
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        arrays = get_arg(args, kwargs, 0, "arrays")
-        axis = get_arg(args, kwargs, 1, "axis", 0)
-        j = argnum[-1]
-        x = arrays[j]
-        if stack:
-            index = (slice(None),) * (axis % ans.ndim) + (j,)
-            return lambda g: g[index]
-        if axis is None:
-            start = sum(int(np.size(a)) for a in arrays[:j])
-            return lambda g: np.reshape(g[start : start + int(np.size(x))], np.shape(x))
-        ax = axis % ans.ndim
-        start = sum(np.shape(a)[ax] for a in arrays[:j])
-        index = (slice(None),) * ax + (slice(start, start + np.shape(x)[ax]),)
-        return lambda g: g[index]
-
-    return maker
-
-
-deflinear([np.concatenate, np.stack], argnums=((0, "*"),))
-defvjp_argnum(np.concatenate, _join_vjp(stack=False))
-defvjp_argnum(np.stack, _join_vjp(stack=True))
-
-
-# The stackers, `append` and `block` are computed as reshapes and concatenations (whose
-# VJPs are views of the cotangent); a split's VJP joins the cotangents of its pieces;
-# `insert` and `delete` are structural (derivatives from labels, see `defstructural`).
-def _stacker_impl(func: Callable) -> Callable:
-    shape_of = _STACKERS[func]
-
-    def impl(tup: Any, **kwargs: Any) -> Any:
-        arrays = [np.reshape(a, shape_of(np.shape(a))) for a in tup]
-        nd = np.ndim(arrays[0]) if arrays else 1
-        axis = {np.vstack: 0, np.dstack: 2, np.column_stack: 1}.get(func, 0 if nd == 1 else 1)
-        return np.concatenate(arrays, axis=axis, **kwargs)
-
-    return impl
 
 
 def _append_impl(arr: Any, values: Any, axis: Any = None) -> Any:
@@ -324,50 +374,12 @@ def _append_impl(arr: Any, values: Any, axis: Any = None) -> Any:
     return np.concatenate((arr, values), axis=axis)
 
 
-def _block_impl(arrays: Any) -> Any:
-    """Blocks promoted to the result's rank, joined along the last axes (innermost
-    lists along the last axis)."""
-    depth = _block_depth(arrays)
-    nd = max(depth, _max_block_ndim(arrays))
-
-    def build(x: Any, level: int) -> Any:
-        if type(x) is list:
-            return np.concatenate([build(p, level - 1) for p in x], axis=-level)
-        shape = np.shape(x)
-        return np.reshape(x, (1,) * (nd - len(shape)) + shape)
-
-    return build(arrays, depth)
-
-
-def _max_block_ndim(x: Any) -> int:
-    return max(map(_max_block_ndim, x)) if type(x) is list else np.ndim(x)
-
-
-def _split_axis(func: Callable, x: Any, args: tuple, kwargs: dict) -> int:
-    fixed = _SPLITS[func][1]
-    if fixed is None:
-        return get_arg(args, kwargs, 2, "axis", 0)
-    return 0 if func is np.hsplit and np.ndim(x) == 1 else fixed
-
-
-def _split_vjp(func: Callable) -> Callable:
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        axis = _split_axis(func, args[0], args, kwargs)
-        return lambda g: np.concatenate(list(g), axis=axis)
-
-    return maker
-
-
-for _func in _STACKERS:
-    defcomposite(_func, _stacker_impl(_func))
 defcomposite(np.append, _append_impl)
-defcomposite(np.block, _block_impl)
-deflinear(list(_SPLITS))
-for _func in _SPLITS:
-    defvjp_argnum(_func, _split_vjp(_func))
-if hasattr(np, "unstack"):  # NumPy 2
-    deflinear(np.unstack)
-    defvjp(np.unstack, lambda ans, x, *, axis=0: lambda g: np.stack(list(g), axis=axis))
+defbatch(np.insert, _insert_rule)
+
+
 defstructural(np.insert, operands((0, "arr"), (2, "values")))
+defbatch(np.delete, _delete_rule)
+
+
 defstructural(np.delete, operands((0, "arr")))
-# -- end of derivatives ------------------------------------------------------------------

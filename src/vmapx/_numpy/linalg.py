@@ -12,6 +12,16 @@ same answers, eigenvector signs included). Arguments that broadcast against the 
   solution with LAPACK's `rcond` cut-off (what `gelsd` computes).
 - `norm`/`vector_norm` with `axis=None` flatten one example, not the batch.
 - `multi_dot` picks its multiplication order with the batch size in the costs.
+
+Derivatives (see `vmapx._autodiff`): decompositions get JVP rules (the formulas JAX
+uses); their VJPs come from transposing those, which are made of matmul, solve and
+elementwise operations. `solve` has both rules (transposing its JVP would need its own
+VJP). Everything else is a composition of differentiable NumPy calls. Complex values
+follow JAX's convention; the phase of complex eigenvectors of `eigh` and singular
+vectors of `svd` is LAPACK's arbitrary choice, which their derivatives hold fixed (as
+JAX's do): functions that do not depend on that phase (|v|^2, U S V^H, projections) get
+exact derivatives. `eig` keeps LAPACK's rule (unit columns, largest component real) and
+is exact.
 """
 
 from __future__ import annotations
@@ -94,15 +104,369 @@ def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
     return factory
 
 
+# each op's batch rule below (`_stacked(2)`) sits beside its derivatives
+defbatch([np.linalg.inv, np.linalg.det], _stacked(2))
+
+
+def _t(x: Any) -> Any:
+    return np.swapaxes(x, -1, -2)
+
+
+def _h(x: Any) -> Any:
+    """Conjugate transpose of the last two axes."""
+    x = _t(x)
+    return np.conjugate(x) if np.iscomplexobj(x) else x
+
+
+defjvp(np.linalg.inv, lambda t, ans, a: -np.matmul(ans, np.matmul(t, ans)))
+
+
+def _trace_of_product(p: Any, t: Any) -> Any:
+    """trace(p @ t) over the last two axes, without forming the product."""
+    return np.sum(_t(p) * t, axis=(-2, -1))
+
+
+defjvp(np.linalg.det, lambda t, ans, a: ans * _trace_of_product(np.linalg.inv(a), t))
+
+
+def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
+    tr = _trace_of_product(np.linalg.inv(a), t)
+    if not np.iscomplexobj(tr):
+        return np.zeros_like(ans[0]), tr
+    return ans[0] * (tr - np.real(tr)), np.real(tr)
+
+
+def _transposed(jvp: Callable) -> Callable:
+    """The VJP maker of a function of one matrix from its (linear) JVP rule `jvp(t, ans,
+    a, ...)`, by reverse mode through it; absent cotangents of several results are zeros."""
+
+    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
+        from .._ad_api import vjp
+
+        multi = isinstance(ans, tuple)
+
+        def push(t: Any) -> Any:
+            out = jvp(t, ans, a, *args, **kwargs)
+            if not multi:
+                return out
+            return tuple(
+                np.zeros_like(x) if u is None else u for x, u in zip(ans, out, strict=True)
+            )
+
+        def pull(g: Any) -> Any:
+            if multi:
+                g = tuple(np.zeros_like(x) if c is None else c for x, c in zip(ans, g, strict=True))
+            return vjp(push, np.zeros_like(a))[1](g)[0]
+
+        return pull
+
+    return maker
+
+
+@builder
+def _defjvp_multi(func: Callable, jvp: Callable) -> None:
+    """JVP and transposed VJP of a function of one matrix with several results."""
+    defjvp(func, jvp)
+    defvjp(func, _transposed(jvp))
+
+
+defbatch(np.linalg.slogdet, _stacked(2))
+_defjvp_multi(np.linalg.slogdet, _slogdet_jvp)
+
+
+def _lower(n: int, dtype: Any, k: int = 0) -> np.ndarray:
+    return np.tri(n, k=k, dtype=dtype)
+
+
+def _from_triangle(t: Any, upper: bool) -> Any:
+    """The Hermitian matrix that a function reading one triangle of `t` (and the real
+    part of its diagonal, as LAPACK) sees."""
+    n = t.shape[-1]
+    if upper:
+        t = _h(t)
+    strict = t * _lower(n, t.real.dtype, -1)
+    diag = (np.real(t) if np.iscomplexobj(t) else t) * np.eye(n, dtype=t.real.dtype)
+    return strict + diag + _h(strict)
+
+
+def _cholesky_jvp(t: Any, ans: Any, a: Any, upper: bool = False) -> Any:
+    """dL = L phi(L^-1 dA L^-H), phi: the lower triangle with half the diagonal."""
+    low = _h(ans) if upper else ans
+    n = low.shape[-1]
+    da = _from_triangle(t, upper)
+    x = _h(np.linalg.solve(low, _h(np.linalg.solve(low, da))))  # L^-1 dA L^-H
+    phi = x * (_lower(n, x.real.dtype, -1) + 0.5 * np.eye(n, dtype=x.real.dtype))
+    dl = np.matmul(low, phi)
+    return _h(dl) if upper else dl
+
+
+defbatch(np.linalg.cholesky, _stacked(2))
+defjvp(np.linalg.cholesky, _cholesky_jvp)
+
+
+def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
+    w, v = ans
+    da = _from_triangle(t, UPLO.upper() == "U")
+    vdv = np.matmul(_h(v), np.matmul(da, v))
+    dw = np.real(_diagonal_impl(vdv))
+    gaps = w[..., None, :] - w[..., :, None]
+    n = w.shape[-1]
+    eye = np.eye(n, dtype=w.dtype)
+    f = (1 - eye) / (gaps + eye)  # 1 / (w_j - w_i) off the diagonal
+    dv = np.matmul(v, f * vdv)
+    return dw, dv
+
+
+defbatch(np.linalg.eigh, _stacked(2))
+_defjvp_multi(np.linalg.eigh, _eigh_jvp)
+
+
+def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
+    """dw = diag(V^-1 dA V), dV = V (F * V^-1 dA V) kept at LAPACK's normalization: unit
+    columns whose largest component is real."""
+    w, v = ans
+    vdv = np.linalg.solve(v, np.matmul(t, v))
+    dw = _diagonal_impl(vdv)
+    n = w.shape[-1]
+    eye = np.eye(n, dtype=w.dtype)
+    dv = np.matmul(v, (1 - eye) / (w[..., None, :] - w[..., :, None] + eye) * vdv)
+    dv = dv - v * np.real(np.sum(np.conjugate(v) * dv, axis=-2, keepdims=True))
+    if np.iscomplexobj(v):  # turn each column so that its largest component stays real
+        big = np.arange(n)[:, None] == np.argmax(np.abs(v), axis=-2)[..., None, :]
+        vp = np.sum(v * big, axis=-2, keepdims=True)
+        dvp = np.sum(dv * big, axis=-2, keepdims=True)
+        dv = dv - 1j * (np.imag(dvp) / np.real(vp)) * v
+    return dw, dv
+
+
+defbatch([np.linalg.eig, np.linalg.eigvals], _stacked(2))
+_defjvp_multi(np.linalg.eig, _eig_jvp)
+defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
+
+
+def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803
+    """dw = diag(V^H dA V): the eigenvectors' derivative (undefined where eigenvalues
+    repeat) is not needed."""
+    v = np.linalg.eigh(a, UPLO)[1]
+    da = _from_triangle(t, UPLO.upper() == "U")
+    return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
+
+
+defbatch(np.linalg.eigvalsh, _stacked(2))
+defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
+
+
+def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
+             hermitian: bool = False) -> Any:  # fmt: skip
+    """JAX's `svd_jvp_rule` (reduced factors: a square matrix, or full_matrices=False)."""
+    m, n = np.shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NoRule(0, "jvp")  # the extra singular vectors are not determined
+    if hermitian:  # NumPy reads one triangle (through eigh)
+        t = _from_triangle(t, False)
+    if compute_uv:
+        u, s, vh = ans
+    else:
+        u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    v = _h(vh)
+    ds_mat = np.matmul(_h(u), np.matmul(t, v))
+    ds = np.real(_diagonal_impl(ds_mat))
+    if not compute_uv:
+        return ds
+    dtype = ds_mat.dtype
+    s_row = s[..., None, :]
+    diffs = (s_row + _t(s_row)) * (s_row - _t(s_row))
+    k = s.shape[-1]
+    eye = np.eye(k, dtype=s.dtype)
+    f = astype(1 / (diffs + eye) - eye, dtype)
+    dss, sds = astype(s_row, dtype) * ds_mat, astype(_t(s_row), dtype) * ds_mat
+    zero = astype(s == 0, s.dtype)
+    s_inv = 1 / (s + zero) - zero
+    dudv_diag = 0.5 * (ds_mat - _h(ds_mat)) * astype(s_inv[..., None, :] * eye, dtype)
+    du = np.matmul(u, f * (dss + _h(dss)) + dudv_diag)
+    dv = np.matmul(v, f * (sds + _h(sds)))
+    if m > n:
+        dav = np.matmul(t, v)
+        du = du + (dav - np.matmul(u, np.matmul(_h(u), dav))) / astype(s_row, dtype)
+    if n > m:
+        dahu = np.matmul(_h(t), u)
+        dv = dv + (dahu - np.matmul(v, np.matmul(vh, dahu))) / astype(s_row, dtype)
+    return du, ds, _h(dv)
+
+
+defbatch([np.linalg.svd, *present(np.linalg, "svdvals")], _stacked(2))
+_defjvp_multi(np.linalg.svd, _svd_jvp)
+defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
+
+
+def _qr_jvp(t: Any, ans: Any, a: Any, mode: str = "reduced") -> Any:
+    """JAX's `qr_jvp_rule` for reduced factors; a wide matrix `[X | Y]` is `Q [U | Q^H Y]`
+    with `X = Q U` square."""
+    m, n = np.shape(a)[-2:]
+    if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
+        raise NoRule(0, "jvp")  # the extra columns of Q are not determined
+    q, r = ans
+    if m < n:
+        y, ty = a[..., m:], t[..., m:]
+        dq, du = _qr_jvp(t[..., :m], (q, r[..., :m]), a[..., :m])
+        dv = np.matmul(_h(dq), y) + np.matmul(_h(q), ty)
+        return dq, np.concatenate([du, dv], axis=-1)
+    dx_rinv = _t(np.linalg.solve(_t(r), _t(t)))  # dA @ inv(R)
+    qt_dx_rinv = np.matmul(_h(q), dx_rinv)
+    low = qt_dx_rinv * _lower(n, qt_dx_rinv.real.dtype, -1)
+    do = low - _h(low)
+    if np.iscomplexobj(qt_dx_rinv):
+        do = do + np.eye(n) * (qt_dx_rinv - np.real(qt_dx_rinv))
+    dq = np.matmul(q, do - qt_dx_rinv) + dx_rinv
+    dr = np.matmul(qt_dx_rinv - do, r)
+    return dq, dr
+
+
+def _qr_impl(a: Any, mode: str = "reduced") -> Any:
+    return np.linalg.qr(a)[1] if mode == "r" else NotImplemented
+
+
+defbatch(np.linalg.qr, _stacked(2))
+_defjvp_multi(np.linalg.qr, _qr_jvp)
+defcomposite(np.linalg.qr, _qr_impl)
+
+
+def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
+    absx = np.abs(x)
+    if ord == np.inf:
+        return np.max(absx, axis=axis)
+    if ord == -np.inf:
+        return np.min(absx, axis=axis)
+    if ord == 0:
+        return np.sum(astype(absx != 0, absx.dtype), axis=axis)
+    if ord == 1:
+        return np.sum(absx, axis=axis)
+    if ord == 2:
+        re = np.real(x) if np.iscomplexobj(x) else x
+        sq = re * re if not np.iscomplexobj(x) else re * re + np.imag(x) * np.imag(x)
+        return np.sqrt(np.sum(sq, axis=axis))
+    return np.sum(absx**ord, axis=axis) ** (1.0 / ord)
+
+
+def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
+    x = np.moveaxis(x, axis, (-2, -1))
+    if ord in ("fro", "f"):
+        return _vector_norm(x, 2, (-2, -1))
+    if ord in ("nuc", 2, -2):
+        s = np.linalg.svd(x, compute_uv=False)
+        return np.sum(s, axis=-1) if ord == "nuc" else (np.max if ord == 2 else np.min)(s, -1)
+    if ord in (1, -1):
+        sums = np.sum(np.abs(x), axis=-2)
+    elif ord in (np.inf, -np.inf):
+        sums = np.sum(np.abs(x), axis=-1)
+    else:
+        return NotImplemented
+    return np.max(sums, axis=-1) if ord in (1, np.inf) else np.min(sums, axis=-1)
+
+
+def _matrix_norm_impl(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
+    out = _matrix_norm(x, ord, (-2, -1))
+    return out[..., None, None] if keepdims else out
+
+
+def _cond_impl(x: Any, p: Any = None) -> Any:
+    if p is None or p in (2, -2):
+        s = np.linalg.svd(x, compute_uv=False)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    return _matrix_norm(x, p, (-2, -1)) * _matrix_norm(np.linalg.inv(x), p, (-2, -1))
+
+
+def _matrix_power_impl(a: Any, n: int) -> Any:
+    n = int(n)
+    if n == 0:
+        return np.zeros_like(a) + np.eye(np.shape(a)[-1], dtype=a.dtype)
+    if n < 0:
+        a, n = np.linalg.inv(a), -n
+    out = None
+    while n:  # binary powering, as NumPy
+        if n & 1:
+            out = a if out is None else np.matmul(out, a)
+        n >>= 1
+        if n:
+            a = np.matmul(a, a)
+    return out
+
+
+def _diagonal_impl(x: Any, offset: int = 0) -> Any:
+    rows, cols = np.shape(x)[-2:]
+    start_r, start_c = max(-offset, 0), max(offset, 0)
+    k = max(min(rows - start_r, cols - start_c), 0)
+    idx = np.arange(k)
+    return x[..., idx + start_r, idx + start_c]
+
+
 defbatch(
-    [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.eig, np.linalg.eigh,
-     np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr,
-     np.linalg.cholesky, np.linalg.matrix_power, np.linalg.cond,
-     *present(np.linalg, "svdvals", "matrix_norm", "trace")],
+    [np.linalg.cond, np.linalg.matrix_power, *present(np.linalg, "matrix_norm", "trace")],
     _stacked(2),
-)  # fmt: skip
+)
+defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
+defcomposite(np.linalg.cond, _cond_impl)
+defcomposite(np.linalg.matrix_power, _matrix_power_impl)
+defcomposite(present(np.linalg, "trace"), lambda x, offset=0, dtype=None: np.sum(
+    _diagonal_impl(x, offset), axis=-1, dtype=dtype))  # fmt: skip
 defbatch(present(np.linalg, "diagonal", "matrix_transpose"), _stacked(2), may_view=True)
+
+
+defcomposite(present(np.linalg, "diagonal"), _diagonal_impl)
+defcomposite(present(np.linalg, "matrix_transpose"), lambda x: np.swapaxes(x, -1, -2))
 defbatch(np.linalg.pinv, _stacked(2, ((1, "rcond"), (3, "rtol"))))
+
+
+_NOVALUE = np._NoValue  # NumPy's "not given" default of `pinv(rtol=)`
+
+
+def _pinv_jvp(t: Any, ans: Any, a: Any, rcond: Any = None, hermitian: bool = False, *,
+              rtol: Any = _NOVALUE) -> Any:  # fmt: skip
+    """Golub and Pereyra's derivative of P = pinv(A) where no singular value is cut off
+    (no singular vectors, so repeated singular values are fine):
+    -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+    if hermitian:  # NumPy reads one triangle (through eigh)
+        a, t = _from_triangle(a, False), _from_triangle(t, False)
+    p = ans
+    m, n = np.shape(a)[-2:]
+    ap = np.matmul(a, p)  # the projector onto the kept left singular vectors
+    if not bool(np.all(np.real(np.trace(ap, axis1=-2, axis2=-1)) > min(m, n) - 0.5)):
+        return _truncated_pinv_jvp(t, a, rcond, hermitian, rtol)
+    th = _h(t)
+    left = np.eye(m, dtype=p.dtype) - ap
+    right = np.eye(n, dtype=p.dtype) - np.matmul(p, a)
+    return (
+        -np.matmul(p, np.matmul(t, p))
+        + np.matmul(np.matmul(p, _h(p)), np.matmul(th, left))
+        + np.matmul(right, np.matmul(th, np.matmul(_h(p), p)))
+    )
+
+
+def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) -> Any:
+    """The derivative of V diag(1/s) U^H with the singular values at most
+    `rcond * s_max` dropped, through the SVD's."""
+    if rcond is None:
+        if rtol is _NOVALUE:
+            rcond = 1e-15
+        elif rtol is None:
+            rcond = max(np.shape(a)[-2:]) * np.finfo(a.dtype).eps
+        else:
+            rcond = rtol
+    ans = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    du, ds, dvh = _svd_jvp(t, ans, a, full_matrices=False)
+    u, s, vh = ans
+    keep = s > np.expand_dims(rcond, -1) * np.max(s, axis=-1, keepdims=True)
+    safe = np.where(keep, s, 1)
+    inv_s, d_inv = np.where(keep, 1 / safe, 0), np.where(keep, -ds / (safe * safe), 0)
+    v, dv = _h(vh), _h(dvh)
+    return (
+        np.matmul(dv, inv_s[..., None] * _h(u))
+        + np.matmul(v, d_inv[..., None] * _h(u))
+        + np.matmul(v, inv_s[..., None] * _h(du))
+    )
+
+
+defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
 
 
 def _matrix_rank_rule(func: Callable) -> Callable:
@@ -120,6 +484,9 @@ def _matrix_rank_rule(func: Callable) -> Callable:
 
 
 defbatch(np.linalg.matrix_rank, _matrix_rank_rule)
+
+
+defzero([np.linalg.matrix_rank])
 
 
 # -- solve / lstsq / tensor versions ---------------------------------------------------------
@@ -171,6 +538,42 @@ def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(np.linalg.solve, lambda f: _solve_rule)
+
+
+def _solve_vec(a: Any, b: Any, vector: bool) -> Any:
+    """`solve(a, b)` where `b` holds vectors (see `_vector_b`)."""
+    if vector and np.ndim(b) > 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _solve_ct_a(g: Any, a: Any, b: Any, x: Any) -> Any:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    ct_b = _solve_vec(_t(a), g, vector)
+    if vector:
+        return -ct_b[..., :, None] * x[..., None, :]
+    return -np.matmul(ct_b, _t(x))
+
+
+def _solve_jvp_a(t: Any, x: Any, a: Any, b: Any) -> Any:
+    vector = _vector_b(np.ndim(a), np.ndim(b))
+    return -_solve_vec(a, _matvec(t, x, vector), vector)
+
+
+defjvp(
+    np.linalg.solve,
+    _solve_jvp_a,
+    lambda t, x, a, b: _solve_vec(a, t, _vector_b(np.ndim(a), np.ndim(b))),
+)
+defvjp(
+    np.linalg.solve,
+    lambda x, a, b: lambda g: _solve_ct_a(g, a, b, x),
+    lambda x, a, b: lambda g: _solve_vec(_t(a), g, _vector_b(np.ndim(a), np.ndim(b))),
+)
+
+
+def _matvec(m: Any, v: Any, vector: bool) -> Any:
+    return np.matmul(m, v[..., None])[..., 0] if vector else np.matmul(m, v)
 
 
 def _inexact(dtype: np.dtype) -> np.dtype:
@@ -258,6 +661,32 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
 defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
 
 
+# -- compositions ---------------------------------------------------------------------
+
+
+def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
+    """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
+    default cutoff is the old one (`rcond=-1`)."""
+    m, n = np.shape(a)
+    vector = np.ndim(b) == 1
+    bm = b[:, None] if vector else b
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    eps = np.finfo(np.float64).eps
+    rcond = eps * max(m, n) if rcond is None else (eps / 2 if rcond < 0 else rcond)
+    keep = s > rcond * s[:1]
+    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
+    x = np.matmul(_h(vh), inv_s[:, None] * np.matmul(_h(u), bm))
+    rank = np.int32(int(np.sum(keep)))
+    if rank == n and m > n:
+        res = np.sum(np.abs(bm - np.matmul(a, x)) ** 2, axis=0)
+    else:
+        res = np.zeros_like(s, shape=(0,))
+    return (x[:, 0] if vector else x), res, rank, s
+
+
+defcomposite(np.linalg.lstsq, _lstsq_impl)
+
+
 def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     a = args[0]
     ind = get_arg(args, kwargs, 1, "ind", 2)
@@ -272,6 +701,16 @@ def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(np.linalg.tensorinv, lambda f: _tensorinv_rule)
+
+
+def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
+    shape = np.shape(a)
+    rows = math.prod(shape[ind:])
+    inv = np.linalg.inv(np.reshape(a, (rows, math.prod(shape) // rows)))
+    return np.reshape(inv, shape[ind:] + shape[:ind])
+
+
+defcomposite(np.linalg.tensorinv, _tensorinv_impl)
 
 
 def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
@@ -295,6 +734,20 @@ def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(np.linalg.tensorsolve, lambda f: _tensorsolve_rule)
+
+
+def _tensorsolve_impl(a: Any, b: Any, axes: Any = None) -> Any:
+    nd = np.ndim(a)
+    if axes is not None:
+        order = [i for i in range(nd) if i not in [ax % nd for ax in axes]]
+        a = np.transpose(a, order + [ax % nd for ax in axes])
+    x_shape = np.shape(a)[np.ndim(b) :]
+    prod = math.prod(x_shape)
+    x = np.linalg.solve(np.reshape(a, (prod, prod)), np.ravel(b))
+    return np.reshape(x, x_shape)
+
+
+defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
 
 
 # -- norms -----------------------------------------------------------------------------------
@@ -341,7 +794,41 @@ def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(np.linalg.norm, lambda f: _norm_rule)
+
+
+def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    nd = np.ndim(x)
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+            out = _vector_norm(np.ravel(x), 2, 0)
+            return np.reshape(out, (1,) * nd) if keepdims else out
+        axis = tuple(range(nd))
+    axis = (axis,) if not isinstance(axis, tuple) else axis
+    if len(axis) == 1:
+        out = _vector_norm(x, 2 if ord is None else ord, axis[0])
+    elif len(axis) == 2:
+        out = _matrix_norm(x, "fro" if ord is None else ord, axis)
+    else:
+        return NotImplemented  # NumPy's error
+    if keepdims:
+        out = np.expand_dims(out, tuple(a % nd for a in axis))
+    return out
+
+
+defcomposite(np.linalg.norm, _norm_impl)
 defbatch(present(np.linalg, "vector_norm"), lambda f: _vector_norm_rule)
+
+
+def _vector_norm_impl(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+    nd = np.ndim(x)
+    if axis is None:
+        out = _vector_norm(np.ravel(x), ord, 0)
+        return np.reshape(out, (1,) * nd) if keepdims else out
+    out = _vector_norm(x, ord, axis)
+    return np.expand_dims(out, axis) if keepdims else out
+
+
+defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
 
 
 # -- multi_dot, cross, vecdot ------------------------------------------------------------------
@@ -405,6 +892,26 @@ def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 defbatch(np.linalg.multi_dot, lambda f: _multi_dot_rule)
 
 
+def _multi_dot_impl(arrays: Any, *, out: Any = None) -> Any:
+    arrays = list(arrays)
+    first, last = np.ndim(arrays[0]), np.ndim(arrays[-1])
+    if first == 1:
+        arrays[0] = arrays[0][None, :]
+    if last == 1:
+        arrays[-1] = arrays[-1][:, None]
+    result = arrays[0]
+    for x in arrays[1:]:
+        result = np.matmul(result, x)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1:
+        return result[0]
+    return result[:, 0] if last == 1 else result
+
+
+defcomposite(np.linalg.multi_dot, _multi_dot_impl)
+
+
 def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
     """A per-example axis as a negative axis of each operand (robust to alignment)."""
     out = []
@@ -442,419 +949,6 @@ def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 
 
 defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
-defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) -----------------------------------
-#
-# Decompositions get JVP rules (the formulas JAX uses); their VJPs come from transposing
-# those, which are made of matmul, solve and elementwise operations. `solve` has both
-# rules (transposing its JVP would need its own VJP). Everything else is a composition
-# of differentiable NumPy calls. Complex values follow JAX's convention; the phase of
-# complex eigenvectors of `eigh` and singular vectors of `svd` is LAPACK's arbitrary
-# choice, which their derivatives hold fixed (as JAX's do): functions that do not depend
-# on that phase (|v|^2, U S V^H, projections) get exact derivatives. `eig` keeps
-# LAPACK's rule (unit columns, largest component real) and is exact.
-
-
-def _t(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
-
-
-def _h(x: Any) -> Any:
-    """Conjugate transpose of the last two axes."""
-    x = _t(x)
-    return np.conjugate(x) if np.iscomplexobj(x) else x
-
-
-def _solve_vec(a: Any, b: Any, vector: bool) -> Any:
-    """`solve(a, b)` where `b` holds vectors (see `_vector_b`)."""
-    if vector and np.ndim(b) > 1:
-        return np.linalg.solve(a, b[..., None])[..., 0]
-    return np.linalg.solve(a, b)
-
-
-def _solve_ct_a(g: Any, a: Any, b: Any, x: Any) -> Any:
-    vector = _vector_b(np.ndim(a), np.ndim(b))
-    ct_b = _solve_vec(_t(a), g, vector)
-    if vector:
-        return -ct_b[..., :, None] * x[..., None, :]
-    return -np.matmul(ct_b, _t(x))
-
-
-def _solve_jvp_a(t: Any, x: Any, a: Any, b: Any) -> Any:
-    vector = _vector_b(np.ndim(a), np.ndim(b))
-    return -_solve_vec(a, _matvec(t, x, vector), vector)
-
-
-defjvp(
-    np.linalg.solve,
-    _solve_jvp_a,
-    lambda t, x, a, b: _solve_vec(a, t, _vector_b(np.ndim(a), np.ndim(b))),
-)
-defvjp(
-    np.linalg.solve,
-    lambda x, a, b: lambda g: _solve_ct_a(g, a, b, x),
-    lambda x, a, b: lambda g: _solve_vec(_t(a), g, _vector_b(np.ndim(a), np.ndim(b))),
-)
-
-
-def _matvec(m: Any, v: Any, vector: bool) -> Any:
-    return np.matmul(m, v[..., None])[..., 0] if vector else np.matmul(m, v)
-
-
-defjvp(np.linalg.inv, lambda t, ans, a: -np.matmul(ans, np.matmul(t, ans)))
-
-
-def _trace_of_product(p: Any, t: Any) -> Any:
-    """trace(p @ t) over the last two axes, without forming the product."""
-    return np.sum(_t(p) * t, axis=(-2, -1))
-
-
-defjvp(np.linalg.det, lambda t, ans, a: ans * _trace_of_product(np.linalg.inv(a), t))
-
-
-def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
-    tr = _trace_of_product(np.linalg.inv(a), t)
-    if not np.iscomplexobj(tr):
-        return np.zeros_like(ans[0]), tr
-    return ans[0] * (tr - np.real(tr)), np.real(tr)
-
-
-def _transposed(jvp: Callable) -> Callable:
-    """The VJP maker of a function of one matrix from its (linear) JVP rule `jvp(t, ans,
-    a, ...)`, by reverse mode through it; absent cotangents of several results are zeros."""
-
-    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
-        from .._ad_api import vjp
-
-        multi = isinstance(ans, tuple)
-
-        def push(t: Any) -> Any:
-            out = jvp(t, ans, a, *args, **kwargs)
-            if not multi:
-                return out
-            return tuple(
-                np.zeros_like(x) if u is None else u for x, u in zip(ans, out, strict=True)
-            )
-
-        def pull(g: Any) -> Any:
-            if multi:
-                g = tuple(np.zeros_like(x) if c is None else c for x, c in zip(ans, g, strict=True))
-            return vjp(push, np.zeros_like(a))[1](g)[0]
-
-        return pull
-
-    return maker
-
-
-@builder
-def _defjvp_multi(func: Callable, jvp: Callable) -> None:
-    """JVP and transposed VJP of a function of one matrix with several results."""
-    defjvp(func, jvp)
-    defvjp(func, _transposed(jvp))
-
-
-_defjvp_multi(np.linalg.slogdet, _slogdet_jvp)
-
-
-def _lower(n: int, dtype: Any, k: int = 0) -> np.ndarray:
-    return np.tri(n, k=k, dtype=dtype)
-
-
-def _from_triangle(t: Any, upper: bool) -> Any:
-    """The Hermitian matrix that a function reading one triangle of `t` (and the real
-    part of its diagonal, as LAPACK) sees."""
-    n = t.shape[-1]
-    if upper:
-        t = _h(t)
-    strict = t * _lower(n, t.real.dtype, -1)
-    diag = (np.real(t) if np.iscomplexobj(t) else t) * np.eye(n, dtype=t.real.dtype)
-    return strict + diag + _h(strict)
-
-
-def _cholesky_jvp(t: Any, ans: Any, a: Any, upper: bool = False) -> Any:
-    """dL = L phi(L^-1 dA L^-H), phi: the lower triangle with half the diagonal."""
-    low = _h(ans) if upper else ans
-    n = low.shape[-1]
-    da = _from_triangle(t, upper)
-    x = _h(np.linalg.solve(low, _h(np.linalg.solve(low, da))))  # L^-1 dA L^-H
-    phi = x * (_lower(n, x.real.dtype, -1) + 0.5 * np.eye(n, dtype=x.real.dtype))
-    dl = np.matmul(low, phi)
-    return _h(dl) if upper else dl
-
-
-defjvp(np.linalg.cholesky, _cholesky_jvp)
-
-
-def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
-    w, v = ans
-    da = _from_triangle(t, UPLO.upper() == "U")
-    vdv = np.matmul(_h(v), np.matmul(da, v))
-    dw = np.real(_diagonal_impl(vdv))
-    gaps = w[..., None, :] - w[..., :, None]
-    n = w.shape[-1]
-    eye = np.eye(n, dtype=w.dtype)
-    f = (1 - eye) / (gaps + eye)  # 1 / (w_j - w_i) off the diagonal
-    dv = np.matmul(v, f * vdv)
-    return dw, dv
-
-
-_defjvp_multi(np.linalg.eigh, _eigh_jvp)
-
-
-def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
-    """dw = diag(V^-1 dA V), dV = V (F * V^-1 dA V) kept at LAPACK's normalization: unit
-    columns whose largest component is real."""
-    w, v = ans
-    vdv = np.linalg.solve(v, np.matmul(t, v))
-    dw = _diagonal_impl(vdv)
-    n = w.shape[-1]
-    eye = np.eye(n, dtype=w.dtype)
-    dv = np.matmul(v, (1 - eye) / (w[..., None, :] - w[..., :, None] + eye) * vdv)
-    dv = dv - v * np.real(np.sum(np.conjugate(v) * dv, axis=-2, keepdims=True))
-    if np.iscomplexobj(v):  # turn each column so that its largest component stays real
-        big = np.arange(n)[:, None] == np.argmax(np.abs(v), axis=-2)[..., None, :]
-        vp = np.sum(v * big, axis=-2, keepdims=True)
-        dvp = np.sum(dv * big, axis=-2, keepdims=True)
-        dv = dv - 1j * (np.imag(dvp) / np.real(vp)) * v
-    return dw, dv
-
-
-_defjvp_multi(np.linalg.eig, _eig_jvp)
-defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
-
-
-def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803
-    """dw = diag(V^H dA V): the eigenvectors' derivative (undefined where eigenvalues
-    repeat) is not needed."""
-    v = np.linalg.eigh(a, UPLO)[1]
-    da = _from_triangle(t, UPLO.upper() == "U")
-    return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
-
-
-defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
-
-
-def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
-             hermitian: bool = False) -> Any:  # fmt: skip
-    """JAX's `svd_jvp_rule` (reduced factors: a square matrix, or full_matrices=False)."""
-    m, n = np.shape(a)[-2:]
-    if compute_uv and full_matrices and m != n:
-        raise NoRule(0, "jvp")  # the extra singular vectors are not determined
-    if hermitian:  # NumPy reads one triangle (through eigh)
-        t = _from_triangle(t, False)
-    if compute_uv:
-        u, s, vh = ans
-    else:
-        u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
-    v = _h(vh)
-    ds_mat = np.matmul(_h(u), np.matmul(t, v))
-    ds = np.real(_diagonal_impl(ds_mat))
-    if not compute_uv:
-        return ds
-    dtype = ds_mat.dtype
-    s_row = s[..., None, :]
-    diffs = (s_row + _t(s_row)) * (s_row - _t(s_row))
-    k = s.shape[-1]
-    eye = np.eye(k, dtype=s.dtype)
-    f = astype(1 / (diffs + eye) - eye, dtype)
-    dss, sds = astype(s_row, dtype) * ds_mat, astype(_t(s_row), dtype) * ds_mat
-    zero = astype(s == 0, s.dtype)
-    s_inv = 1 / (s + zero) - zero
-    dudv_diag = 0.5 * (ds_mat - _h(ds_mat)) * astype(s_inv[..., None, :] * eye, dtype)
-    du = np.matmul(u, f * (dss + _h(dss)) + dudv_diag)
-    dv = np.matmul(v, f * (sds + _h(sds)))
-    if m > n:
-        dav = np.matmul(t, v)
-        du = du + (dav - np.matmul(u, np.matmul(_h(u), dav))) / astype(s_row, dtype)
-    if n > m:
-        dahu = np.matmul(_h(t), u)
-        dv = dv + (dahu - np.matmul(v, np.matmul(vh, dahu))) / astype(s_row, dtype)
-    return du, ds, _h(dv)
-
-
-_defjvp_multi(np.linalg.svd, _svd_jvp)
-defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
-
-
-def _qr_jvp(t: Any, ans: Any, a: Any, mode: str = "reduced") -> Any:
-    """JAX's `qr_jvp_rule` for reduced factors; a wide matrix `[X | Y]` is `Q [U | Q^H Y]`
-    with `X = Q U` square."""
-    m, n = np.shape(a)[-2:]
-    if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
-        raise NoRule(0, "jvp")  # the extra columns of Q are not determined
-    q, r = ans
-    if m < n:
-        y, ty = a[..., m:], t[..., m:]
-        dq, du = _qr_jvp(t[..., :m], (q, r[..., :m]), a[..., :m])
-        dv = np.matmul(_h(dq), y) + np.matmul(_h(q), ty)
-        return dq, np.concatenate([du, dv], axis=-1)
-    dx_rinv = _t(np.linalg.solve(_t(r), _t(t)))  # dA @ inv(R)
-    qt_dx_rinv = np.matmul(_h(q), dx_rinv)
-    low = qt_dx_rinv * _lower(n, qt_dx_rinv.real.dtype, -1)
-    do = low - _h(low)
-    if np.iscomplexobj(qt_dx_rinv):
-        do = do + np.eye(n) * (qt_dx_rinv - np.real(qt_dx_rinv))
-    dq = np.matmul(q, do - qt_dx_rinv) + dx_rinv
-    dr = np.matmul(qt_dx_rinv - do, r)
-    return dq, dr
-
-
-def _qr_impl(a: Any, mode: str = "reduced") -> Any:
-    return np.linalg.qr(a)[1] if mode == "r" else NotImplemented
-
-
-_defjvp_multi(np.linalg.qr, _qr_jvp)
-defcomposite(np.linalg.qr, _qr_impl)
-defzero([np.linalg.matrix_rank])
-
-
-# -- compositions ---------------------------------------------------------------------
-
-
-def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
-    """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
-    default cutoff is the old one (`rcond=-1`)."""
-    m, n = np.shape(a)
-    vector = np.ndim(b) == 1
-    bm = b[:, None] if vector else b
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    eps = np.finfo(np.float64).eps
-    rcond = eps * max(m, n) if rcond is None else (eps / 2 if rcond < 0 else rcond)
-    keep = s > rcond * s[:1]
-    inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
-    x = np.matmul(_h(vh), inv_s[:, None] * np.matmul(_h(u), bm))
-    rank = np.int32(int(np.sum(keep)))
-    if rank == n and m > n:
-        res = np.sum(np.abs(bm - np.matmul(a, x)) ** 2, axis=0)
-    else:
-        res = np.zeros_like(s, shape=(0,))
-    return (x[:, 0] if vector else x), res, rank, s
-
-
-def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
-    nd = np.ndim(x)
-    if axis is None:
-        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            out = _vector_norm(np.ravel(x), 2, 0)
-            return np.reshape(out, (1,) * nd) if keepdims else out
-        axis = tuple(range(nd))
-    axis = (axis,) if not isinstance(axis, tuple) else axis
-    if len(axis) == 1:
-        out = _vector_norm(x, 2 if ord is None else ord, axis[0])
-    elif len(axis) == 2:
-        out = _matrix_norm(x, "fro" if ord is None else ord, axis)
-    else:
-        return NotImplemented  # NumPy's error
-    if keepdims:
-        out = np.expand_dims(out, tuple(a % nd for a in axis))
-    return out
-
-
-def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
-    absx = np.abs(x)
-    if ord == np.inf:
-        return np.max(absx, axis=axis)
-    if ord == -np.inf:
-        return np.min(absx, axis=axis)
-    if ord == 0:
-        return np.sum(astype(absx != 0, absx.dtype), axis=axis)
-    if ord == 1:
-        return np.sum(absx, axis=axis)
-    if ord == 2:
-        re = np.real(x) if np.iscomplexobj(x) else x
-        sq = re * re if not np.iscomplexobj(x) else re * re + np.imag(x) * np.imag(x)
-        return np.sqrt(np.sum(sq, axis=axis))
-    return np.sum(absx**ord, axis=axis) ** (1.0 / ord)
-
-
-def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
-    x = np.moveaxis(x, axis, (-2, -1))
-    if ord in ("fro", "f"):
-        return _vector_norm(x, 2, (-2, -1))
-    if ord in ("nuc", 2, -2):
-        s = np.linalg.svd(x, compute_uv=False)
-        return np.sum(s, axis=-1) if ord == "nuc" else (np.max if ord == 2 else np.min)(s, -1)
-    if ord in (1, -1):
-        sums = np.sum(np.abs(x), axis=-2)
-    elif ord in (np.inf, -np.inf):
-        sums = np.sum(np.abs(x), axis=-1)
-    else:
-        return NotImplemented
-    return np.max(sums, axis=-1) if ord in (1, np.inf) else np.min(sums, axis=-1)
-
-
-def _vector_norm_impl(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
-    nd = np.ndim(x)
-    if axis is None:
-        out = _vector_norm(np.ravel(x), ord, 0)
-        return np.reshape(out, (1,) * nd) if keepdims else out
-    out = _vector_norm(x, ord, axis)
-    return np.expand_dims(out, axis) if keepdims else out
-
-
-def _matrix_norm_impl(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
-    out = _matrix_norm(x, ord, (-2, -1))
-    return out[..., None, None] if keepdims else out
-
-
-def _cond_impl(x: Any, p: Any = None) -> Any:
-    if p is None or p in (2, -2):
-        s = np.linalg.svd(x, compute_uv=False)
-        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    return _matrix_norm(x, p, (-2, -1)) * _matrix_norm(np.linalg.inv(x), p, (-2, -1))
-
-
-def _matrix_power_impl(a: Any, n: int) -> Any:
-    n = int(n)
-    if n == 0:
-        return np.zeros_like(a) + np.eye(np.shape(a)[-1], dtype=a.dtype)
-    if n < 0:
-        a, n = np.linalg.inv(a), -n
-    out = None
-    while n:  # binary powering, as NumPy
-        if n & 1:
-            out = a if out is None else np.matmul(out, a)
-        n >>= 1
-        if n:
-            a = np.matmul(a, a)
-    return out
-
-
-def _multi_dot_impl(arrays: Any, *, out: Any = None) -> Any:
-    arrays = list(arrays)
-    first, last = np.ndim(arrays[0]), np.ndim(arrays[-1])
-    if first == 1:
-        arrays[0] = arrays[0][None, :]
-    if last == 1:
-        arrays[-1] = arrays[-1][:, None]
-    result = arrays[0]
-    for x in arrays[1:]:
-        result = np.matmul(result, x)
-    if first == 1 and last == 1:
-        return result[0, 0]
-    if first == 1:
-        return result[0]
-    return result[:, 0] if last == 1 else result
-
-
-def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
-    shape = np.shape(a)
-    rows = math.prod(shape[ind:])
-    inv = np.linalg.inv(np.reshape(a, (rows, math.prod(shape) // rows)))
-    return np.reshape(inv, shape[ind:] + shape[:ind])
-
-
-def _tensorsolve_impl(a: Any, b: Any, axes: Any = None) -> Any:
-    nd = np.ndim(a)
-    if axes is not None:
-        order = [i for i in range(nd) if i not in [ax % nd for ax in axes]]
-        a = np.transpose(a, order + [ax % nd for ax in axes])
-    x_shape = np.shape(a)[np.ndim(b) :]
-    prod = math.prod(x_shape)
-    x = np.linalg.solve(np.reshape(a, (prod, prod)), np.ravel(b))
-    return np.reshape(x, x_shape)
 
 
 def _cross_impl(x1: Any, x2: Any, axis: int = -1) -> Any:
@@ -865,76 +959,8 @@ def _cross_impl(x1: Any, x2: Any, axis: int = -1) -> Any:
     return np.moveaxis(np.stack([c0, c1, c2], axis=-1), -1, axis)
 
 
-def _diagonal_impl(x: Any, offset: int = 0) -> Any:
-    rows, cols = np.shape(x)[-2:]
-    start_r, start_c = max(-offset, 0), max(offset, 0)
-    k = max(min(rows - start_r, cols - start_c), 0)
-    idx = np.arange(k)
-    return x[..., idx + start_r, idx + start_c]
-
-
-_NOVALUE = np._NoValue  # NumPy's "not given" default of `pinv(rtol=)`
-
-
-def _pinv_jvp(t: Any, ans: Any, a: Any, rcond: Any = None, hermitian: bool = False, *,
-              rtol: Any = _NOVALUE) -> Any:  # fmt: skip
-    """Golub and Pereyra's derivative of P = pinv(A) where no singular value is cut off
-    (no singular vectors, so repeated singular values are fine):
-    -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
-    if hermitian:  # NumPy reads one triangle (through eigh)
-        a, t = _from_triangle(a, False), _from_triangle(t, False)
-    p = ans
-    m, n = np.shape(a)[-2:]
-    ap = np.matmul(a, p)  # the projector onto the kept left singular vectors
-    if not bool(np.all(np.real(np.trace(ap, axis1=-2, axis2=-1)) > min(m, n) - 0.5)):
-        return _truncated_pinv_jvp(t, a, rcond, hermitian, rtol)
-    th = _h(t)
-    left = np.eye(m, dtype=p.dtype) - ap
-    right = np.eye(n, dtype=p.dtype) - np.matmul(p, a)
-    return (
-        -np.matmul(p, np.matmul(t, p))
-        + np.matmul(np.matmul(p, _h(p)), np.matmul(th, left))
-        + np.matmul(right, np.matmul(th, np.matmul(_h(p), p)))
-    )
-
-
-def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) -> Any:
-    """The derivative of V diag(1/s) U^H with the singular values at most
-    `rcond * s_max` dropped, through the SVD's."""
-    if rcond is None:
-        if rtol is _NOVALUE:
-            rcond = 1e-15
-        elif rtol is None:
-            rcond = max(np.shape(a)[-2:]) * np.finfo(a.dtype).eps
-        else:
-            rcond = rtol
-    ans = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
-    du, ds, dvh = _svd_jvp(t, ans, a, full_matrices=False)
-    u, s, vh = ans
-    keep = s > np.expand_dims(rcond, -1) * np.max(s, axis=-1, keepdims=True)
-    safe = np.where(keep, s, 1)
-    inv_s, d_inv = np.where(keep, 1 / safe, 0), np.where(keep, -ds / (safe * safe), 0)
-    v, dv = _h(vh), _h(dvh)
-    return (
-        np.matmul(dv, inv_s[..., None] * _h(u))
-        + np.matmul(v, d_inv[..., None] * _h(u))
-        + np.matmul(v, inv_s[..., None] * _h(du))
-    )
-
-
-defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
-defcomposite(np.linalg.lstsq, _lstsq_impl)
-defcomposite(np.linalg.norm, _norm_impl)
-defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
-defcomposite(present(np.linalg, "matrix_norm"), _matrix_norm_impl)
-defcomposite(np.linalg.cond, _cond_impl)
-defcomposite(np.linalg.matrix_power, _matrix_power_impl)
-defcomposite(np.linalg.multi_dot, _multi_dot_impl)
-defcomposite(np.linalg.tensorinv, _tensorinv_impl)
-defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
 defcomposite(present(np.linalg, "cross"), _cross_impl)
-defcomposite(present(np.linalg, "diagonal"), _diagonal_impl)
-defcomposite(present(np.linalg, "trace"), lambda x, offset=0, dtype=None: np.sum(
-    _diagonal_impl(x, offset), axis=-1, dtype=dtype))  # fmt: skip
-defcomposite(present(np.linalg, "matrix_transpose"), lambda x: np.swapaxes(x, -1, -2))
+defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
+
+
 defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))

@@ -3,7 +3,8 @@
 Polynomials are 1-d coefficient arrays per example, so a batch of them is `(B, n)`;
 rules loop over coefficients (the degree), never over examples. `searchsorted_rows` is
 the batched `np.searchsorted` these rules (and the histograms) need: NumPy's own only
-takes one sorted array.
+takes one sorted array. Derivatives are those of each rule applied to one example
+(`defcomposite_by_rule`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
     align_rank,
@@ -28,7 +28,7 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import RankWarning, trapezoid
-from .._differentiate_rule import composite_by_rule, own_impl
+from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like
 from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
@@ -243,6 +243,7 @@ def _per_example(v: Any, batched: bool, rank: int) -> Any:
 
 
 defrules(np.interp, _interp_rule)
+defcomposite_by_rule(np.interp)
 
 
 # -- trapezoid ------------------------------------------------------------------------
@@ -284,6 +285,7 @@ def _trapezoid_rule(func: Callable) -> Callable:
 
 
 defrules(trapezoid, _trapezoid_rule)
+defcomposite_by_rule(trapezoid)
 
 
 # -- polynomials ----------------------------------------------------------------------
@@ -690,24 +692,23 @@ def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
 
 
 defrules(np.polyadd, _poly_rule(_polyadd(np.add), 2))
+defcomposite_by_rule(np.polyadd)
 defrules(np.polysub, _poly_rule(_polyadd(np.subtract), 2))
+defcomposite_by_rule(np.polysub)
 defrules(np.polymul, _poly_rule(_polymul, 2))
+defcomposite_by_rule(np.polymul)
 defrules(np.polydiv, _poly_rule(_polydiv, 2))
+defcomposite_by_rule(np.polydiv)
 defrules(np.polyval, _poly_rule(_polyval, 1, scalars=False))
+defcomposite_by_rule(np.polyval)
 defrules(np.polyder, _poly_rule(_polyder, 1, scalars=False))
+defcomposite_by_rule(np.polyder)
 defrules(np.polyint, _poly_rule(_polyint, 1, scalars=False))
+defcomposite_by_rule(np.polyint)
 # a dummy example would guess the dtype (complex roots): real coefficients give real here
 defrules(np.roots, _poly_rule(_roots, 1), zero=False)
+defcomposite_by_rule(np.roots)
 defrules(np.poly, _poly_rule(_poly, 0))
+defcomposite_by_rule(np.poly)
 defrules(np.polyfit, _polyfit_rule, zero=False)  # a dummy example is a singular fit
-
-
-# -- derivatives: each rule applied to one example (see `composite_by_rule`) ----------
-
-
-for _func in (
-    np.interp, np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyval, np.polyder,
-    np.polyint, np.roots, np.poly, np.polyfit,
-    trapezoid,
-):  # fmt: skip
-    defcomposite(_func, composite_by_rule(_func))
+defcomposite_by_rule(np.polyfit)

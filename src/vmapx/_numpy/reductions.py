@@ -3,6 +3,11 @@
 `axis=None` means "all of one example's axes": for reductions that accept a tuple it
 becomes the tuple of axes 1..n; for those that flatten (`argmax`, `cumsum`, ...) the
 batched value is reshaped to `(B, -1)` first.
+
+Derivatives (see `vmapx._autodiff`): a reduction's derivative is a weight per element:
+`d ans / d x` (the where-mask for `sum`, `1/n` for `mean`, the tie-split argmax mask for
+`max`, the product of the other elements for `prod`). JVP: `sum(t * w)`; VJP: `g`
+broadcast back, times `w`.
 """
 
 from __future__ import annotations
@@ -103,52 +108,6 @@ def _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd):  # noqa: ANN001,
     args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", 1)
     out = func(*args, **kwargs)
     return trace.wrap(out.reshape((out.shape[0],) + (1,) * nd))
-
-
-# func(a, axis=None, ..., where=...) reducing over a tuple of axes
-defbatch(
-    [np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.all, np.any, np.mean,
-     np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean],
-    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where",)),
-)  # fmt: skip
-defbatch(
-    [np.std, np.var, np.nanstd, np.nanvar],
-    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where", "mean")),
-)
-defbatch([np.ptp, np.count_nonzero], _axis_rule(axis_pos=1, flatten_none=False))
-# func(a, axis=None, ...) where None flattens the example first
-defbatch(
-    [np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod,
-     np.nancumsum, np.nancumprod],
-    _axis_rule(axis_pos=1, flatten_none=True),
-)  # fmt: skip
-
-
-def _cumulative_rule(func: Callable) -> Callable:
-    """`np.cumulative_sum(x, axis=None, ..., include_initial=False)`: axis is optional
-    only for 1-d examples."""
-
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-        v = unwrap(trace, args[0])[0]
-        axis = get_arg(args, kwargs, 1, "axis")
-        nd = example_ndim(trace, args[0])
-        if axis is None:
-            if nd != 1:
-                raise ValueError(f"axis must be given for a {nd}-d array in {func.__name__}")
-            axis = 0
-        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_one(axis, nd))
-        return trace.wrap(func(*args, **kwargs))
-
-    return rule
-
-
-defbatch(present(np, "cumulative_sum", "cumulative_prod"), _cumulative_rule)
-
-
-# -- derivatives -----------------------------------------------------------------------
-# A reduction's derivative is a weight per element: `d ans / d x` (the where-mask for
-# `sum`, `1/n` for `mean`, the tie-split argmax mask for `max`, the product of the other
-# elements for `prod`). JVP: `sum(t * w)`; VJP: `g` broadcast back, times `w`.
 
 
 def _params(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
@@ -259,6 +218,12 @@ def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> 
     defvjp_argnum(funcs, vjp)
 
 
+# func(a, axis=None, ..., where=...) reducing over a tuple of axes
+defbatch(
+    [np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.all, np.any, np.mean,
+     np.nansum, np.nanprod, np.nanmax, np.nanmin, np.nanmean],
+    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where",)),
+)  # fmt: skip
 _SUM_ARGS = ("axis", "dtype", "out", "keepdims", "initial", "where")
 _MAX_ARGS = ("axis", "out", "keepdims", "initial", "where")
 _reduction_rules([np.sum], _SUM_ARGS, _w_sum)
@@ -269,6 +234,10 @@ _reduction_rules([np.prod], _SUM_ARGS, _w_prod)
 _reduction_rules([np.nanprod], _SUM_ARGS, _w_nanprod)
 _reduction_rules([np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin], _MAX_ARGS,
                  _w_extreme)  # fmt: skip
+defbatch(
+    [np.std, np.var, np.nanstd, np.nanvar],
+    _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where", "mean")),
+)
 
 
 def _variance(nan: bool, root: bool) -> Callable:
@@ -308,12 +277,21 @@ defcomposite(np.var, _variance(nan=False, root=False))
 defcomposite(np.std, _variance(nan=False, root=True))
 defcomposite(np.nanvar, _variance(nan=True, root=False))
 defcomposite(np.nanstd, _variance(nan=True, root=True))
+defbatch([np.ptp, np.count_nonzero], _axis_rule(axis_pos=1, flatten_none=False))
+
+
 defcomposite(
     np.ptp,
     lambda x, axis=None, out=None, keepdims=False: (
         np.max(x, axis=axis, keepdims=keepdims) - np.min(x, axis=axis, keepdims=keepdims)
     ),
 )
+# func(a, axis=None, ...) where None flattens the example first
+defbatch(
+    [np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod,
+     np.nancumsum, np.nancumprod],
+    _axis_rule(axis_pos=1, flatten_none=True),
+)  # fmt: skip
 
 
 # scans: cumsum is linear (its transpose sums from the end); cumprod is the scan of
@@ -353,6 +331,32 @@ def _nan_scan(func: Callable, fill: float) -> Callable:
     return impl
 
 
+defcomposite(np.cumprod, _cumprod)
+defcomposite(np.nancumsum, _nan_scan(np.cumsum, 0.0))
+defcomposite(np.nancumprod, _nan_scan(np.cumprod, 1.0))
+
+
+def _cumulative_rule(func: Callable) -> Callable:
+    """`np.cumulative_sum(x, axis=None, ..., include_initial=False)`: axis is optional
+    only for 1-d examples."""
+
+    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        v = unwrap(trace, args[0])[0]
+        axis = get_arg(args, kwargs, 1, "axis")
+        nd = example_ndim(trace, args[0])
+        if axis is None:
+            if nd != 1:
+                raise ValueError(f"axis must be given for a {nd}-d array in {func.__name__}")
+            axis = 0
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_one(axis, nd))
+        return trace.wrap(func(*args, **kwargs))
+
+    return rule
+
+
+defbatch(present(np, "cumulative_sum", "cumulative_prod"), _cumulative_rule)
+
+
 def _cumulative(func: Callable, fill: float) -> Callable:
     def impl(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
              include_initial: bool = False) -> Any:  # fmt: skip
@@ -372,8 +376,5 @@ def _cumulative(func: Callable, fill: float) -> Callable:
     return impl
 
 
-defcomposite(np.cumprod, _cumprod)
-defcomposite(np.nancumsum, _nan_scan(np.cumsum, 0.0))
-defcomposite(np.nancumprod, _nan_scan(np.cumprod, 1.0))
 defcomposite(present(np, "cumulative_sum"), _cumulative(np.cumsum, 0.0))
 defcomposite(present(np, "cumulative_prod"), _cumulative(np.cumprod, 1.0))

@@ -4,6 +4,10 @@ Most are "shift every axis argument by one and prepend the batch axis to shapes"
 Results that NumPy gives as views stay views (registered with `may_view=True`).
 Arguments that decide the output's shape (`reps`, `repeats`, `k` of `rot90`, ...)
 must be unbatched: a batched one runs the call once per example, with a warning.
+
+Derivatives (see `vmapx._autodiff`): shape functions are linear: the JVP is the function
+of the tangent, the VJP undoes the shape change on the cotangent (`broadcast_to`'s sum
+is done by the engine).
 """
 
 from __future__ import annotations
@@ -86,7 +90,17 @@ defbatch(np.shape, _meta_rule("shape"))
 defbatch(np.ndim, _meta_rule("ndim"))
 defbatch(np.size, _meta_rule("size"))
 defbatch([np.copy, astype], _value_rule)
+defelementwise([np.copy, astype], 1)
 defbatch([np.real, np.imag], _value_rule, may_view=True)
+
+
+def _identity(g: Any) -> Any:
+    return g
+
+
+deflinear([np.real, np.imag])
+defvjp(np.real, lambda ans, x: _identity)
+defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 
 
 def _reshape_rule(func: Callable) -> Callable:
@@ -189,14 +203,63 @@ def _expand_dims_rule(func: Callable) -> Callable:
 
 
 defbatch(np.reshape, _reshape_rule, may_view=True)
+
+
+def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    order = get_arg(args, kwargs, 1, "order", "C")
+    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+
+
+defvjp(np.reshape, _unreshape)
 defbatch(np.ravel, _ravel_rule, may_view=True)
+
+
+def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    order = get_arg(args, kwargs, 0, "order", "C")
+    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+
+
+defvjp(np.ravel, _unravel)
 defbatch([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
          _transpose_rule, may_view=True)  # fmt: skip
+
+
+def _untranspose(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    axes = get_arg(args, kwargs, 0, "axes")
+    if axes is None:
+        return lambda g: np.transpose(g)
+    inverse = tuple(np.argsort([a % x.ndim for a in axes]))
+    return lambda g: np.transpose(g, inverse)
+
+
+defvjp([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
+       _untranspose)  # fmt: skip
 defbatch(np.moveaxis, _axes_rule(1, 2, names=("source", "destination")), may_view=True)
+
+
+defvjp(
+    np.moveaxis, lambda ans, x, source, destination: lambda g: np.moveaxis(g, destination, source)
+)
 defbatch(np.swapaxes, _axes_rule(1, 2, names=("axis1", "axis2")), may_view=True)
+
+
+defvjp(np.swapaxes, lambda ans, x, axis1, axis2: lambda g: np.swapaxes(g, axis1, axis2))
 defbatch(np.squeeze, _squeeze_rule, may_view=True)
 defbatch(np.expand_dims, _expand_dims_rule, may_view=True)
+
+
+def _unshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+    return lambda g: np.reshape(g, x.shape)
+
+
+defvjp([np.squeeze, np.expand_dims], _unshape)
 defbatch(np.broadcast_to, _broadcast_to_rule, may_view=True)
+
+
+_SHAPE_FUNCS = [np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes, np.squeeze,
+                np.expand_dims, np.broadcast_to]  # fmt: skip
+deflinear(_SHAPE_FUNCS + ([np.permute_dims] if hasattr(np, "permute_dims") else []))
+defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 
 
 def _dtype_rule(func: Callable) -> Callable:
@@ -269,7 +332,26 @@ def _broadcast_arrays_rule(func: Callable) -> Callable:
 
 
 defbatch(list(_ATLEAST), _atleast_rule, may_view=True)
+
+
+# atleast_*d reshape each array; broadcast_arrays is broadcast_to of each (read-only views
+# instead of NumPy's views that warn when written or asked whether they may be)
+deflinear_in(list(_ATLEAST), every_positional)
+defvjp_argnum(
+    list(_ATLEAST),
+    lambda argnum, ans, args, kwargs: (
+        lambda g: np.reshape(g[argnum] if len(args) > 1 else g, np.shape(args[argnum]))
+    ),
+)
 defbatch(np.broadcast_arrays, _broadcast_arrays_rule, may_view=True)
+
+
+defcomposite(
+    np.broadcast_arrays,
+    lambda *args, subok=False: _BROADCAST_SEQ(
+        np.broadcast_to(x, np.broadcast_shapes(*map(np.shape, args))) for x in args
+    ),
+)
 
 
 # -- reversals and rotations: flip, fliplr, flipud, roll, rot90 ------------------------
@@ -358,8 +440,26 @@ def _rot90_rule(func: Callable) -> Callable:
 defbatch(np.flip, _flip_rule, may_view=True)
 defbatch(np.fliplr, _flip_fixed_rule(1), may_view=True)
 defbatch(np.flipud, _flip_fixed_rule(0), may_view=True)
+deflinear([np.flip, np.fliplr, np.flipud])
+
+
+def _same_on_cotangent(func: Callable) -> Callable:
+    """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
+    return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
+
+
+for _func in (np.flip, np.fliplr, np.flipud):
+    defvjp(_func, _same_on_cotangent(_func))
 defbatch(np.roll, _roll_rule)
+deflinear(np.roll)
+
+
+defvjp(np.roll, lambda ans, x, shift, axis=None: lambda g: np.roll(g, np.negative(shift), axis))
 defbatch(np.rot90, _rot90_rule, may_view=True)
+deflinear(np.rot90)
+
+
+defvjp(np.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: np.rot90(g, -k, axes))
 
 
 # -- repetition: tile, repeat, resize --------------------------------------------------
@@ -412,8 +512,53 @@ def _resize_rule(func: Callable) -> Callable:
 
 
 defbatch(np.tile, _tile_rule)
+deflinear(np.tile)
+
+
+def _untile(ans: Any, x: Any, reps: Any) -> Callable:
+    """`tile`'s VJP: the cotangent split into (reps, example) axis pairs, summed over reps."""
+    shape = np.shape(x)
+    reps = tuple(reps) if np.iterable(reps) else (reps,)
+    rank = max(len(shape), len(reps))
+    pairs = zip((1,) * (rank - len(reps)) + reps, (1,) * (rank - len(shape)) + shape, strict=True)
+    split = tuple(n for pair in pairs for n in pair)
+    return lambda g: np.reshape(
+        np.sum(np.reshape(g, split), axis=tuple(range(0, 2 * rank, 2))), shape
+    )
+
+
+defvjp(np.tile, _untile)
 defbatch(np.repeat, _repeat_rule)
+deflinear(np.repeat)
+
+
+first = operands((0, None))
+
+
+_repeat_positions = positions_vjp(np.repeat, first)
+
+
+def _repeat_vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    """One repeat count: a reshape and a sum; counts per element: from labels."""
+    x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
+    if isinstance(repeats, Tracer) or np.size(repeats) != 1 or argnums != [0]:
+        return _repeat_positions(argnums, ans, args, kwargs)
+    count, axis, shape = (
+        int(np.reshape(repeats, -1)[0]),
+        get_arg(args, kwargs, 2, "axis"),
+        np.shape(x),
+    )
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.intp))
+        return lambda g: (np.reshape(np.sum(np.reshape(g, (size, count)), axis=1), shape),)
+    ax = axis % len(shape)
+    split = shape[:ax] + (shape[ax], count) + shape[ax + 1 :]
+    return lambda g: (np.sum(np.reshape(g, split), axis=ax + 1),)
+
+
+defvjp_argnums(np.repeat, _repeat_vjp)
 defbatch(np.resize, _resize_rule)
+defstructural(np.resize, first)
 
 
 # -- matrices: diag, diagflat, diagonal, trace, tril, triu, matrix_transpose ------------
@@ -506,10 +651,43 @@ def _rollaxis_rule(func: Callable) -> Callable:
 
 defbatch([np.diag, np.diagflat], _diag_rule, may_view=True)
 defbatch(np.diagonal, _two_axes_rule, may_view=True)
+
+
+defstructural([np.diag, np.diagflat, np.diagonal], first)
 defbatch(np.trace, _two_axes_rule)
+
+
+def _trace_impl(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+                out: Any = None) -> Any:  # fmt: skip
+    if out is not None:
+        return NotImplemented
+    return np.sum(np.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+defcomposite(np.trace, _trace_impl)
 defbatch([np.tril, np.triu], _tri_rule)
+
+
+deflinear([np.tril, np.triu])
+for _func in (np.tril, np.triu):
+    defvjp(_func, _same_on_cotangent(_func))
 defbatch(present(np, "matrix_transpose"), _matrix_transpose_rule, may_view=True)
+
+
+if hasattr(np, "matrix_transpose"):
+    deflinear(np.matrix_transpose)
+    defvjp(np.matrix_transpose, lambda ans, x: lambda g: np.swapaxes(g, -1, -2))
 defbatch(np.rollaxis, _rollaxis_rule, may_view=True)
+
+
+def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable:
+    nd = np.ndim(x)
+    axis, start = axis % nd, start + nd if start < 0 else start
+    return lambda g: np.moveaxis(g, start - 1 if start > axis else start, axis)
+
+
+deflinear(np.rollaxis)
+defvjp(np.rollaxis, _unrollaxis)
 
 
 def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
@@ -574,6 +752,12 @@ def _contiguous_rule(func: Callable) -> Callable:
 
 
 defbatch([np.ascontiguousarray, np.asfortranarray, np.require], _contiguous_rule, may_view=True)
+
+
+# contiguity changes only the layout (and the dtype: the engine casts back)
+deflinear([np.ascontiguousarray, np.asfortranarray, np.require])
+defvjp([np.ascontiguousarray, np.asfortranarray, np.require], _unshape)
+defzero([np.ascontiguousarray, np.asfortranarray, np.require], argnums=("like",))
 
 
 # -- pad ---------------------------------------------------------------------------------
@@ -657,148 +841,6 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
         )
     return v
 
-
-defbatch(np.pad, _pad_rule)
-
-
-# -- derivatives (autodiff rules; see vmapx._autodiff) ---------------------------------
-# Shape functions are linear: the JVP is the function of the tangent, the VJP undoes
-# the shape change on the cotangent (`broadcast_to`'s sum is done by the engine).
-
-
-def _identity(g: Any) -> Any:
-    return g
-
-
-def _unshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
-    return lambda g: np.reshape(g, x.shape)
-
-
-def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
-    order = get_arg(args, kwargs, 1, "order", "C")
-    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
-
-
-def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
-    order = get_arg(args, kwargs, 0, "order", "C")
-    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
-
-
-def _untranspose(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
-    axes = get_arg(args, kwargs, 0, "axes")
-    if axes is None:
-        return lambda g: np.transpose(g)
-    inverse = tuple(np.argsort([a % x.ndim for a in axes]))
-    return lambda g: np.transpose(g, inverse)
-
-
-_SHAPE_FUNCS = [np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes, np.squeeze,
-                np.expand_dims, np.broadcast_to, np.real, np.imag]  # fmt: skip
-deflinear(_SHAPE_FUNCS + ([np.permute_dims] if hasattr(np, "permute_dims") else []))
-defvjp(np.reshape, _unreshape)
-defvjp(np.ravel, _unravel)
-defvjp([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
-       _untranspose)  # fmt: skip
-defvjp(
-    np.moveaxis, lambda ans, x, source, destination: lambda g: np.moveaxis(g, destination, source)
-)
-defvjp(np.swapaxes, lambda ans, x, axis1, axis2: lambda g: np.swapaxes(g, axis1, axis2))
-if hasattr(np, "matrix_transpose"):
-    deflinear(np.matrix_transpose)
-    defvjp(np.matrix_transpose, lambda ans, x: lambda g: np.swapaxes(g, -1, -2))
-defvjp([np.squeeze, np.expand_dims], _unshape)
-defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
-defvjp(np.real, lambda ans, x: _identity)
-defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
-defelementwise([np.copy, astype, np.real_if_close], 1)
-
-
-first = operands((0, None))
-
-
-def _same_on_cotangent(func: Callable) -> Callable:
-    """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
-    return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
-
-
-def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable:
-    nd = np.ndim(x)
-    axis, start = axis % nd, start + nd if start < 0 else start
-    return lambda g: np.moveaxis(g, start - 1 if start > axis else start, axis)
-
-
-def _untile(ans: Any, x: Any, reps: Any) -> Callable:
-    """`tile`'s VJP: the cotangent split into (reps, example) axis pairs, summed over reps."""
-    shape = np.shape(x)
-    reps = tuple(reps) if np.iterable(reps) else (reps,)
-    rank = max(len(shape), len(reps))
-    pairs = zip((1,) * (rank - len(reps)) + reps, (1,) * (rank - len(shape)) + shape, strict=True)
-    split = tuple(n for pair in pairs for n in pair)
-    return lambda g: np.reshape(
-        np.sum(np.reshape(g, split), axis=tuple(range(0, 2 * rank, 2))), shape
-    )
-
-
-_repeat_positions = positions_vjp(np.repeat, first)
-
-
-def _repeat_vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
-    """One repeat count: a reshape and a sum; counts per element: from labels."""
-    x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
-    if isinstance(repeats, Tracer) or np.size(repeats) != 1 or argnums != [0]:
-        return _repeat_positions(argnums, ans, args, kwargs)
-    count, axis, shape = (
-        int(np.reshape(repeats, -1)[0]),
-        get_arg(args, kwargs, 2, "axis"),
-        np.shape(x),
-    )
-    if axis is None:
-        size = int(np.prod(shape, dtype=np.intp))
-        return lambda g: (np.reshape(np.sum(np.reshape(g, (size, count)), axis=1), shape),)
-    ax = axis % len(shape)
-    split = shape[:ax] + (shape[ax], count) + shape[ax + 1 :]
-    return lambda g: (np.sum(np.reshape(g, split), axis=ax + 1),)
-
-
-def _trace_impl(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-                out: Any = None) -> Any:  # fmt: skip
-    if out is not None:
-        return NotImplemented
-    return np.sum(np.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
-
-
-deflinear([np.flip, np.fliplr, np.flipud, np.tril, np.triu, np.roll, np.rot90, np.rollaxis,
-           np.tile, np.repeat])  # fmt: skip
-for _func in (np.flip, np.fliplr, np.flipud, np.tril, np.triu):
-    defvjp(_func, _same_on_cotangent(_func))
-defvjp(np.roll, lambda ans, x, shift, axis=None: lambda g: np.roll(g, np.negative(shift), axis))
-defvjp(np.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: np.rot90(g, -k, axes))
-defvjp(np.rollaxis, _unrollaxis)
-defvjp(np.tile, _untile)
-defvjp_argnums(np.repeat, _repeat_vjp)
-defstructural([np.resize, np.diag, np.diagflat, np.diagonal], first)
-defcomposite(np.trace, _trace_impl)
-
-# atleast_*d reshape each array; broadcast_arrays is broadcast_to of each (read-only views
-# instead of NumPy's views that warn when written or asked whether they may be)
-deflinear_in(list(_ATLEAST), every_positional)
-defvjp_argnum(
-    list(_ATLEAST),
-    lambda argnum, ans, args, kwargs: (
-        lambda g: np.reshape(g[argnum] if len(args) > 1 else g, np.shape(args[argnum]))
-    ),
-)
-defcomposite(
-    np.broadcast_arrays,
-    lambda *args, subok=False: _BROADCAST_SEQ(
-        np.broadcast_to(x, np.broadcast_shapes(*map(np.shape, args))) for x in args
-    ),
-)
-
-# contiguity changes only the layout (and the dtype: the engine casts back)
-deflinear([np.ascontiguousarray, np.asfortranarray, np.require])
-defvjp([np.ascontiguousarray, np.asfortranarray, np.require], _unshape)
-defzero([np.ascontiguousarray, np.asfortranarray, np.require], argnums=("like",))
 
 # pad: the modes that copy elements (and fill constants) are structural; linear_ramp, the
 # statistics and odd reflections are computed axis by axis, in NumPy's order, with
@@ -918,8 +960,7 @@ def _reflect_axis(y: Any, axis: int, before: int, after: int, symmetric: bool) -
     return y
 
 
+defbatch(np.pad, _pad_rule)
 _PAD_OPERANDS = operands((0, "array"), (None, "constant_values"))
 defstructural(np.pad, _PAD_OPERANDS, _empty_as_constant, _empty_as_constant)
 defcomposite(np.pad, _pad_impl)
-
-# -- end of derivatives ------------------------------------------------------------------

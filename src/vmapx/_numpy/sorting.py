@@ -89,9 +89,7 @@ def _sort_complex_rule(func: Callable) -> Callable:
 
 
 defbatch([np.sort, np.argsort], _sort_rule)
-defbatch([np.partition, np.argpartition], _partition_rule)
-defbatch(np.lexsort, _lexsort_rule)
-defbatch(np.sort_complex, _sort_complex_rule)
+
 
 # -- derivatives: a sort moves elements. With `perm` the source of each output position
 # (`ans == take_along_axis(a, perm)`), the JVP gathers the tangent and the VJP writes the
@@ -100,15 +98,6 @@ defbatch(np.sort_complex, _sort_complex_rule)
 
 def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
     return np.argsort(a, axis=axis, kind="stable")
-
-
-def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
-    """NumPy's partition arranges elements its own way (`argpartition` may arrange them
-    otherwise): the r-th smallest element sits at `sorted_ans[r]` and comes from
-    `sorted_a[r]`, the two stable argsorts."""
-    from_a = np.argsort(a, axis=axis, kind="stable")
-    at = np.argsort(ans, axis=axis, kind="stable")
-    return _write_back(from_a, at, ans.shape, axis)
 
 
 def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
@@ -141,7 +130,21 @@ def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
 
 
 defpermutation(np.sort, _sort_perm, axis_at=1)
+defbatch([np.partition, np.argpartition], _partition_rule)
+
+
+def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> Any:
+    """NumPy's partition arranges elements its own way (`argpartition` may arrange them
+    otherwise): the r-th smallest element sits at `sorted_ans[r]` and comes from
+    `sorted_a[r]`, the two stable argsorts."""
+    from_a = np.argsort(a, axis=axis, kind="stable")
+    at = np.argsort(ans, axis=axis, kind="stable")
+    return _write_back(from_a, at, ans.shape, axis)
+
+
 defpermutation(np.partition, _partition_perm, axis_at=2)
+defbatch(np.lexsort, _lexsort_rule)
+defbatch(np.sort_complex, _sort_complex_rule)
 
 
 # -- searchsorted, digitize ------------------------------------------------------------

@@ -6,6 +6,7 @@ example's data (its count of non-NaN values, its autodetected bin edges) become 
 with one entry per example. Where NumPy's own function already computes the batch in
 one call (`np.quantile` over shifted axes), the rule calls it; elsewhere the rule follows
 NumPy's algorithm step by step with the same arithmetic, so results equal the loop's.
+Derivatives are those of each rule applied to one example (`defcomposite_by_rule`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from .._autodiff import defcomposite
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -27,7 +27,7 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import NUMPY2, normalize_axis_tuple
-from .._differentiate_rule import composite_by_rule, own_impl
+from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like, moved
 from .._rule_helpers import example_shape, shift_axis
 from .._rule_helpers import loop as _loop
@@ -351,6 +351,9 @@ defrules(
     [np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile],
     _quantile_rule,
 )
+defcomposite_by_rule(
+    [np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile]
+)
 
 
 # -- average --------------------------------------------------------------------------
@@ -416,6 +419,7 @@ def _average_rule(func: Callable) -> Callable:
 
 
 defrules(np.average, _average_rule)
+defcomposite_by_rule(np.average)
 
 
 # -- covariance -----------------------------------------------------------------------
@@ -552,7 +556,9 @@ def _clip_unit(c: Any) -> Any:
 
 
 defrules(np.cov, _cov_rule)
+defcomposite_by_rule(np.cov)
 defrules(np.corrcoef, _corrcoef_rule)
+defcomposite_by_rule(np.corrcoef)
 
 
 # -- histograms -----------------------------------------------------------------------
@@ -802,6 +808,7 @@ def _histogram_rule(func: Callable) -> Callable:
 
 
 defrules([np.histogram, np.histogram_bin_edges], _histogram_rule)
+defcomposite_by_rule([np.histogram, np.histogram_bin_edges])
 
 
 def _sample_columns(trace: BatchTrace, sample: Any) -> list | None:
@@ -909,14 +916,4 @@ def _histogramdd_rule(func: Callable) -> Callable:
 
 
 defrules([np.histogramdd, np.histogram2d], _histogramdd_rule)
-
-
-# -- derivatives: each rule applied to one example (see `misc.composite_by_rule`) -----
-
-
-for _func in (
-    np.median, np.nanmedian, np.quantile, np.nanquantile, np.percentile, np.nanpercentile,
-    np.average, np.cov, np.corrcoef, np.histogram, np.histogram_bin_edges, np.histogramdd,
-    np.histogram2d,
-):  # fmt: skip
-    defcomposite(_func, composite_by_rule(_func))
+defcomposite_by_rule([np.histogramdd, np.histogram2d])

@@ -23,7 +23,7 @@ from .._autodiff import (
     defvjp,
     defvjp_argnum,
     defzero,
-    partial,
+    partial_value,
     stop_gradient_leaf,
 )
 from .._batching import (
@@ -491,7 +491,7 @@ defelementwise(np.ldexp, lambda ans, x, i: np.ldexp(np.ones_like(ans), i), None)
 defjvp(np.conjugate, lambda t, ans, x, **kw: np.conjugate(t))
 defvjp(np.conjugate, lambda ans, x, **kw: np.conjugate)
 defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
-         np.spacing, np.fix])  # fmt: skip
+         np.spacing])  # fmt: skip
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name
@@ -631,8 +631,8 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     derivs = ufunc_primitive(ufunc, "__call__").rules.partials
     n = x.shape[-1]
     prev, cur, ans = out[..., :-1], x[..., 1:], out[..., 1:]
-    a = np.broadcast_to(partial(derivs[0], ans, prev, cur), ans.shape)
-    b = np.broadcast_to(partial(derivs[1], ans, prev, cur), ans.shape)
+    a = np.broadcast_to(partial_value(derivs[0], ans, prev, cur), ans.shape)
+    b = np.broadcast_to(partial_value(derivs[1], ans, prev, cur), ans.shape)
     ones = np.ones_like(out, shape=out.shape[:-1] + (1,))
     a = np.concatenate([ones, a], axis=-1)
     b = np.concatenate([ones, b], axis=-1)
