@@ -342,11 +342,12 @@ def test_chunked_calls_are_timed_by_their_cpu_on_idle_cores(workers):
 
     cpu = _parallel.run_chunks(run, lambda out, a, b: joined.append(out), 8, 2, workers)
     assert joined == [0, 2, 4, 6]  # (in order)
-    assert 0.008 / workers <= cpu < 0.03 / workers, cpu  # (4 x 2 ms of CPU; 40 ms asleep)
+    assert 0.008 <= cpu.total < 0.03, cpu  # (4 x 2 ms of CPU; 40 ms asleep)
+    assert 0.008 / workers <= cpu.idle < 0.03 / workers, cpu
 
 
 def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
-    """The whole and the split calls are judged by CPU time (`_parallel.critical_cpu`), so
+    """The whole and the split calls are judged by CPU time (`_parallel.CpuTime`), so
     time spent waiting on a shared machine neither keeps nor drops the threads."""
     monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)
     monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)
@@ -355,7 +356,7 @@ def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
     monkeypatch.setattr(
         _autochunk.AutoChunk,
         "observe_chunked",
-        lambda self, key, seconds: (seen.append(seconds), observe(self, key, seconds))[1],
+        lambda self, key, *cpu: (seen.append(cpu[0]), observe(self, key, *cpu))[1],
     )
 
     def f(x):
@@ -366,3 +367,35 @@ def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
     for _ in range(6):
         assert_same(batched(X), np.cos(X), rtol=0, atol=0)
     assert len(seen) == 4 and max(seen) < 0.005, seen  # (each call slept 5 ms or more)
+
+
+def test_threads_that_add_much_work_are_dropped():
+    """A split 10% faster on idle cores whose threads take more than PARALLEL_WORK times
+    the whole call's CPU time goes back to one thread: on busy cores the extra work is
+    what it costs; one within that bound stays."""
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    for work, threaded in ((0.0030, False), (0.0024, True)):  # (whole: 2 ms)
+        auto = _autochunk.AutoChunk()
+        for _ in range(2):
+            auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.002, workers=2)
+        for _ in range(4):  # (the first is not judged)
+            auto.observe_chunked(("k",), 0.0015, work)
+        assert auto.threaded(("k",)) is threaded and (auto.chunk_for(("k",)) == 50) is threaded
+
+
+def test_threads_dropped_after_one_thread_chunks_keep_those_chunks():
+    """Cache-sized chunks timed on one thread and kept (3 ms against 6 ms whole), then
+    on threads that add too much work: the chunks stay, on one thread (the rules of one
+    thread would otherwise start again from the whole batch)."""
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    made = type("Made", (), {"largest": 12 << 20, "made": 40 << 20})()  # (not cache-bound)
+    for _ in range(2):
+        auto.observe_whole(key, 2048, made, [np.empty(1 << 17)], 0.006, workers=2)
+    small = auto.chunk_for(key)
+    assert small and not auto.threaded(key)
+    for seconds in (0.01, 0.003, 0.003, 0.003):
+        auto.observe_chunked(key, seconds)
+    assert auto.threaded(key)
+    for _ in range(4):
+        auto.observe_chunked(key, 0.002, 0.0045)  # (1.5 x the one-thread chunks' work)
+    assert auto.chunk_for(key) == small and not auto.threaded(key)

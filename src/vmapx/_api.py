@@ -205,9 +205,9 @@ def _auto_chunked(
     chunk = None if key is None else auto.chunk_for(key)
     if chunk is not None:
         workers = _workers(opts) if auto.threaded(key) else 1
-        spent: list = []  # (judged by CPU time: see _parallel.critical_cpu)
+        spent: list = []  # (judged by CPU time: see _parallel.CpuTime)
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent)
-        auto.observe_chunked(key, spent[-1])
+        auto.observe_chunked(key, *spent[-1])
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
@@ -221,7 +221,7 @@ def _auto_chunked(
             size,
             made[0],
             optree.tree_leaves(out, is_leaf=_is_leaf),
-            cpu,  # (judged by CPU time, as the chunked calls: see _parallel.critical_cpu)
+            cpu,  # (judged by CPU time, as the chunked calls: see _parallel.CpuTime)
             _autochunk.faults() - faulted if check else None,
             _workers(opts),
             cpu,
@@ -600,7 +600,7 @@ def _chunked(
     chunk: int, workers: int = 1, spent: list | None = None,
 ) -> Any:  # fmt: skip
     """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`);
-    `spent`: a list to append the call's CPU time on idle cores to (`run_chunks`)."""
+    `spent`: a list to append the call's `_parallel.CpuTime` to."""
     joined = _Joined(opts.out_axes, size)
 
     def run(start: int, stop: int) -> tuple:

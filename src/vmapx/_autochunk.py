@@ -47,15 +47,18 @@ after the first: not faster by
 cores), or, where the batch has enough examples for cache-sized chunks, than as many
 calls in such chunks on one thread (timed first; the threads' chunks are as small:
 large ones page-fault in each thread), the calls follow the rules of one thread from
-then on.
+then on (those cache-sized chunks on one thread, where they were timed and kept).
 
-**The clock.** Every call is timed by CPU time, not wall time: a whole-batch or
-one-thread call by the calling thread's, a call split among threads by the CPU time of
-all its chunks divided by the threads that ran them (`_parallel.critical_cpu`: its time
-on idle cores). On cores shared with other work wall time swings with that work (and
-where the scheduler shares CPU per session, a second thread gets no more of it at all),
-so judging threads by it kept or dropped them by chance; CPU time still counts what the
-split costs (copies, threads stalled on the same memory, page faults in each thread).
+**The clock.** Every call is timed by CPU time, not wall time (`_parallel.CpuTime`): a
+whole-batch or one-thread call by the calling thread's, a call split among threads by
+its time on idle cores (the calling thread's CPU time plus that of its chunks divided by
+the threads that ran them). On cores shared with other work wall time swings with that
+work, so judging threads by it kept or dropped them by chance; CPU time still counts
+what the split costs (copies, threads stalled on the same memory, page faults in each
+thread). And threads are kept only where all of them together take at most
+`PARALLEL_WORK` times the CPU time of the call they replace: where the cores are busy
+(and where the scheduler shares CPU per session rather than per thread, so that a
+second thread gets no more of it) the extra work is what the split costs in wall time.
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -90,6 +93,7 @@ PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
 TRIALS = 3  # chunked calls are judged by the median of this many (one says little: noise)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
+PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the whole call's
 # a call whose batched values are mostly its results, made at less CPU time per byte
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
 # 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
@@ -104,7 +108,7 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "trials", "cpu", "write_bound_cpu", "single", "threads_later",
+                 "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
                  "baseline")  # fmt: skip
 
     def __init__(
@@ -118,6 +122,7 @@ class _Seen:
         self.fault_bytes = 0
         self.parallel = parallel  # (split among threads: judged by the best of some calls)
         self.trials: list[float] = []  # (the judged chunked calls' seconds)
+        self.work: list[float] = []  # (and their CPU time in all threads)
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
         self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
@@ -215,7 +220,7 @@ class AutoChunk:
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
         entry.chunked_calls = entry.checks = 0
-        entry.trials = []
+        entry.trials, entry.work = [], []
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -225,7 +230,9 @@ class AutoChunk:
             entry.fault_bytes = 0
             entry.chunk = entry.candidate
 
-    def observe_chunked(self, key: Any, seconds: float) -> None:
+    def observe_chunked(self, key: Any, seconds: float, work: float | None = None) -> None:
+        """A chunked call that took `seconds` (on idle cores, see the module), and `work`
+        seconds of CPU in all its threads (default: `seconds`)."""
         entry = self.seen.get(key)
         if entry is None:
             return
@@ -233,18 +240,22 @@ class AutoChunk:
         if entry.chunked_calls < 2 or len(entry.trials) >= TRIALS:
             return  # (the first may pay for memory the whole-batch calls gave back)
         entry.trials.append(seconds)
+        entry.work.append(seconds if work is None else work)
         if len(entry.trials) != TRIALS:
             return
         typical = sorted(entry.trials)[TRIALS // 2]
+        typical_work = sorted(entry.work)[TRIALS // 2]
         if not entry.parallel:
             if typical > SLOWER * entry.whole_seconds:
                 entry.chunk = None
             elif entry.threads_later:  # (now on threads)
+                entry.single = (entry.chunk, entry.chunk, 0)  # (if threads do not pay)
                 entry.parallel, entry.baseline = True, typical
                 entry.chunk, entry.threads_later = entry.threads_later, 0
-                entry.chunked_calls, entry.trials = 0, []
+                entry.chunked_calls, entry.trials, entry.work = 0, [], []
             return
-        if typical > PARALLEL_GAIN * (entry.baseline or entry.whole_seconds):
+        baseline = entry.baseline or entry.whole_seconds
+        if typical > PARALLEL_GAIN * baseline or typical_work > PARALLEL_WORK * baseline:
             self._one_thread(entry)
 
 

@@ -40,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core, _progress
 from ._config import config
@@ -98,31 +98,36 @@ def run_chunks(
     chunk: int,
     workers: int,
     progress: bool = False,
-) -> float:
+) -> CpuTime:
     """`join(run(start, stop), start, stop)` for the chunks of `chunk` examples of a batch
     of `size`, in order: on the pool where `can_run_parallel`, else one after the other;
-    `progress`: a bar over the chunks (`vmapx._progress`). Returns the CPU seconds the
-    call would take on idle cores (`critical_cpu`)."""
+    `progress`: a bar over the chunks (`vmapx._progress`). Returns the call's CPU time."""
     bounds = [(start, min(start + chunk, size)) for start in range(0, size, chunk)]
     with _progress.bar(len(bounds), progress) as advance:
+        own = time.thread_time()
         if can_run_parallel(workers, len(bounds)):
-            cpu = map_in_order(run, join, bounds, workers, advance)
-            return critical_cpu(cpu, min(workers, len(bounds)))
-        cpu = time.thread_time()
+            chunks = map_in_order(run, join, bounds, workers, advance)
+            own = time.thread_time() - own
+            lanes = min(workers, len(bounds))
+            return CpuTime(own + chunks / lanes, own + chunks)
         for start, stop in bounds:
             join(run(start, stop), start, stop)
             advance(1)
-        return time.thread_time() - cpu
+        own = time.thread_time() - own
+        return CpuTime(own, own)
 
 
-def critical_cpu(cpu_seconds: float, lanes: int) -> float:
-    """The time of a call whose chunks took `cpu_seconds` of CPU in all, on `lanes`
-    threads with a core each: the measure by which `vmapx._autochunk` judges threads. Wall
-    time would say more about the machine's other work than about the split (on shared
-    cores, and where the scheduler shares CPU per session rather than per thread,
-    a second thread may get no more CPU at all), and CPU time still counts what threads
-    cost each other: two threads stalled on memory bandwidth each take longer."""
-    return cpu_seconds / max(1, lanes)
+class CpuTime(NamedTuple):
+    """The CPU time of a call in chunks, by which `vmapx._autochunk` judges threads:
+    `idle`, the seconds it would take on idle cores (the calling thread's CPU time plus
+    that of the chunks divided by the threads that ran them), and `total`, the CPU time
+    of all its threads. Wall time would say more about the machine's other work than
+    about the split (on shared cores, and where the scheduler shares CPU per session
+    rather than per thread, a second thread may get no more CPU at all), while CPU time
+    still counts what threads cost each other: two stalled on memory each take longer."""
+
+    idle: float
+    total: float
 
 
 def map_in_order(
