@@ -29,7 +29,7 @@ value it made and the bytes of all of them. After a whole-batch call,
   faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks.
 
 Chunked calls (after the first, which often pays for memory the whole-batch calls
-gave back) whose median of `TRIALS` is slower than the best whole-batch call by `SLOWER`
+gave back) whose best of `TRIALS` is slower than the best whole-batch call by `SLOWER`
 switch chunking off for that signature (one call on a busy machine says little).
 
 With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
@@ -41,7 +41,7 @@ cache-sized where the cache rule says smaller. Not where the call is bound by wr
 its results to memory (its values are mostly results, made at less than
 `WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
 The split starts after a second whole-batch call (the first is often slow: cold caches,
-so it would flatter the split), and is judged by the median of `TRIALS` calls
+so it would flatter the split), and is judged by the best of `TRIALS` calls
 after the first: not faster by
 `1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
 cores), or, where the batch has enough examples for cache-sized chunks, than as many
@@ -91,7 +91,7 @@ PARALLEL_SECONDS = 1e-3
 PIECE_SECONDS = 4e-3
 PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
-TRIALS = 3  # chunked calls are judged by the median of this many (one says little: noise)
+TRIALS = 3  # chunked calls are judged by the best of this many, as whole ones (noise only adds)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
 PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the whole call's
 # a call whose batched values are mostly its results, made at less CPU time per byte
@@ -243,8 +243,7 @@ class AutoChunk:
         entry.work.append(seconds if work is None else work)
         if len(entry.trials) != TRIALS:
             return
-        typical = sorted(entry.trials)[TRIALS // 2]
-        typical_work = sorted(entry.work)[TRIALS // 2]
+        typical, typical_work = min(entry.trials), min(entry.work)
         if not entry.parallel:
             if typical > SLOWER * entry.whole_seconds:
                 entry.chunk = None
