@@ -126,6 +126,9 @@ class ADTracer(Tracer):
     # shows its value).
     def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
         if how == "array":
+            if args[0] is not None and np.dtype(args[0]).kind in "biu":
+                # `np.int64(x)`: an integer copy's derivative is zero wherever it has one
+                return np.asarray(self.primal, dtype=args[0])
             raise self._leave_error()
         if how in ("float", "int", "complex"):
             self._check_not_stored(sys._getframe(2))  # the caller of `float(x)`, ...

@@ -102,6 +102,17 @@ def _gamma_density(a: object, x: object, out: object) -> object:
 
 elementwise(sc.gammainc, [None, _gamma_density])
 elementwise(sc.gammaincc, [None, lambda a, x, out: -_gamma_density(a, x, out)])
+# (gammasgn, betainc and yn take other arguments than the table above: checked in
+# tests/test_ported_autograd_scipy.py)
+_unary(sc.gammasgn, lambda x, out: np.zeros_like(out))  # piecewise constant
+
+
+def _beta_density(a: object, b: object, x: object, out: object) -> object:
+    """d/dx of the regularized incomplete beta function: the Beta(a, b) density."""
+    return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - sc.betaln(a, b))
+
+
+elementwise(sc.betainc, [None, None, _beta_density])
 
 # -- Bessel functions (derivative in x; the order is not differentiated) -----------------
 
@@ -124,6 +135,7 @@ elementwise(
 )
 elementwise(sc.jv, [None, lambda v, x, out: (sc.jv(v - 1, x) - sc.jv(v + 1, x)) / 2])
 elementwise(sc.yv, [None, lambda v, x, out: (sc.yv(v - 1, x) - sc.yv(v + 1, x)) / 2])
+elementwise(sc.yn, [None, lambda n, x, out: (sc.yv(n - 1, x) - sc.yv(n + 1, x)) / 2])
 elementwise(sc.kv, [None, lambda v, x, out: -(sc.kv(v - 1, x) + sc.kv(v + 1, x)) / 2])
 elementwise(sc.kve, [None, lambda v, x, out: out - (sc.kve(v - 1, x) + sc.kve(v + 1, x)) / 2])
 
