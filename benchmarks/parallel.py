@@ -204,6 +204,10 @@ def _cell(times: dict, name: str, column: int) -> str:
     return f"{1e3 * float(np.median([t[column] for t in times[name]])):.2f}"
 
 
+def _median_cpu(times: dict, name: str) -> float:
+    return float(np.median([t[1] for t in times[name]]))
+
+
 def _fastest(times: dict, name: str, against: str) -> float:
     """The ratio of the two methods' fastest calls (the least disturbed by other work)."""
     return min(t[0] for t in times[name]) / min(t[0] for t in times[against])
@@ -253,6 +257,10 @@ def report(chosen: list, times: dict, peaks: dict, cores: int, load: tuple) -> N
     )
     best = geomean([_fastest(times[k], "vmapx parallel", "hand") for k in keys])
     print(f"geometric mean of the fastest calls, {cores} threads / hand: {best:.2f}")
+    work = geomean(
+        [_median_cpu(times[k], "vmapx parallel") / _median_cpu(times[k], "hand") for k in keys]
+    )
+    print(f"geometric mean of the CPU time (all threads), {cores} threads / hand: {work:.2f}")
     print(
         f"peak memory above hand-written NumPy's (by more than {PEAK_NOISE - 1:.0%}): "
         f"{', '.join(heavier) or 'none'}"
