@@ -57,6 +57,8 @@ def rows() -> list[tuple[str, str, Callable, Callable, bool]]:
     d8 = (y8[None] - x8[:, None]) ** 2
     a5, a8 = rng.standard_normal((100, 16, 16)), rng.standard_normal((100, 8, 8))
     r5, r8 = a5.reshape(100, -1), a8.reshape(100, -1)
+    x15, c15 = rng.standard_normal((2048, 16)), rng.standard_normal((256, 16))
+    x16, k16 = rng.standard_normal((500, 1024)), rng.standard_normal(32)
     return [
         ("w7, reductions", "sum over a length-4 axis of (100000, 4)",
          lambda: x7.sum(axis=1), lambda: column_sum(x7), True),
@@ -73,7 +75,28 @@ def rows() -> list[tuple[str, str, Callable, Callable, bool]]:
          lambda: np.sqrt(np.maximum(
              (x8**2).sum(1)[:, None] + (y8**2).sum(1)[None] - 2 * x8 @ y8.T, 0.0)),
          False),
+        ("w15, fusion", "nearest centroid, min over C (256,16) of squared distances: "
+         "broadcast vs |x|^2 + |c|^2 - 2 x.c (argmin can differ at near ties)",
+         lambda: ((c15[None] - x15[:, None]) ** 2).sum(-1).min(1),
+         lambda: ((x15**2).sum(1)[:, None] + (c15**2).sum(1)[None] - 2 * x15 @ c15.T).min(1),
+         False),
+        ("w16, convolve", "np.convolve of (500, 1024) rows with a shared (32,) kernel: rows "
+         "end to end in one np.convolve (vmapx's rule) vs sliding windows @ kernel",
+         lambda: _rows_end_to_end(x16, k16), lambda: _windows_matmul(x16, k16), False),
     ]  # fmt: skip
+
+
+def _rows_end_to_end(x: Any, k: Any) -> Any:
+    rows, m = x.shape[0], len(k)
+    length = x.shape[1] + m - 1
+    padded = np.concatenate([x, np.zeros((rows, m - 1))], axis=1).reshape(-1)
+    return np.convolve(padded, k)[: rows * length].reshape(rows, length)
+
+
+def _windows_matmul(x: Any, k: Any) -> Any:
+    m = len(k)
+    padded = np.pad(x, ((0, 0), (m - 1, m - 1)))
+    return np.lib.stride_tricks.sliding_window_view(padded, m, axis=1) @ k[::-1]
 
 
 def memory_rows() -> list[tuple[str, str, Callable, Callable]]:

@@ -1,4 +1,4 @@
-"""Benchmark runner: every workload (w1-w9), every method side by side.
+"""Benchmark runner: every workload (w1-w9, w11-w19), every method side by side.
 
     python benchmarks/run.py              # all workloads (what `make bench` runs)
     python benchmarks/run.py --only w1,w7 --quick
@@ -56,6 +56,7 @@ import optree  # noqa: E402
 import overhead  # noqa: E402
 import vmapx  # noqa: E402
 from workloads import WORKLOADS, Workload, compare, loop  # noqa: E402
+from workloads_more import MORE_WORKLOADS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = [
@@ -460,7 +461,7 @@ def write_chart(path: Path, results: list[dict]) -> None:
         return
     shown = SHOWN
     keys = [r["workload"].key for r in results]
-    fig, ax = plt.subplots(figsize=(12, 4.8))
+    fig, ax = plt.subplots(figsize=(max(12.0, 0.55 * len(keys)), 5.2))
     width = 0.8 / len(shown)
     for j, m in enumerate(shown):
         xs, ys = [], []
@@ -472,10 +473,10 @@ def write_chart(path: Path, results: list[dict]) -> None:
         ax.bar(xs, ys, width, label=m)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(keys)), keys)
+    ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("time / hand-vectorized NumPy (log)")
     ax.set_title("vmapx benchmarks (float64, median; lower is better)")
-    ax.legend(ncol=len(shown), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.legend(ncol=len(shown), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -497,10 +498,10 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in info.items():
         print(f"{k}: {v}")
     budget = 0.1 if opts.quick else 0.5
-    chosen = WORKLOADS
+    chosen = WORKLOADS + MORE_WORKLOADS
     if opts.only:
         prefixes = opts.only.split(",")
-        chosen = [w for w in WORKLOADS if any(w.key.startswith(p) for p in prefixes)]
+        chosen = [w for w in chosen if any(w.key.startswith(p) for p in prefixes)]
     results = [run_workload(w, peers, budget) for w in chosen]
 
     print("per-op overhead ...")

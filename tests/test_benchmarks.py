@@ -14,17 +14,19 @@ import vmapx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from workloads import WORKLOADS, Workload, compare, loop  # noqa: E402
+from workloads_more import MORE_WORKLOADS  # noqa: E402
 
 TINY = 3
+ALL = WORKLOADS + MORE_WORKLOADS
 
 
-@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+@pytest.mark.parametrize("w", ALL, ids=lambda w: w.key)
 def test_hand_equals_loop(w: Workload) -> None:
     args = w.inputs(np.random.default_rng(0), TINY)
     compare(w, w.hand(*args), loop(w, args), "hand")
 
 
-@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+@pytest.mark.parametrize("w", ALL, ids=lambda w: w.key)
 def test_vmapx_equals_loop(w: Workload) -> None:
     missing = w.missing()
     if missing:
@@ -36,7 +38,7 @@ def test_vmapx_equals_loop(w: Workload) -> None:
     compare(w, got, loop(w, args), "vmapx")
 
 
-@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.key)
+@pytest.mark.parametrize("w", ALL, ids=lambda w: w.key)
 def test_vmapx_jit_replays_equal_the_loop(w: Workload) -> None:
     """The recording call and replays with new values (what `make bench` times)."""
     rng = np.random.default_rng(0)

@@ -375,13 +375,46 @@ def test_replays_match_f_and_leave_the_arguments_alone(case):
                 assert not any(np.shares_memory(r, a) for a in args)
 
 
-def test_large_arrays_are_not_replayed():
+def test_large_results_are_replayed():
     f, calls = _counting(lambda x: np.sin(x) * 2.0)
     fast = jit(f)
-    x = np.zeros(vmapx._jit.LARGE_BYTES // 8)
-    fast(x)
-    fast(x)
-    assert len(calls) == 2  # f runs: vmap's own chunks and reuse do better there
+    x = np.linspace(0.0, 1.0, vmapx._jit.LARGE_BYTES // 8)
+    for _ in range(3):
+        assert_same(fast(x), np.sin(x) * 2.0, rtol=0, atol=0)
+    assert len(calls) == 1
+
+
+def _distances(x, ys):
+    return np.sqrt(((ys - x) ** 2).sum(-1))
+
+
+def test_large_intermediates_replay_the_chunks_of_vmap():
+    """A whole-batch recording with 24 MiB intermediates is not kept; a later call, when
+    vmap runs in cache-sized chunks, records those, and its replay gives the loop's values."""
+    f, calls = _counting(vmap(_distances, in_axes=(0, None)))
+    fast = jit(f)
+    rng = np.random.default_rng(0)
+    ys = rng.standard_normal((512, 3))
+    for _ in range(vmapx._jit.RECORD_AGAIN + 3):
+        x = rng.standard_normal((2048, 3))
+        assert_same(fast(x, ys), np.stack([_distances(e, ys) for e in x]))
+    assert len(calls) <= vmapx._jit.RECORD_AGAIN  # the last calls replayed
+    text = str(fast.lower(x, ys))
+    assert "getitem(v0, (slice(0, " in text  # the first chunk
+    assert "    del v" in text  # a chunk's intermediates freed before the next chunk's
+
+
+def test_large_intermediates_without_chunks_warn_once_and_run_f():
+    f, calls = _counting(lambda x: np.outer(x, x).sum(0))
+    fast = jit(f)
+    x = np.linspace(0.0, 1.0, 2048)
+    with pytest.warns(vmapx.PerformanceWarning, match="not replayed.*intermediates of 32 MiB"):
+        for _ in range(vmapx._jit.RECORD_AGAIN + 2):
+            assert_same(fast(x), np.outer(x, x).sum(0), rtol=0, atol=0)
+    assert len(calls) == vmapx._jit.RECORD_AGAIN + 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast(x)  # (said once)
 
 
 # -- random programs: a replay gives what running f gives ---------------------------------
@@ -499,3 +532,14 @@ def test_jit_of_every_transform_gives_fs_results(name):
     for _ in range(3):
         x = RNG.standard_normal((5, 3))
         assert_same(fast(x), g(x.copy()), rtol=1e-12, atol=1e-14)
+
+
+def test_a_replayed_copy_method_has_the_method_s_c_order():
+    """`x.copy()` is C order (np.copy's default is "K"): a replay makes the same layout
+    as `f` (the moved layout of a broadcast subtraction copies its operands so)."""
+    x = np.arange(12.0).reshape(3, 4)
+    fast = jit(lambda a: a.T.copy())
+    for _ in range(3):
+        got = fast(x)
+        assert got.strides == x.T.copy().strides
+        assert_same(got, x.T.copy(), rtol=0, atol=0)

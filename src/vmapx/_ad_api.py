@@ -575,7 +575,11 @@ def jacrev(
             cts = optree.tree_unflatten(out_tree, _split_row(row, outs))
             return optree.tree_leaves(pull(cts), is_leaf=_is_leaf)
 
-        rows = basis_map(pull_row)(np.eye(m, dtype=dtype, like=_payload.like(*outs)))
+        like = _payload.like(*outs)
+        if m == 1:  # a scalar output (a Hessian's inner Jacobian): no basis to map over
+            rows = [np.expand_dims(r, 0) for r in pull_row(np.ones(1, dtype=dtype, like=like))]
+        else:
+            rows = basis_map(pull_row)(np.eye(m, dtype=dtype, like=like))
         ins, in_tree = optree.tree_flatten(tuple(args[i] for i in nums), is_leaf=_is_leaf)
         blocks = []
         for o, (a, b) in zip(outs, spans, strict=True):

@@ -204,7 +204,10 @@ def _auto_chunked(
     key = _autochunk.signature(size, leaves, axes) if auto.seen else None
     chunk = None if key is None else auto.chunk_for(key)
     if chunk is not None:
-        workers = _workers(opts) if auto.threaded(key) else 1
+        # (values of an outer transform or of a `jit` recording: chunk after chunk, in
+        # this thread, whose trace stack they belong to)
+        traced = any(isinstance(x, Tracer) for x in leaves)
+        workers = _workers(opts) if auto.threaded(key) and not traced else 1
         spent: list = []  # (judged by CPU time: see _parallel.CpuTime)
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent)
         auto.observe_chunked(key, *spent[-1])

@@ -34,8 +34,12 @@ Results are new arrays on every call (copies where a result would be an argument
 memory or a value kept in the recording). A replay writes an elementwise result into
 an operand that no later step reads (`vmapx._replay_memory`), so it allocates about as
 little as NumPy's own temporary elision would. A recording that makes arrays of
-`LARGE_BYTES` or more is not replayed (`f` runs): there the NumPy work dwarfs the
-interpretation, and `vmap`'s own chunking does better than a fixed replay. Replayed
+intermediates of `LARGE_BYTES` or more, larger than its results (`vmap` runs such
+calls in cache-sized chunks, `vmapx._autochunk`), is not kept: a later call records again,
+when the `vmap` inside runs in chunks, and its replay is the chunks' calls one after the
+other (a chunk's intermediates at a time: the memory of the chunked call); where after
+`RECORD_AGAIN` calls the recording still holds such arrays, calls run `f`, with a
+`PerformanceWarning` (once) that says so. Large results alone are replayed. Replayed
 results can differ from `f`'s in the last bits: under recording some rules take their
 general path, not a fast path that needs a plain array (the same NumPy calls, in
 another order).
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -60,10 +65,14 @@ from ._core import Trace, Tracer, pop_trace, push_trace
 from ._plain import PLAIN_ARRAYS
 from ._registry import Primitive
 
-# A recording that makes arrays this large is not replayed: interpreting the calls costs
-# little next to NumPy's work there, and `vmap` itself does better on large arrays
-# (chunks that stay in the cache, temporaries reused in place) than a fixed replay.
+# A recording whose intermediates are this large (and larger than its results) is not
+# replayed as it is: `vmap` runs such calls in cache-sized chunks, much faster than a
+# whole-batch replay; a later call records again (up to RECORD_AGAIN times), in chunks.
 LARGE_BYTES = _autochunk.LARGE_BYTES
+RECORD_AGAIN = 4
+# a replay deletes its arrays of this size or more after their last use (smaller ones
+# live until it returns, as Python's locals do: a `del` line costs more than they hold)
+FREE_BYTES = 256 << 10
 
 # NumPy functions whose non-array results depend on shapes and dtypes only (NumPy 1.26
 # decides `result_type`/`can_cast` of 0-d arrays by their values)
@@ -411,9 +420,10 @@ class GeneratedProgram:
     __slots__ = ("replay", "out_tree", "constant", "checked", "text")
 
     def __init__(
-        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool]
-    ) -> None:
-        self.replay, self.text = _compile(steps, n_inputs, outputs)
+        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool],
+        large: frozenset = frozenset(),
+    ) -> None:  # fmt: skip
+        self.replay, self.text = _compile(steps, n_inputs, outputs, large)
         self.out_tree = out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
@@ -484,10 +494,14 @@ def _droppable(step: _Step, layouts: list) -> bool:
     return impl in _DROPPABLE
 
 
-def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
+def _compile(
+    steps: list, n_inputs: int, outputs: list, large: frozenset = frozenset()
+) -> tuple[Callable, str]:
     """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
-    source as a person reads it (NumPy's functions by name, other constants listed)."""
+    source as a person reads it (NumPy's functions by name, other constants listed).
+    The `large` slots are deleted after their last use (`_freed_after`)."""
     names: dict[str, Any] = {}
+    freed = _freed_after(steps, outputs, large)
 
     def const(value: Any) -> str:
         name = f"c{len(names)}"
@@ -504,7 +518,7 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
 
     lines = [f"def replay({', '.join(f'v{i}' for i in range(n_inputs))}):"]
     # (keyword names come from NumPy calls: identifiers, checked by `_record`)
-    for step in steps:
+    for i, step in enumerate(steps):
         call_args = [expr(a) for a in step.args]
         call_args += [f"{k}={expr(v)}" for k, v in (step.kwargs or {}).items()]
         if step.into is not None:  # (see `_replay_memory`)
@@ -522,11 +536,36 @@ def _compile(steps: list, n_inputs: int, outputs: list) -> tuple[Callable, str]:
         else:
             targets = "".join(f"v{o}, " if o is not None else "_, " for o in step.outs)
             lines.append(f"    {targets}= {const(step.treedef)}.flatten_up_to({call})")
+        if i in freed:
+            lines.append(f"    del {', '.join(f'v{s}' for s in freed[i])}")
     results = ", ".join(f"v{o.index}" if type(o) is _Slot else const(o) for o in outputs)
     lines.append(f"    return [{results}]")
     source = "\n".join(lines)
     exec(source, names)  # noqa: S102 (our own generated source)
     return names["replay"], _readable(source, names)
+
+
+def _freed_after(steps: list, outputs: list, large: frozenset) -> dict[int, list[int]]:
+    """Per step, the `large` slots (not results) that no later step reads: a replay
+    deletes them there, so that the memory of a chunk's intermediates is reused by the
+    next chunk's (the locals of a function live until it returns)."""
+    if not large:
+        return {}
+    last: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for s in step.outs:
+            if s in large:
+                last.setdefault(s, i)
+        for s in step.reads:
+            if s in large:
+                last[s] = i
+    for o in outputs:
+        if type(o) is _Slot:
+            last.pop(o.index, None)
+    freed: dict[int, list[int]] = {}
+    for s, i in sorted(last.items()):
+        freed.setdefault(i, []).append(s)
+    return freed
 
 
 def _readable(source: str, names: dict) -> str:
@@ -606,11 +645,19 @@ class NotReplayable:
     """A signature whose calls run `f`: `why`, in words; `static`: the positions of the
     number arguments that Python code read (they are recorded as constants next time)."""
 
-    __slots__ = ("why", "static")
+    __slots__ = ("why", "static", "again")
 
-    def __init__(self, why: str, static: frozenset = frozenset()) -> None:
+    def __init__(self, why: str, static: frozenset = frozenset(), again: bool = False) -> None:
         self.why = why
         self.static = static
+        self.again = again  # (a later call may record again: its `vmap` may run in chunks)
+
+
+def _cache_bound(largest: int, results: list) -> bool:
+    """Whether a call whose largest array had `largest` bytes is one that `vmap` runs in
+    chunks (`_autochunk`'s rule): a whole-batch replay would stream it through memory."""
+    biggest_result = max((r.nbytes for r in results if isinstance(r, np.ndarray)), default=0)
+    return largest >= LARGE_BYTES and largest >= _autochunk.RESULT_RATIO * biggest_result
 
 
 def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
@@ -654,8 +701,9 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     result = optree.tree_unflatten(out_tree, fresh_arrays(results, inputs, constant))
     if not trace.replayable or static:
         return NotReplayable(trace.why or "Python reads a number argument", static), result
-    if trace.largest >= LARGE_BYTES:
-        return NotReplayable(f"it makes arrays of {LARGE_BYTES} bytes or more"), result
+    if _cache_bound(trace.largest, results):
+        why = f"it makes intermediates of {trace.largest >> 20} MiB, larger than its results"
+        return NotReplayable(why, again=True), result
     outputs = [
         _Slot(x.slot) if mine else x for x, mine in zip(out_leaves, ours, strict=True)
     ]  # fmt: skip
@@ -666,5 +714,9 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     steps = _live(steps, slots, trace.layouts)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
-    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs)
+    large = frozenset(
+        s for s, layout in enumerate(trace.layouts)
+        if s >= len(inputs) and math.prod(layout.shape) * layout.dtype.itemsize >= FREE_BYTES
+    )  # fmt: skip
+    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs, large)
     return program, result

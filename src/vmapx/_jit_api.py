@@ -23,7 +23,7 @@ import optree
 from . import _core
 from ._compat import NUMPY2
 from ._core import Tracer
-from ._jit import GeneratedProgram, NotReplayable, record, run_plainly
+from ._jit import RECORD_AGAIN, GeneratedProgram, NotReplayable, record, run_plainly
 from .errors import PerformanceWarning
 
 P = ParamSpec("P")
@@ -72,6 +72,8 @@ class Jitted(Generic[P, R]):
         self._read_numbers: dict[Any, frozenset] = {}
         self._lock = threading.Lock()
         self._warned = False
+        self._again: dict[Any, int] = {}  # signatures recorded again so far: how often
+        self._warned_large = False
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if _core._state.stack:  # inside a transform: the arguments may be tracers
@@ -86,6 +88,8 @@ class Jitted(Generic[P, R]):
         recorded = None if key is None else self._recordings.get(key)
         if type(recorded) is GeneratedProgram:
             return recorded.run(inputs)  # type: ignore[no-any-return]
+        if type(recorded) is NotReplayable and recorded.again:
+            return self._record_again(key, leaves, treedef, numbers)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
             return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         return self._record(key, leaves, treedef, numbers)[1]  # type: ignore[no-any-return]
@@ -179,6 +183,29 @@ class Jitted(Generic[P, R]):
         with self._lock:
             self._recordings[key] = recorded
         return recorded, out
+
+    def _record_again(self, key: tuple, leaves: list, treedef: Any, numbers: frozenset) -> Any:
+        """A later call of a signature whose recording held large intermediates: the
+        `vmap` inside may run in chunks by now, whose recording replays. After
+        `RECORD_AGAIN` such calls the signature runs `f`, with a warning (once)."""
+        with self._lock:
+            tries = self._again[key] = self._again.get(key, 0) + 1
+        recorded, out = self._record(key, leaves, treedef, numbers)
+        if type(recorded) is NotReplayable and recorded.again and tries >= RECORD_AGAIN:
+            with self._lock:
+                self._recordings[key] = NotReplayable(recorded.why)
+            if not self._warned_large:
+                self._warned_large = True
+                warnings.warn(
+                    f"jit({_name(self._f)}): calls with these arguments are not replayed, "
+                    f"they run the function: {recorded.why} (a whole-batch replay would "
+                    "stream them through memory; vmap runs such calls in cache-sized "
+                    "chunks). Wrap the function in vmapx.vmap (chunk_size='auto', the "
+                    "default) so that the recording is of its chunks.",
+                    PerformanceWarning,
+                    stacklevel=4,
+                )
+        return out
 
     def _room(self, key: tuple, leaves: list) -> bool:
         """Whether another signature may be recorded; warns once where not."""

@@ -366,7 +366,7 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    return np.copy(self)
+    return np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
