@@ -28,7 +28,9 @@ def _lsq_args(n=16):
 
 def test_per_example_gradients_replay_with_new_values():
     loss, calls = _counting(_loss)
-    per_example = vmap(grad(loss, (0, 1)), in_axes=(None, None, 0, 0))
+    # (chunk_size=None: "auto" may split a plain call into chunks on a busy machine, each
+    # calling `loss` once, which would make the count below depend on timing)
+    per_example = vmap(grad(loss, (0, 1)), in_axes=(None, None, 0, 0), chunk_size=None)
     fast = jit(per_example)
     for _ in range(3):
         args = _lsq_args()

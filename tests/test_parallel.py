@@ -53,7 +53,9 @@ def test_parallel_chunks_equal_the_loop(out_axes):
     assert_same(got, expected, rtol=0, atol=0)
     assert len(names) == 14
     assert {n.split("_")[0] for n in names} == {"vmapx"}  # the pool's threads
-    assert len(set(names)) == 2
+    # at most the two workers (one may take every chunk on a busy machine: that both run at
+    # once is checked with a barrier in test_auto_splits_a_long_call_among_the_workers)
+    assert 1 <= len(set(names)) <= 2
 
 
 def test_in_axes_other_than_zero_and_keywords():

@@ -14,7 +14,7 @@ import optree
 import pytest
 
 import vmapx
-from vmapx import _padding, _ragged
+from vmapx import _padded_groups, _padding, _ragged
 from vmapx.errors import (
     AxisSizeError,
     ConcretizationError,
@@ -315,6 +315,48 @@ def test_a_generator_draw_raises_even_in_groups_of_one() -> None:
         vmapx.map(lambda x, r: x + r.normal(), [np.ones(2)], r=rng)
 
 
+HIDDEN_RNG = np.random.default_rng(5)
+
+
+def draws_from_a_global(x: np.ndarray) -> np.ndarray:
+    return x + HIDDEN_RNG.normal()
+
+
+def draws_from_numpy_legacy(x: np.ndarray) -> np.ndarray:
+    return x + np.random.normal()
+
+
+def draw_state(source: str) -> Any:
+    return HIDDEN_RNG.bit_generator.state if source == "global" else np.random.get_state()
+
+
+@pytest.mark.parametrize("source", ["closure", "global", "legacy"])
+@pytest.mark.parametrize("min_group_size", [1, 8, 100])
+def test_draws_the_map_cannot_see_raise_and_leave_the_state(source: str, min_group_size: int):
+    """Examples grouped by shape run in another order than the loop: a draw from a
+    generator that is not an argument cannot give the loop's numbers (a batched group
+    would repeat one number), so the map raises and puts the generators' states back."""
+    rng = np.random.default_rng(1)
+    f = {
+        "closure": lambda x: x + rng.normal(),
+        "global": draws_from_a_global,
+        "legacy": draws_from_numpy_legacy,
+    }[source]
+    xs = [np.ones(n) for n in [2, 3] * 10]  # (the groups interleave)
+    before = rng.bit_generator.state if source == "closure" else draw_state(source)
+    with pytest.raises(RandomnessError, match="Draw the random numbers before the map"):
+        vmapx.map(f, xs, min_group_size=min_group_size)
+    after = rng.bit_generator.state if source == "closure" else draw_state(source)
+    assert str(after) == str(before)
+
+
+def test_a_generator_the_function_holds_but_does_not_draw_from_is_fine() -> None:
+    rng = np.random.default_rng(1)
+    f = lambda x, n: np.where(np.arange(x.shape[0]) < n, x * 2, 0.0) if rng else x  # noqa: E731
+    xs = [np.arange(float(n)) for n in [2, 3, 2, 5] * 4]
+    assert_loop(vmapx.map(f, xs, pad_axes=0, out_pad_axes=0), [x * 2 for x in xs])
+
+
 def test_randomness_other_than_error_is_refused_with_the_fix() -> None:
     with pytest.raises(ValueError, match="Draw the random numbers before the map"):
         vmapx.map(np.sum, [np.ones(2)], randomness="different")
@@ -458,6 +500,58 @@ def test_padded_examples_traced_by_grad() -> None:
     assert_loop(grads, [vmapx.grad(lambda x: np.sum(np.tanh(x @ w)))(x) for x in seqs])
 
 
+def padded_plan(xs: tuple, pad_axes: Any, buckets: Any, general: bool) -> Any:
+    """The grouped plan of `map(f, *xs, pad_axes=...)`, by the array path or the general."""
+    plan = _ragged._Plan(KEEP, xs, [0] * len(xs), pad_axes, {})
+    if general:
+        plan._group_by_length = lambda buckets: False  # (the general path's own grouping)
+    plan.group(buckets)
+    return plan
+
+
+def group_sets(plan: Any) -> dict:
+    return {(g.size, tuple(g.pads)): sorted(g.idxs) for g in plan.groups.values()}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_groups_found_by_length_equal_the_general_grouping(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    count, ndim = int(rng.integers(1, 200)), int(rng.integers(1, 4))
+    axis = int(rng.integers(-ndim, ndim))
+    lengths = rng.integers(0, int(rng.integers(1, 90)), count)
+    other = tuple(rng.integers(0, 4, ndim - 1))
+    shape = lambda n: other[: axis % ndim] + (n,) + other[axis % ndim :]  # noqa: E731
+    xs = ([rng.normal(size=shape(n)) for n in lengths],)
+    pads: Any = axis
+    if seed % 3:  # a second padded argument of another dtype, and one not padded
+        xs += ([np.ones((2, n), np.int32) for n in lengths], [np.ones(3)] * count)
+        pads = (axis, -1, None)
+    buckets = ["auto", int(rng.integers(1, 6)), [5, 20, 40]][seed % 3]
+    fast, general = (padded_plan(xs, pads, buckets, flag) for flag in (False, True))
+    assert _padded_groups.plain_lengths(fast.columns, fast.pad_axes) is not None
+    np.testing.assert_array_equal(fast.lengths, general.lengths)
+    np.testing.assert_array_equal(fast.sizes, general.sizes)
+    assert group_sets(fast) == group_sets(general)
+
+
+UNEVEN = [  # (examples of one argument, pad axis): batches the array path leaves alone
+    ([np.ones(3), np.ones(4, np.float32)] * 5, 0),  # two dtypes
+    ([np.ones((2, 3)), np.ones((3, 4))] * 5, 1),  # other dimensions that differ
+    ([np.ones((2, 3)), np.ones(4)] * 5, -1),  # numbers of dimensions that differ
+    ([np.ones(3)] * 5, {"a": 0}),  # a pytree of axes (the general path explains)
+]
+
+
+@pytest.mark.parametrize(("xs", "axis"), UNEVEN)
+def test_uneven_batches_take_the_general_grouping(xs: list, axis: Any) -> None:
+    assert _padded_groups.plain_lengths([xs], [axis]) is None
+    if isinstance(axis, dict):
+        return
+    f = lambda x, n: np.where(np.arange(x.shape[-1]) < n, x, 0.0).sum(axis=-1)  # noqa: E731
+    got = vmapx.map(f, xs, pad_axes=axis, min_group_size=1, check=True)
+    assert_loop(got, [f(x, x.shape[-1]) for x in xs])
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_bucket_sizes_are_the_least_padding(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -487,6 +581,23 @@ def test_auto_buckets_trade_padding_against_groups(seed: int) -> None:
     auto = cost(_padding.bucket_sizes(lengths, "auto", weights))
     for k in range(1, len(np.unique(lengths)) + 1):
         assert auto <= cost(_padding.bucket_sizes(lengths, k, weights)) + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_auto_search_stops_where_buckets_save_too_little(seed: int) -> None:
+    """The least padding is convex in the number of buckets: the search for 'auto' stops
+    at the first bucket that saves no more than one costs, and picks what the full
+    search over 1..MAX_AUTO_BUCKETS picks."""
+    rng = np.random.default_rng(seed)
+    values = np.unique(rng.integers(1, int(rng.choice([30, 500])), int(rng.integers(2, 300))))
+    counts = rng.integers(1, 3000, len(values)).astype(float)
+    kmax = min(_padding.MAX_AUTO_BUCKETS, len(values))
+    full, _ = _padding._best_splits(values.astype(float), counts, kmax)
+    assert (np.diff(full, 2) >= -1e-6 * full[0]).all()  # (convex)
+    cut, _ = _padding._best_splits(values.astype(float), counts, kmax, 5000.0)
+    np.testing.assert_array_equal(cut, full[: len(cut)])
+    pick = lambda t: np.argmin(t + 5000.0 * np.arange(len(t)))  # noqa: E731
+    assert pick(cut) == pick(full)
 
 
 @pytest.mark.parametrize("buckets", [1, 5, "auto"])

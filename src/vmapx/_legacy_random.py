@@ -94,9 +94,9 @@ def restore(saved: tuple) -> None:
 # give every example the same numbers. Where `f` (or a plain function it reaches that way)
 # holds one, vmap notes its state before the batched run; where the run moved it, the state
 # goes back and the examples run as the loop. Found: closure cells, the globals its code
-# reads, partial arguments, a bound method's object's attributes (`self.rng`). Not found:
-# generators inside containers or deeper attributes (`state["rng"]`, `self.model.rng`):
-# the docs tell users to pass the generator as an argument.
+# reads, partial arguments, a bound method's object's attributes (`self.rng`), and, two
+# levels into what these hold, dicts, lists, tuples and plain objects' attributes
+# (`state["rng"]`, `self.model.rng`), up to `_MAX_ITEMS` entries each.
 
 _GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)
 _SEARCH_DEPTH = 3  # f, the plain functions it reads, and theirs
@@ -127,16 +127,46 @@ _GENERATOR_KINDS = frozenset(_GENERATOR_TYPES)
 _FOLLOWED_KINDS = frozenset((types.FunctionType, functools.partial, types.MethodType))
 
 
+_CONTAINER_KINDS = frozenset((dict, list, tuple))
+_MAX_ITEMS = 64  # a larger container or object is not searched (the search stays cheap)
+_HOLDER_DEPTH = 2  # `state["rng"]`, `self.model.rng`, `config.streams[0]`
+
+
+def _held_generators(value: Any, depth: int = _HOLDER_DEPTH) -> list:
+    """The generators `value` is, or holds in its containers' entries and plain objects'
+    attributes, `depth` levels down."""
+    kind = type(value)
+    if kind in _GENERATOR_KINDS:
+        return [value]
+    if depth == 0 or kind in _FOLLOWED_KINDS:
+        return []
+    if kind in _CONTAINER_KINDS:
+        items = value.values() if kind is dict else value
+    else:
+        items = _plain_attributes(value)
+    if len(items) > _MAX_ITEMS:
+        return []
+    return [g for item in items for g in _held_generators(item, depth - 1)]
+
+
+def _plain_attributes(value: Any) -> Any:
+    """The attribute values of an instance of a user's class (none for anything else:
+    modules, classes, arrays, builtins)."""
+    if isinstance(value, types.ModuleType | type) or type(value).__module__ == "builtins":
+        return ()
+    attributes = getattr(value, "__dict__", None)
+    return attributes.values() if type(attributes) is dict else ()
+
+
 def _referenced(f: Any) -> list:
     """The objects a plain function, partial or bound method holds (closure cells, partial
     arguments, the globals it reads). Other objects (ufuncs, builtins, modules, classes)
     are not searched: they cannot hold the user's generator where vmapx could see it."""
     kind = type(f)
     if kind is functools.partial:
-        return [f.func, *f.args, *f.keywords.values()]
-    if kind is types.MethodType:  # and the generators among its object's attributes
-        owner = getattr(f.__self__, "__dict__", None) or {}
-        return [f.__func__, *(v for v in owner.values() if type(v) in _GENERATOR_KINDS)]
+        return [f.func, *_with_held([*f.args, *f.keywords.values()])]
+    if kind is types.MethodType:  # and the generators its object holds
+        return [f.__func__, *_held_generators(f.__self__, _HOLDER_DEPTH + 1)]
     found = []
     wrapped = f.__dict__.get("__wrapped__")  # functools.wraps (vmapx's own wrappers too)
     if wrapped is not None:
@@ -147,11 +177,14 @@ def _referenced(f: Any) -> list:
         except ValueError:  # an empty cell
             pass
     scope = f.__globals__
-    for name in _global_names(f.__code__):
-        value = scope.get(name)
-        if type(value) in _FOLLOWED_KINDS or type(value) in _GENERATOR_KINDS:
-            found.append(value)
-    return found
+    found.extend(scope.get(name) for name in _global_names(f.__code__) if name in scope)
+    return _with_held(found)
+
+
+def _with_held(values: list) -> list:
+    """`values`' functions, partials and methods (searched further), and the generators
+    they are or hold."""
+    return [g for v in values for g in ([v] if type(v) in _FOLLOWED_KINDS else _held_generators(v))]
 
 
 def hidden_generators(f: Any, passed: list) -> list:

@@ -130,16 +130,25 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
         pick = np.unique(np.linspace(0, len(values) - 1, _MAX_CANDIDATES).round().astype(int))
         slot = np.searchsorted(values[pick], values)
         values, counts = values[pick], np.bincount(slot, weights=counts, minlength=len(pick))
-    totals, choices = _best_splits(values.astype(np.float64), counts, min(kmax, len(values)))
+    enough = GROUP_COST_ELEMENTS if k == "auto" else None
+    totals, choices = _best_splits(
+        values.astype(np.float64), counts, min(kmax, len(values)), enough
+    )
     if k == "auto":
         k = 1 + int(np.argmin(totals + GROUP_COST_ELEMENTS * np.arange(1, len(totals) + 1)))
     return values[_tops(choices[: int(k) - 1], len(values))]
 
 
-def _best_splits(values: np.ndarray, counts: np.ndarray, kmax: int) -> tuple:
+def _best_splits(
+    values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None
+) -> tuple:
     """The least sum(count * top) over sorted `values` with at most 1..kmax buckets, and
     `choices[t][j]`: where the last bucket starts when values[0..j] use t + 2 buckets (-1
-    where fewer do as well)."""
+    where fewer do as well). With `enough`, it stops at the first bucket that saves no
+    more than that: the cost of a bucket, `count * top` summed over its values, has the
+    Monge property (`cost(i, j) + cost(i', j') <= cost(i, j') + cost(i', j)` for `i < i'`,
+    `j < j'`, as `top` and the counts before grow), so the least total is convex in the
+    number of buckets and later buckets save no more."""
     m = len(values)
     before = np.concatenate([[0.0], np.cumsum(counts)])
     i, j = np.arange(m)[:, None], np.arange(m)[None, :]
@@ -153,6 +162,8 @@ def _best_splits(values: np.ndarray, counts: np.ndarray, kmax: int) -> tuple:
         choices.append(np.where(split < best, start + 1, -1))
         best = np.minimum(best, split)
         totals.append(best[-1])
+        if enough is not None and totals[-2] - totals[-1] <= enough:
+            break
     return np.array(totals), choices
 
 

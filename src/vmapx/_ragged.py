@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _padding
+from . import _padded_groups, _padding
 from ._api import vmap
 from ._config import config
+from ._ragged_random import RandomWatch, passed_values
 from .errors import (
     AxisSizeError,
     ConcretizationError,
@@ -88,9 +89,11 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
       cannot stay batched (Python control flow on values where the examples disagree,
       a result shape that depends on the data) runs example by example, with a
       `vmapx.PerformanceWarning` (`fallback="silent"`: quietly, `"error"`: raises).
-    - `randomness`: only `"error"`: a draw from a `numpy.random.Generator` argument
-      raises `vmapx.errors.RandomnessError`, since grouping runs the examples in another
-      order than the loop (draw the numbers before the map, in a loop, and map them).
+    - `randomness`: only `"error"`: a draw from a `numpy.random.Generator` argument,
+      from one `f` reads from a closure or a global, or from NumPy's legacy global
+      functions raises `vmapx.errors.RandomnessError` (the generators' states put back),
+      since grouping runs the examples in another order than the loop (draw the numbers
+      before the map, in a loop, and map them).
     - `**kwargs`: passed to `f` unbatched (the names above are `map`'s own; bind a
       keyword of `f` with one of those names with `functools.partial`).
 
@@ -128,12 +131,15 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     runner = _GroupRunner(
         plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value, bool(check)
     )
+    runner.watch = watch = RandomWatch(f, passed_values(plan.shared, kwargs))
     for group in plan.groups.values():
         runner.run(group, results)
+        watch.check()  # (a draw the groups' vmap cannot see: no loop's numbers)
     if check and plan.padded:
         count = 8 if check is True else int(check)
         sample = _padding.check_sample(runner.padded, count)
         _padding.check_against_loop(sample, results, plan.call)
+        watch.check()
     return results
 
 
@@ -345,6 +351,8 @@ class _Plan:
     def group(self, buckets: Any) -> None:
         """Group the examples by signature; in the padded mode, merge the groups whose
         signatures are equal once each length is rounded up to its bucket's size."""
+        if self.padded and self.plain and self._group_by_length(buckets):
+            return
         keys = _plain_keys(self.leaves) if self.plain else _keys(self)
         exact: dict = {}
         for e, key in enumerate(keys):
@@ -377,6 +385,21 @@ class _Plan:
             key = (self.specs[e], tuple(_padded_key(x, ax, size) for x, ax in pads))
             merged = self.groups.setdefault(key, _Group([], size, group.pads))
             merged.idxs += group.idxs
+
+    def _group_by_length(self, buckets: Any) -> bool:
+        """The padded groups found with array operations, where every example is plain
+        arrays that differ only in their padded length (`_padded_groups`); False where
+        the batch is not that case."""
+        found = _padded_groups.plain_lengths(self.columns, self.pad_axes)
+        if found is None:
+            return False
+        self.lengths = found.lengths
+        self.sizes, groups = _padded_groups.bucket_groups(
+            found.lengths,
+            lambda values, counts: _padding.bucket_sizes(values, buckets, counts * found.width),
+        )
+        self.groups = {size: _Group(idxs, size, found.pads) for size, idxs in groups}
+        return True
 
     def _length(self, e: int) -> tuple[int, list]:
         """Example `e`'s true length and the padded axis of each of its leaves."""
@@ -493,6 +516,7 @@ class _GroupRunner:
         self.record = record  # keep `padded` (for `check`)
         self.padded: list = []  # (group number, padding, example) of padded batched runs
         self.count = 0  # groups run batched so far
+        self.watch: RandomWatch | None = None  # (the random generators' states at the start)
 
     def run(self, group: _Group, results: list) -> None:
         idxs = group.idxs
@@ -509,9 +533,11 @@ class _GroupRunner:
         except ConcretizationError as error:  # cannot stay batched: the group's own loop
             if self.fallback == "error":
                 raise
-            self._warn_loop(idxs, error)
             for e in idxs:
                 results[e] = self.plan.call(e)
+            if self.watch is not None:  # (a random draw made it loop: an error, not a warning)
+                self.watch.check()
+            self._warn_loop(idxs, error)
             return
         self._scatter(out, idxs, results)
         self.count += 1

@@ -26,9 +26,11 @@ the loop, so that the numbers stay the loop's.
 **Limits.** Only generators that reach `f` as arguments are batched. One that `f` reads
 from a closure, a global, a partial or a bound method's object would draw once for the
 whole batch: vmap notices that its state moved and runs `f` as the loop; so with NumPy's
-legacy functions (`np.random.normal`, ...): see `vmapx._legacy_random`. One inside a
-container or deeper (`state["rng"]`) is not seen (every example gets the same numbers):
-pass the generator as an argument, or call `vmapx.random.batch_aware(rng)` inside `f`.
+legacy functions (`np.random.normal`, ...), and with one held two levels down in what
+these hold (`state["rng"]`, `self.model.rng`): see `vmapx._legacy_random`. One held
+deeper, or in a container of more than 64 entries, is not seen (every example gets the
+same numbers): pass the generator as an argument, or call
+`vmapx.random.batch_aware(rng)` inside `f`.
 Draws inside a `cond`/`switch`/`while_loop` branch taken by only some examples are
 independent per example, but not in the loop's order.
 """
@@ -306,9 +308,10 @@ def batch_aware(rng: Any) -> Any:
     `vmap` swaps only the generators passed to `f` as arguments. For one that `f`
     reaches another way (a closure, a global, an attribute), call this inside `f`:
     otherwise vmap runs `f` as the loop where it notices the draws, and every example
-    gets the same numbers where it does not (`state["rng"]`). (A generator passed as
-    an argument also keeps the loop's numbers when vmap falls back to a per-example
-    loop, and replays across chunks with randomness="same"; this one does not.)
+    gets the same numbers where it does not (one held deeper than `self.model.rng`).
+    (A generator passed as an argument also keeps the loop's numbers when vmap
+    falls back to a per-example loop, and replays across chunks with
+    randomness="same"; this one does not.)
 
     **Example:**
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import pydoc
 import threading
+import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -52,12 +54,16 @@ class LibraryFunction:
     def __repr__(self) -> str:
         return f"<vmapx adapter of {self.primitive.prim.name}>"
 
-    def __reduce__(self) -> Any:  # pickled as the library function is
-        return (
-            self.original.__reduce__()
-            if hasattr(self.original, "__self__")
-            else (self.original.__qualname__)
-        )
+    def __reduce__(self) -> Any:  # pickled as the library function is: by its name
+        if hasattr(self.original, "__self__"):
+            return self.original.__reduce__()
+        return pydoc.locate, (f"{self.original.__module__}.{self.original.__qualname__}",)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        """Bound as the library function is when set on a class (a method)."""
+        if instance is None or not inspect.isfunction(self.original):
+            return self
+        return types.MethodType(self, instance)
 
     def _traced(self, args: tuple, kwargs: dict) -> Any:
         try:

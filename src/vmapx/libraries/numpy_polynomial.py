@@ -13,6 +13,7 @@ from ._adapter import Unsupported, adapts
 def polyval(x, c, tensor=True):
     if np.ndim(c) != 1:
         raise Unsupported
+    c = c * 1.0  # NumPy's coefficients are floats (or complex)
     out = np.zeros_like(x * c[-1]) + c[-1]
     for k in range(len(c) - 2, -1, -1):
         out = out * x + c[k]
@@ -23,23 +24,26 @@ def polyval(x, c, tensor=True):
 def polyder(c, m=1, scl=1, axis=0):
     if np.ndim(c) != 1 or axis != 0 or m < 0:
         raise Unsupported
+    dtype = np.result_type(c * 1.0)  # NumPy's: floats, of `c`'s precision
     for _ in range(m):
         if len(c) <= 1:
-            return np.zeros_like(c[:1])
+            return np.zeros_like(c[:1], dtype=dtype)
         c = c[1:] * np.arange(1, len(c)) * scl
-    return c
+    return c.astype(dtype)
 
 
 @adapts("numpy.polynomial.polynomial", "polyfit", ("x", "y", "w"))
 def polyfit(x, y, deg, rcond=None, full=False, w=None):
     if full or not isinstance(deg, int) or np.ndim(x) != 1 or np.ndim(y) != 1:
         raise Unsupported
+    dtype = np.result_type(x * 1.0, y * 1.0, *([] if w is None else [w * 1.0]))  # NumPy's
     v = x[:, None] ** np.arange(deg + 1)
     if w is not None:
         v, y = v * w[:, None], y * w
     scale = np.sqrt(np.sum(v * v, axis=0))  # NumPy scales the columns the same way
+    scale = np.where(scale == 0, 1.0, scale)
     coef = np.linalg.lstsq(v / scale, y, rcond=rcond)[0]
-    return coef / scale
+    return (coef / scale).astype(dtype)
 
 
 def install() -> None:

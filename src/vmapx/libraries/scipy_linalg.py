@@ -17,15 +17,24 @@ from .. import extend
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
-_SYMMETRIC = {"sym", "symmetric", "her", "hermitian", "pos", "positive definite"}
+# the library's own functions, taken before `install` puts the adapters in their place
+_LIBRARY_EIGH = scipy.linalg.eigh
+_LIBRARY_DET = scipy.linalg.det
+
+_HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
+_SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
 _GENERAL = {None, "gen", "general"}
 
 
-def _from_triangle(a: Any, lower: bool) -> Any:
-    """The Hermitian matrix whose `lower` (or upper) triangle is `a`'s."""
-    tri = np.tril(a) if lower else np.triu(a)
+def _from_triangle(a: Any, lower: bool, hermitian: bool = True) -> Any:
+    """The Hermitian (or, `hermitian=False`, complex symmetric) matrix whose `lower` (or
+    upper) triangle is `a`'s. LAPACK's Hermitian routines read only the real part of the
+    diagonal, and so does this."""
     strict = np.tril(a, -1) if lower else np.triu(a, 1)
-    return tri + np.conj(np.swapaxes(strict, -1, -2))
+    diagonal = np.tril(np.triu(a))
+    if hermitian and np.iscomplexobj(a):
+        return strict + np.conj(np.swapaxes(strict, -1, -2)) + np.real(diagonal)
+    return strict + np.swapaxes(strict, -1, -2) + diagonal
 
 
 def _check_square(a: Any) -> None:
@@ -38,7 +47,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
           assume_a=None, transposed=False):  # fmt: skip
     _check_square(a)
     if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower)
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     if transposed:
@@ -52,7 +61,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
 def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     _check_square(a)
     if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower)
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     return np.linalg.inv(a)
@@ -61,7 +70,8 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
 @adapts("scipy.linalg", "det", ("a",))
 def det(a, overwrite_a=False, check_finite=True):
     _check_square(a)
-    return np.linalg.det(a)
+    dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
+    return np.linalg.det(a).astype(dtype)
 
 
 def _cholesky_factor(a: Any, lower: bool) -> Any:
@@ -121,6 +131,33 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
 
+def _library_eigenvectors(a: Any, lower: bool = True, driver: Any = None) -> Any:
+    """SciPy's eigenvectors of each matrix in a stack (plain values)."""
+    flat = np.reshape(a, (-1, *np.shape(a)[-2:]))
+    vectors = [_LIBRARY_EIGH(m, lower=lower, driver=driver)[1] for m in flat]
+    return np.reshape(np.stack(vectors), np.shape(a)) if vectors else np.zeros_like(a)
+
+
+_library_eigenvectors_prim = extend.primitive(
+    _library_eigenvectors, name="scipy.linalg.eigh eigenvectors"
+)
+extend.register_batch_rule(
+    _library_eigenvectors_prim,
+    lambda n, in_batched, a, **kw: (_library_eigenvectors(a, **kw), in_batched[0]),
+)
+
+
+def _as_library_eigenvectors(a: Any, v: Any, lower: bool, driver: Any) -> Any:
+    """`v` (NumPy's eigenvectors) with SciPy's signs (phases), and SciPy's exact values:
+    LAPACK's drivers choose them differently. The derivative is `v`'s, rotated alike."""
+    from .. import stop_gradient
+
+    library = _library_eigenvectors_prim(stop_gradient(a), lower=lower, driver=driver)
+    dots = stop_gradient(np.sum(np.conj(v) * library, axis=-2, keepdims=True))
+    v = v * np.where(np.abs(dots) > 0, dots / np.where(dots == 0, 1, np.abs(dots)), 1)
+    return v + stop_gradient(library - v)
+
+
 @adapts("scipy.linalg", "eigh", ("a",))
 def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
@@ -128,11 +165,11 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
-    a = _from_triangle(a, lower)
+    h = _from_triangle(a, lower)
     if eigvals_only:
-        return np.linalg.eigvalsh(a)
-    w, v = np.linalg.eigh(a)
-    return w, v
+        return np.linalg.eigvalsh(h)
+    w, v = np.linalg.eigh(h)
+    return w, _as_library_eigenvectors(a, v, lower, driver)
 
 
 @adapts("scipy.linalg", "eigvalsh", ("a",))
@@ -148,6 +185,8 @@ def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, typ
 @adapts("scipy.linalg", "svd", ("a",))
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
         lapack_driver="gesdd"):  # fmt: skip
+    if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
+        raise Unsupported
     if compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh

@@ -4,14 +4,20 @@ differentiable), for the metrics people use most."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.spatial.distance as sd
 
 from . import _adapter
 from ._adapter import Unsupported, adapts
 
+# the library's own functions, taken before `install` puts the adapters in their place
+_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
+            "braycurtis", "canberra")  # fmt: skip
+_LIBRARY = {name: getattr(sd, name) for name in (*_METRICS, "minkowski")}
 
-def _pairwise(u, v, metric, p=2.0):
-    """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
-    d = u[:, None, :] - v[None, :, :]
+
+def _metric(u, v, metric, p=2.0):
+    """`metric` between the vectors on the last axis of `u` and `v` (broadcast)."""
+    d = u - v
     if metric == "euclidean":
         return np.sqrt(np.sum(d * d, axis=-1))
     if metric == "sqeuclidean":
@@ -23,19 +29,23 @@ def _pairwise(u, v, metric, p=2.0):
     if metric == "minkowski":
         return np.sum(np.abs(d) ** p, axis=-1) ** (1.0 / p)
     if metric == "cosine":
-        dots = u @ v.T
-        norms = np.sqrt(np.sum(u * u, axis=-1))[:, None] * np.sqrt(np.sum(v * v, axis=-1))
+        dots = np.sum(u * v, axis=-1)
+        norms = np.sqrt(np.sum(u * u, axis=-1)) * np.sqrt(np.sum(v * v, axis=-1))
         return np.clip(1.0 - dots / norms, 0.0, 2.0)
     if metric == "correlation":
-        return _pairwise(u - np.mean(u, -1, keepdims=True), v - np.mean(v, -1, keepdims=True),
-                         "cosine")  # fmt: skip
+        return _metric(u - np.mean(u, -1, keepdims=True), v - np.mean(v, -1, keepdims=True),
+                       "cosine")  # fmt: skip
     if metric == "braycurtis":
-        s = np.abs(u[:, None, :] + v[None, :, :])
-        return np.sum(np.abs(d), axis=-1) / np.sum(s, axis=-1)
+        return np.sum(np.abs(d), axis=-1) / np.sum(np.abs(u + v), axis=-1)
     if metric == "canberra":
-        den = np.abs(u[:, None, :]) + np.abs(v[None, :, :])
+        den = np.abs(u) + np.abs(v)
         return np.sum(np.where(den == 0, 0.0, np.abs(d) / np.where(den == 0, 1.0, den)), -1)
     raise Unsupported
+
+
+def _pairwise(u, v, metric, p=2.0):
+    """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
+    return _metric(u[:, None, :], v[None, :, :], metric, p)
 
 
 def _check(x):
@@ -49,7 +59,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=2.0):
         raise Unsupported
     _check(XA)
     _check(XB)
-    return _pairwise(XA, XB, metric, p)
+    return _pairwise(XA, XB, metric, p).astype(np.float64)  # SciPy's dtype
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",))
@@ -58,7 +68,7 @@ def pdist(X, metric="euclidean", *, out=None, p=2.0):
         raise Unsupported
     _check(X)
     i, j = np.triu_indices(np.shape(X)[0], 1)
-    return _pairwise(X, X, metric, p)[i, j]
+    return _metric(X[i], X[j], metric, p).astype(np.float64)  # (not the diagonal's zeros)
 
 
 @adapts("scipy.spatial.distance", "squareform", ("X",))
@@ -66,6 +76,8 @@ def squareform(X, force="no", checks=True):
     if force != "no" or np.ndim(X) != 1:
         raise Unsupported  # (a square matrix to its condensed form: the library)
     m = len(X)
+    if m == 0:
+        return np.zeros_like(X, shape=(1, 1))  # SciPy's answer for no distances
     n = int(np.ceil(np.sqrt(m * 2)))
     if n * (n - 1) // 2 != m:
         raise Unsupported
@@ -75,18 +87,23 @@ def squareform(X, force="no", checks=True):
     return out + out.T
 
 
+def _library_dtype(name, u, v):
+    """The dtype SciPy's `name` gives for vectors of `u`'s and `v`'s dtypes."""
+    one, two = (np.arange(1, 3, dtype=np.result_type(x)) for x in (u, v))
+    return np.result_type(_LIBRARY[name](one, two[::-1]))
+
+
 def _vector_metric(name):
     def lowering(u, v, w=None):
         if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
             raise Unsupported
-        return _pairwise(u[None, :] * 1.0, v[None, :] * 1.0, name)[0, 0]
+        return _metric(u * 1.0, v * 1.0, name).astype(_library_dtype(name, u, v))
 
     lowering.__name__ = name
     return adapts("scipy.spatial.distance", name, ("u", "v", "w"))(lowering)
 
 
-for _name in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
-              "braycurtis", "canberra"):  # fmt: skip
+for _name in _METRICS:
     _vector_metric(_name)
 
 
@@ -94,7 +111,8 @@ for _name in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "c
 def minkowski(u, v, p=2, w=None):
     if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
         raise Unsupported
-    return _pairwise(u[None, :] * 1.0, v[None, :] * 1.0, "minkowski", p)[0, 0]
+    dtype = _library_dtype("minkowski", u, v)
+    return _metric(u * 1.0, v * 1.0, "minkowski", p).astype(dtype)
 
 
 def install() -> None:

@@ -30,7 +30,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @adapts("scipy.special", "softmax", ("x",))
 def softmax(x, axis=None):
-    e = np.exp(x - _max_for_shift(x, axis))
+    from .. import stop_gradient
+
+    e = np.exp(x - stop_gradient(np.max(x, axis=axis, keepdims=True)))  # SciPy's shift
     return e / np.sum(e, axis=axis, keepdims=True)
 
 

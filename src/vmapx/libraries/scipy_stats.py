@@ -31,10 +31,45 @@ METHODS = {
 }
 
 
+def _split(cond: Any, z: Any, fill: float, then: Any, otherwise: Any) -> Any:
+    """`then(z)` where `cond`, else `otherwise(z)`; each sees `fill` in the other's places
+    (SciPy's `apply_where`, which writes into a plain array, in NumPy calls)."""
+    return np.where(cond, then(np.where(cond, z, fill)), otherwise(np.where(cond, fill, z)))
+
+
+def _cauchy_logpdf(z: Any) -> Any:
+    """SciPy's `cauchy._logpdf`: two formulas, for |z| < 1 and beyond."""
+    absz = np.abs(z)
+    return _split(absz < 1, absz, 1.0, lambda a: -np.log(np.pi) - np.log1p(a**2),
+                  lambda a: -np.log(np.pi) - (2 * np.log(a) + np.log1p((1 / a) ** 2)))  # fmt: skip
+
+
+def _log_tail(dist: Any, formula: str) -> Any:
+    """SciPy's generic `_logcdf`/`_logsf` (log of the tail below the median, log1p of
+    minus the other tail above), in NumPy calls."""
+    median = float(dist._ppf(0.5))
+    near, far = (dist._cdf, dist._sf) if formula == "_logcdf" else (dist._sf, dist._cdf)
+    below = (lambda z: z < median) if formula == "_logcdf" else (lambda z: z > median)
+    return lambda z: _split(below(z), z, median, lambda u: np.log(near(u)),
+                            lambda u: np.log1p(-far(u)))  # fmt: skip
+
+
+def _standard_formula(dist: Any, formula: str) -> Any:
+    """The distribution's formula for standardized values, in calls vmapx batches."""
+    if getattr(type(dist), formula) is getattr(scipy.stats.rv_continuous, formula, None):
+        if formula in ("_logcdf", "_logsf"):
+            return _log_tail(dist, formula)
+    if dist.name == "cauchy" and formula == "_logpdf":
+        return _cauchy_logpdf
+    return getattr(dist, formula)
+
+
 def _method(dist: Any, formula: str, rescale: Any) -> Any:
+    standard = _standard_formula(dist, formula)
+
     def lowering(x, loc=0, scale=1):
         safe_scale = np.where(scale > 0, scale, 1.0)
-        value = rescale(getattr(dist, formula)((x - loc) / safe_scale), safe_scale)
+        value = rescale(standard((x - loc) / safe_scale), safe_scale)
         return np.where(scale > 0, value, np.nan) * 1.0
 
     return lowering
