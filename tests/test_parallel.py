@@ -338,14 +338,33 @@ def test_chunked_calls_are_timed_by_their_cpu_on_idle_cores(workers):
     joined: list = []
 
     def run(start: int, stop: int) -> int:
-        time.sleep(0.01)  # (wall time, no CPU)
+        time.sleep(0.02)  # (wall time, no CPU)
         _spin(0.002)
         return start
 
     cpu = _parallel.run_chunks(run, lambda out, a, b: joined.append(out), 8, 2, workers)
     assert joined == [0, 2, 4, 6]  # (in order)
-    assert 0.008 <= cpu.total < 0.03, cpu  # (4 x 2 ms of CPU; 40 ms asleep)
-    assert 0.008 / workers <= cpu.idle < 0.03 / workers, cpu
+    assert 0.008 <= cpu.total < 0.03, cpu  # (4 x 2 ms of CPU; 80 ms asleep)
+    assert 0.008 / workers <= cpu.idle < 0.03, cpu
+
+
+def test_chunks_waiting_for_a_thread_count_as_time():
+    """The time a chunk waits, once handed to the pool, for a thread to start it is a
+    cost of the split that CPU time does not show (on busy cores: a woken thread waiting
+    for a core); here every thread of the pool is busy for 50 ms first."""
+    pool = _parallel._get_pool(2)
+    release = threading.Event()
+    busy = [pool.submit(release.wait, 1) for _ in range(_parallel._pool_size)]
+    timer = threading.Timer(0.05, release.set)
+    timer.start()
+    try:
+        cpu, waits = _parallel.map_in_order(lambda a, b: a, lambda *_: None, [(0, 1), (1, 2)], 2)
+    finally:
+        release.set()
+        timer.cancel()
+        for future in busy:
+            future.result()
+    assert waits >= 2 * 0.04, waits  # (each of the two chunks waited for the busy threads)
 
 
 def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
