@@ -458,14 +458,14 @@ def test_error_for_has_aux_not_a_pair():
 
 def test_error_for_a_function_without_derivative_rule():
     def f(x):
-        return np.sum(np.nextafter(x, 10.0))
+        return np.sum(np.emath.sqrt(x))
 
-    with pytest.raises(DifferentiationError, match=r"grad: `np.nextafter` has no .*(VJP).*"):
+    with pytest.raises(DifferentiationError, match=r"grad: `np.lib.scimath.sqrt` has no .*VJP"):
         grad(f)(np.ones(2))
-    with pytest.raises(DifferentiationError, match=r"jvp: `np.nextafter` has no"):
+    with pytest.raises(DifferentiationError, match=r"jvp: `np.lib.scimath.sqrt` has no"):
         jvp(f, (np.ones(2),), (np.ones(2),))
     # no derivative flows through it: no error
-    assert grad(lambda x: np.sum(x) + np.sum(np.nextafter(vmapx.stop_gradient(x), 1)))(
+    assert grad(lambda x: np.sum(x) + np.sum(np.emath.sqrt(vmapx.stop_gradient(x))))(
         np.ones(2)
     ).tolist() == [1.0, 1.0]
 

@@ -86,13 +86,14 @@ def test_cond_equals_loop(in_axes):
     ],
 )
 def test_cond_results_of_different_dtypes_promote_like_np_stack(branch, other):
-    """NumPy 1.26 would promote a 0-d value of one branch by its value; `np.stack` of the
-    examples promotes by dtype."""
+    """Branches of different dtypes: the examples run one by one (what follows could
+    depend on each one's dtype), and `np.stack` of them promotes by dtype."""
 
     def f(x):
         return vmapx.cond(x > 0, branch, other, x)
 
-    check_vmap(f, (np.array([1.0, -1.0, 2.0]),))
+    with pytest.warns(vmapx.PerformanceWarning, match="different dtypes"):  # (run per example)
+        check_vmap(f, (np.array([1.0, -1.0, 2.0]),))
 
 
 def test_cond_every_example_agrees_stays_batched():
@@ -193,7 +194,8 @@ def test_cond_mixed_dtypes_promote_like_the_loop():
     def f(x):
         return vmapx.cond(x > 0, lambda x: x.astype(np.int32), lambda x: x * 0.5, x)
 
-    check_vmap(f, [np.array([1, -2, 3])])
+    with pytest.warns(vmapx.PerformanceWarning, match="different dtypes"):
+        check_vmap(f, [np.array([1, -2, 3])])
 
 
 def test_cond_unbatched_branch_results():

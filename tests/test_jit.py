@@ -536,6 +536,25 @@ def test_jit_of_every_transform_gives_fs_results(name):
         assert_same(fast(x), g(x.copy()), rtol=1e-12, atol=1e-14)
 
 
+def test_a_data_dependent_shape_that_python_reads_is_checked_by_each_replay():
+    def count(x):
+        return np.arange(np.extract(x > 0, x).size)
+
+    def total(x):  # the shape is not read: the replay runs
+        return np.sum(np.extract(x > 0, x))
+
+    counted, calls = _counting(count)
+    fast = jit(counted)
+    for x in ([1.0, -1.0], [1.0, 2.0], [-1.0, 3.0]):
+        np.testing.assert_array_equal(fast(np.array(x)), count(np.array(x)))
+    assert len(calls) == 2  # the recording, `f` where the size changed; then a replay
+    summed, calls = _counting(total)
+    fast = jit(summed)
+    for x in ([1.0, -1.0], [1.0, 2.0]):
+        np.testing.assert_array_equal(fast(np.array(x)), total(np.array(x)))
+    assert len(calls) == 1
+
+
 def test_a_replayed_copy_method_has_the_method_s_c_order():
     """`x.copy()` is C order (np.copy's default is "K"): a replay makes the same layout
     as `f` (the moved layout of a broadcast subtraction copies its operands so)."""

@@ -167,7 +167,9 @@ NO_DERIVATIVE = {
     "dirichlet_logpdf_alpha", "convolve", "convolve_2d", "multigammaln", "sqrtm",
     "solve_sylvester", "solve_banded",
 }  # fmt: skip
-BATCHES_WITHOUT_ADAPTER = {"convolve"}  # its NumPy calls batch (one call, no loop)
+# their NumPy calls batch (one call, no loop): directly, or past SciPy's `np.asarray`
+BATCHES_WITHOUT_ADAPTER = {"convolve", "dirichlet_pdf_x", "dirichlet_pdf_alpha",
+                           "dirichlet_logpdf_x", "dirichlet_logpdf_alpha"}  # fmt: skip
 
 
 class NoAdapter(Exception):  # noqa: N818

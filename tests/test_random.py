@@ -398,3 +398,29 @@ def test_bound_methods_generator_attribute_gives_the_loops_numbers():
 
     expected, got = _loop_then_vmap(model.noisy, np.zeros((3, 2)), reset)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_abandoned_batched_run_puts_back_the_draws_it_made():
+    """A batched run that draws from a closure's generator, or NumPy's global one, and then
+    needs the loop (a Python `if` on which the examples disagree) leaves the generators as
+    they were: the loop draws the loop's numbers."""
+    rng = np.random.default_rng(21)
+
+    def f(x):
+        noise = rng.normal() + np.random.normal()
+        if x > 0:
+            return x + noise
+        return x - noise
+
+    xs = np.array([1.0, -1.0, 2.0])
+
+    def reset():
+        rng.bit_generator.state = np.random.default_rng(21).bit_generator.state
+        np.random.seed(3)
+
+    reset()
+    expected = np.stack([f(x) for x in xs])
+    reset()
+    with pytest.warns(vmapx.PerformanceWarning):
+        got = vmapx.vmap(f)(xs)
+    np.testing.assert_array_equal(got, expected)

@@ -158,11 +158,10 @@ def test_piecewise_loop_names_the_fix() -> None:
         vmapx.vmap(f, fallback="error")(X[:, 0])
 
 
-def test_ascontiguousarray_without_like_cannot_dispatch() -> None:
-    """NumPy converts the argument of these before any dispatch: the whole function
-    loops (with a warning), and the answer is still the loop's."""
-    with pytest.warns(vmapx.PerformanceWarning, match="np.asarray"):
-        check_vmap(lambda x: np.ascontiguousarray(x) * 2, [X])
+def test_ascontiguousarray_without_like_stays_batched() -> None:
+    """NumPy converts the argument of these before any dispatch; while a vmap runs the
+    converter passes the traced value through (see test_passthrough.py)."""
+    check_vmap(lambda x: np.ascontiguousarray(x) * 2, [X])
 
 
 # -- results whose dtype or kind depends on the data ----------------------------------------

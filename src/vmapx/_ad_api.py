@@ -145,6 +145,12 @@ def _finish(derivatives: list, given: list) -> list:
     return fresh_arrays(derivatives, given)
 
 
+def _shaped_as(ct: Any, leaf: Any) -> Any:
+    """The cotangent of an array argument as an array (NumPy's arithmetic on 0-d arrays
+    gives scalars: `grad(lambda x: x * 2)` of a 0-d array is a 0-d array too)."""
+    return np.asarray(ct) if type(leaf) is np.ndarray and isinstance(ct, np.generic) else ct
+
+
 # -- reverse mode ---------------------------------------------------------------------
 
 
@@ -194,9 +200,10 @@ def _vjp_call(
             flow.append((node, out_index, fit(c, shape, dtype)))
         cts = backward(trace.tape, flow, consume=once)
         grads = _finish(
-            [np.zeros_like(leaf) if cts[node] is None else cts[node] for node, leaf in inputs],
+            [np.zeros_like(leaf) if cts[node] is None else _shaped_as(cts[node], leaf)
+             for node, leaf in inputs],
             [*ct_leaves, *leaves],
-        )
+        )  # fmt: skip
         return tuple(optree.tree_unflatten(treedef, grads))
 
     return primal_out, pull, aux

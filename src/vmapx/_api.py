@@ -13,7 +13,17 @@ from typing import Any, ParamSpec
 import numpy as np
 import optree
 
-from . import _autochunk, _config, _dask, _kwargs_notice, _legacy_random, _parallel, _payload
+from . import (
+    _autochunk,
+    _config,
+    _dask,
+    _kwargs_notice,
+    _legacy_random,
+    _parallel,
+    _passthrough,
+    _payload,
+    _scalars,
+)  # fmt: skip
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -366,7 +376,9 @@ def _run(
         legacy = _legacy_random.snapshot()
         hidden = _hidden_generator_states(f, opts, leaves, kwargs) if watch_hidden else []
         try:
-            out = f(*_arguments(treedef, inputs), **_special_kwargs(trace, kwargs))
+            out = _passthrough.call(
+                trace, f, _arguments(treedef, inputs), _special_kwargs(trace, kwargs)
+            )
             _check_outputs_fresh(trace, out)
             if _legacy_random.moved(legacy):
                 _legacy_random.restore(legacy)  # the loop draws the loop's numbers
@@ -381,6 +393,13 @@ def _run(
                 raise
         except Exception as error:
             if trace.pending is None:
+                _passthrough.check_untrusted(trace, error)
+            if trace.pending is None:
+                if _passthrough.retry(f):  # (fallback="error": the converters just found)
+                    pop_trace(trace)
+                    trace = None
+                    _undo_hidden_draws(legacy, hidden)
+                    return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise
@@ -388,6 +407,9 @@ def _run(
             signal = trace.pending
             pop_trace(trace)
             trace = None
+            _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
+            if _passthrough.retry(f):  # with tracers passing the converters just found
+                return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             return _whole_function_loop(
                 f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
             )
@@ -397,6 +419,16 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _rerun(f: Callable, opts: _Options, leaves: list, *rest: Any) -> Any:
+    """`_run` again, with the random generators among the arguments as they were
+    before the run that is abandoned."""
+    for leaf in optree.tree_leaves([leaves, rest[2]], is_leaf=_is_leaf):
+        rewind = getattr(type(leaf), "_vmapx_rewind", None)
+        if rewind is not None:
+            rewind(leaf)
+    return _run(f, opts, leaves, *rest)
 
 
 _LEGACY_RANDOM = (
@@ -413,6 +445,16 @@ _HIDDEN_RANDOM = (
     "pass the generator as an argument and draw from it, with "
     "vmap(..., in_axes=(..., None), randomness='different')",
 )
+
+
+def _undo_hidden_draws(legacy: tuple, hidden: list) -> None:
+    """Put back the generators vmap cannot batch (NumPy's legacy global one, those `f`
+    reads from closures and globals) where an abandoned batched run drew from them: the
+    run again, or the loop, then draws the loop's numbers."""
+    if _legacy_random.moved(legacy):
+        _legacy_random.restore(legacy)
+    if hidden and _legacy_random.hidden_moved(hidden):
+        _legacy_random.restore_hidden(hidden)
 
 
 def _hidden_generator_states(f: Callable, opts: _Options, leaves: list, kwargs: dict) -> list:
@@ -447,10 +489,20 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
     elif axis is None:
         return _read_only(x)
     if axis is None:
-        return x
+        return _read_only_tracer(x)
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
-    return BatchTracer(trace, x)
+    out = BatchTracer(trace, x)
+    if np.ndim(x) == 1 and x.dtype.kind != "O":  # the loop's `x[i]` is a NumPy scalar
+        _scalars.mark(out)
+    return out
+
+
+def _read_only_tracer(x: Any) -> Any:
+    """`x`, or where it is a traced plain array (`jit`'s recording: it has
+    `read_only_view`) the same value read-only, as `_read_only` makes a plain array."""
+    view = getattr(x, "read_only_view", None) if isinstance(x, Tracer) else None
+    return x if view is None else view()
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
@@ -481,7 +533,7 @@ def _unbatch_outputs(
     trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
-        return _own(out.val, inputs)  # the common case: one batched array
+        return _own(_as_stacked(out), inputs)  # the common case: one batched array
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
     axes = output_axes(out_axes, out, treedef)
     results = []
@@ -497,7 +549,10 @@ def _unbatch_outputs(
                 )
             results.append(leaf)
             continue
-        val = leaf.val if batched else _broadcast_output(_payload.moved(leaf, trace.like), size)
+        val = (
+            _as_stacked(leaf) if batched
+            else _broadcast_output(_payload.moved(leaf, trace.like), size)
+        )  # fmt: skip
         nd = np.ndim(val)
         if not -nd <= ax < nd:
             raise InAxesError(
@@ -506,6 +561,13 @@ def _unbatch_outputs(
             )
         results.append(np.moveaxis(val, 0, ax) if ax % nd else val)
     return optree.tree_unflatten(treedef, fresh_arrays(results, inputs))
+
+
+def _as_stacked(out: BatchTracer) -> Any:
+    """The batched value of `out`, as `np.stack` gives the examples' values (Python
+    numbers per example, a random draw's `float`, stack as float64)."""
+    dtype = _scalars.stacked_dtype(out)
+    return out.val if dtype is None or dtype == out.val.dtype else out.val.astype(dtype)
 
 
 def _own(val: Any, inputs: list) -> Any:
@@ -843,11 +905,13 @@ def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
 
 
 def _special_example(x: Any, i: int) -> Any:
-    """Example `i`'s value of an unmapped argument: a copy of an array (each example may
-    write into its own, as in a batched run; never the caller's), the generator stand-in
-    of a special argument."""
+    """Example `i`'s value of an unmapped argument: an array read-only, as in a batched
+    run (`_read_only`: a write raises there, so it must here), the generator stand-in of
+    a special argument."""
     if type(x) is np.ndarray:
-        return x.copy()
+        return _read_only(x)
+    if isinstance(x, Tracer):
+        return _read_only_tracer(x)
     example = getattr(type(x), "_vmapx_example", None)
     return x if example is None else example(x, i)
 

@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core, _payload, _scaled
+from . import _config, _core, _passthrough, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
@@ -129,6 +129,7 @@ class ADTracer(Tracer):
             if args[0] is not None and np.dtype(args[0]).kind in "biu":
                 # `np.int64(x)`: an integer copy's derivative is zero wherever it has one
                 return np.asarray(self.primal, dtype=args[0])
+            _passthrough.learn_caller(sys._getframe(2))  # (under vmap, a retry passes `self`)
             raise self._leave_error()
         if how in ("float", "int", "complex"):
             self._check_not_stored(sys._getframe(2))  # the caller of `float(x)`, ...

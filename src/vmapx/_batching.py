@@ -10,6 +10,7 @@ down, and wrap batched results with `trace.wrap`.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _config, _core, _payload
+from . import _config, _core, _frames, _passthrough, _payload
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -59,6 +60,7 @@ class BatchTracer(Tracer):
     # -- values that must leave the trace (Python control flow): agree, or the loop --
     def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
         if how == "array":
+            _passthrough.learn_caller(sys._getframe(2))  # (a retry may pass `self` there)
             raise self._trace.concretization(
                 "`np.asarray`/`np.array` (or a plain NumPy array operation) received a "
                 "batched value; a batched value cannot become one plain array",
@@ -178,7 +180,7 @@ class BatchTrace(Trace):
         `fallback="error"` mode, else the signal that re-runs `f` per example."""
         if not self.alive:
             _core._check_trace(self)  # an escaped tracer: say so
-        location = user_frame_location()
+        location = _frames.location()
         if self.fallback == "error":
             return ConcretizationError(
                 f"vmap: {what} at {location}. With fallback='error' vmapx does not run "

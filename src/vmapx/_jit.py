@@ -20,7 +20,9 @@ function returning a Python number such as `np.array_equal`) could take another 
 for other values: the recording is then not replayable and every call runs `f` (the
 call that recorded already ran `f` itself, so its result is right). The same for a
 NumPy call that raised (code may have caught it) or that returned None (it wrote into
-an argument), and for random generator arguments (a replay would repeat the numbers).
+an argument), and for random generator arguments (a replay would repeat the numbers). A shape Python
+reads is fixed by the signature, except that of a value whose size depends on the data
+(`np.extract(x > 0, x).size`): each replay checks that shape and runs `f` where it differs.
 
 What `jit` cannot see is Python state outside the arguments: a global, a closure, an
 attribute read by `f` is frozen at its value during the recording, as in `jax.jit` (a
@@ -60,7 +62,7 @@ import optree
 
 from . import _autochunk, _core, _payload, _replay_memory
 from ._api import fresh_arrays, memory_owner
-from ._compat import NUMPY2
+from ._compat import NUMPY2, astype
 from ._core import Trace, Tracer, pop_trace, push_trace
 from ._plain import PLAIN_ARRAYS
 from ._registry import Primitive
@@ -89,11 +91,12 @@ class NotRecordable(BaseException):  # noqa: N818 (a signal, not an error)
 class RecordTracer(Tracer):
     """A concrete array, and where the recording keeps it (`slot`)."""
 
-    __slots__ = ("value", "slot", "sources")
+    __slots__ = ("value", "slot", "sources", "shaped_by")
 
     def __init__(
-        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset | None = None
-    ) -> None:
+        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset | None = None,
+        shaped_by: frozenset = frozenset(),
+    ) -> None:  # fmt: skip
         self._trace = trace
         self._view = None
         self._version = 0
@@ -101,9 +104,12 @@ class RecordTracer(Tracer):
         self.slot = slot
         # the number arguments this value depends on, if it depends on no array argument
         self.sources = sources
+        # the slots whose shapes, with the signature's, fix this value's shape
+        self.shaped_by = shaped_by
 
     @property
     def shape(self) -> tuple[int, ...]:
+        self._trace.shapes_read |= self.shaped_by  # (replays check them: `_ShapeGuard`)
         return np.shape(self.value)
 
     @property
@@ -116,11 +122,26 @@ class RecordTracer(Tracer):
 
     @property
     def size(self) -> int:
+        self._trace.shapes_read |= self.shaped_by
         return np.size(self.value)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether NumPy would refuse a write into this array (writes are recorded as
+        functional updates, which never fail: `vmapx._numpy._tracer_api` asks)."""
+        return type(self.value) is np.ndarray and not self.value.flags.writeable
+
+    def read_only_view(self) -> RecordTracer:
+        """This value, read-only (an unmapped argument of `vmap`, as it makes plain ones)."""
+        view = self.value.view() if type(self.value) is np.ndarray else self.value
+        if type(view) is np.ndarray:
+            view.flags.writeable = False
+        return type(self)(self._trace, view, self.slot, self.sources, self.shaped_by)
 
     def _become(self, other: Tracer) -> None:
         self.value = other.value
         self.slot = other.slot
+        self.shaped_by = other.shaped_by
         self._version += 1
 
     # Python looks at the value: right now, but another value could go another way
@@ -212,7 +233,7 @@ class RecordTrace(Trace):
     """Runs each NumPy call on the concrete arrays and records it as a step."""
 
     __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest", "why",
-                 "static_needed")  # fmt: skip
+                 "static_needed", "shapes_read")  # fmt: skip
 
     def __init__(self, n_inputs: int) -> None:
         super().__init__("jit")
@@ -221,6 +242,8 @@ class RecordTrace(Trace):
         self.replayable = True
         self.why = ""  # why not, in words
         self.static_needed: set[int] = set()  # number arguments Python read
+        # slots whose shapes Python read, where the shape can depend on the values
+        self.shapes_read: set[int] = set()
         self.owners = _replay_memory.Owners()
         self.layouts: list = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
@@ -239,11 +262,15 @@ class RecordTrace(Trace):
             self.why = self.why or f"`{prim.name}` raised"
             raise
         sources = _sources(self, (args, kwargs))
+        if prim.impl is np.shape or prim.impl is np.size:  # (as `.shape` does)
+            for t in _tracers_in(self, args[:1]):
+                self.shapes_read |= t.shaped_by
         python_op = _is_python_op(impl)
         if prim.impl in _SHAPE_ONLY and not _has_tracer(self, (args[1:], kwargs)):
             return out  # depends on the shape and dtype only: a constant of the recording
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         operands = {id(v) for v in _arrays_in((values, kw_values))}
+        shaped_by = _shaped_by(self, prim, args, kwargs)
         outs: list = []
         wrapped: list = []
         for leaf in leaves:
@@ -254,7 +281,8 @@ class RecordTrace(Trace):
                 self.slots += 1
             elif isinstance(leaf, np.ndarray | np.generic):
                 outs.append(self.slots)
-                wrapped.append(RecordTracer(self, leaf, self.slots, sources))
+                own = frozenset((self.slots,)) if shaped_by is None else shaped_by
+                wrapped.append(RecordTracer(self, leaf, self.slots, sources, own))
                 # (an operand returned as it is, `np.real(x)` of a real `x`: not new memory)
                 fresh = id(leaf) not in operands
                 self.layouts.append(self.owners.layout(leaf, self.slots, fresh))
@@ -294,6 +322,43 @@ _NO_RESULT = optree.tree_structure(None)
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
 _SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+
+
+# NumPy functions whose result shapes follow from their operands' shapes and the other
+# arguments (never from the values): a shape read from such a result needs no check at
+# replay beyond those of its operands. Any other call's result shape that Python reads is
+# checked by each replay (`np.extract(x > 0, x).size`: another size on other data).
+_SHAPE_STABLE = frozenset((
+    np.reshape, np.transpose, np.moveaxis, np.swapaxes, np.broadcast_to, np.expand_dims,
+    np.squeeze, np.sum, np.mean, np.prod, np.max, np.min, np.any, np.all, np.matmul, np.dot,
+    np.einsum, np.tensordot, np.concatenate, np.stack, np.real, np.imag, np.copy, np.conj,
+    np.ravel, np.take_along_axis, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+    np.cumsum, np.cumprod, np.flip, np.roll, np.sort, np.argsort, np.abs, np.atleast_1d,
+    np.atleast_2d, np.broadcast_arrays, np.take, np.argmax, np.argmin, np.std, np.var,
+    np.diag, np.diagonal, np.trace, np.clip, np.linalg.inv, np.linalg.solve, np.linalg.norm,
+    astype,
+))  # fmt: skip
+_SHAPE_STABLE_NAMES = frozenset(("ndarray.__setitem__",))
+
+
+def _shaped_by(trace: RecordTrace, prim: Primitive, args: tuple, kwargs: dict) -> frozenset | None:
+    """The slots whose shapes fix the shapes of `prim`'s results on these arguments, if
+    its result shapes follow from its operands' (else None: the results' own)."""
+    impl = prim.impl
+    if impl is operator.getitem:  # (a boolean mask: as many elements as it has True)
+        stable = not any(t.value.dtype == bool for t in _tracers_in(trace, args[1:]))
+    elif impl is np.where:  # (np.where(condition) is np.nonzero)
+        stable = len(args) == 3
+    else:
+        owner = getattr(impl, "__self__", None)
+        stable = (impl in _SHAPE_STABLE or type(impl) is np.ufunc or type(owner) is np.ufunc
+                  or _is_python_op(impl) or prim.name in _SHAPE_STABLE_NAMES)  # fmt: skip
+    if not stable:
+        return None
+    found: frozenset = frozenset()
+    for t in _tracers_in(trace, (args, kwargs)):
+        found |= t.shaped_by
+    return found
 
 
 @functools.cache
@@ -421,9 +486,9 @@ class GeneratedProgram:
 
     def __init__(
         self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool],
-        large: frozenset = frozenset(),
+        large: frozenset = frozenset(), guards: dict[int, tuple] | None = None,
     ) -> None:  # fmt: skip
-        self.replay, self.text = _compile(steps, n_inputs, outputs, large)
+        self.replay, self.text = _compile(steps, n_inputs, outputs, large, guards or {})
         self.out_tree = out_tree
         self.constant = [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
@@ -457,14 +522,15 @@ def _is_name(key: Any) -> bool:
     return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
 
 
-def _live(steps: list, results: list[int], layouts: list) -> list:
+def _live(steps: list, results: list[int], layouts: list, guarded: Any = ()) -> list:
     """The steps to replay, in order: those whose arrays the results need, and those
     that could raise for other values. The others made values that `f` computed and
     dropped (the value of a loss under `grad`, the primal output of a `vjp` whose
     pullback alone is used): a recorded step only makes arrays (writes were recorded
     functionally, calls returning None are not replayable), so leaving it out changes
-    no result. (Floating-point warnings of a dropped elementwise step are not repeated.)"""
-    needed = set(results)
+    no result. (Floating-point warnings of a dropped elementwise step are not repeated.)
+    Steps making a `guarded` slot (one whose shape each replay checks) stay."""
+    needed = set(results) | set(guarded)
     live = []
     for step in reversed(steps):
         if any(o in needed for o in step.outs if o is not None) or not _droppable(step, layouts):
@@ -494,14 +560,22 @@ def _droppable(step: _Step, layouts: list) -> bool:
     return impl in _DROPPABLE
 
 
+class ShapeChanged(Exception):  # noqa: N818 (a signal, not an error)
+    """A replay met a value whose shape differs from the recording's, where Python code
+    read that shape (`np.extract(x > 0, x).size`): `f` runs instead."""
+
+
 def _compile(
-    steps: list, n_inputs: int, outputs: list, large: frozenset = frozenset()
-) -> tuple[Callable, str]:
+    steps: list, n_inputs: int, outputs: list, large: frozenset = frozenset(),
+    guards: dict[int, tuple] | None = None,
+) -> tuple[Callable, str]:  # fmt: skip
     """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
     source as a person reads it (NumPy's functions by name, other constants listed).
-    The `large` slots are deleted after their last use (`_freed_after`)."""
-    names: dict[str, Any] = {}
+    The `large` slots are deleted after their last use (`_freed_after`). After a step
+    making a slot of `guards`, the replay checks that slot's shape."""
+    names: dict[str, Any] = {"ShapeChanged": ShapeChanged}
     freed = _freed_after(steps, outputs, large)
+    guards = guards or {}
 
     def const(value: Any) -> str:
         name = f"c{len(names)}"
@@ -536,6 +610,9 @@ def _compile(
         else:
             targets = "".join(f"v{o}, " if o is not None else "_, " for o in step.outs)
             lines.append(f"    {targets}= {const(step.treedef)}.flatten_up_to({call})")
+        for o in step.outs:
+            if o in guards:
+                lines.append(f"    if v{o}.shape != {guards[o]!r}: raise ShapeChanged")
         if i in freed:
             lines.append(f"    del {', '.join(f'v{s}' for s in freed[i])}")
     results = ", ".join(f"v{o.index}" if type(o) is _Slot else const(o) for o in outputs)
@@ -711,12 +788,15 @@ def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple
     if any(not _is_name(k) for step in steps for k in step.kwargs or ()):
         return NotReplayable("a keyword the generated code cannot spell"), result
     slots = [o.index for o in outputs if type(o) is _Slot]
-    steps = _live(steps, slots, trace.layouts)
+    guards = {slot: trace.layouts[slot].shape for slot in sorted(trace.shapes_read)}
+    steps = _live(steps, slots, trace.layouts, guards)
     fresh = _replay_memory.plan(steps, trace.layouts, slots)
     fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
     large = frozenset(
         s for s, layout in enumerate(trace.layouts)
         if s >= len(inputs) and math.prod(layout.shape) * layout.dtype.itemsize >= FREE_BYTES
     )  # fmt: skip
-    program = GeneratedProgram(steps, len(inputs), outputs, out_tree, fresh_outputs, large)
+    program = GeneratedProgram(
+        steps, len(inputs), outputs, out_tree, fresh_outputs, large, guards
+    )  # fmt: skip
     return program, result

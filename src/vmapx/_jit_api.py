@@ -23,7 +23,14 @@ import optree
 from . import _core
 from ._compat import NUMPY2
 from ._core import Tracer
-from ._jit import RECORD_AGAIN, GeneratedProgram, NotReplayable, record, run_plainly
+from ._jit import (
+    RECORD_AGAIN,
+    GeneratedProgram,
+    NotReplayable,
+    ShapeChanged,
+    record,
+    run_plainly,
+)  # fmt: skip
 from .errors import PerformanceWarning
 
 P = ParamSpec("P")
@@ -87,7 +94,10 @@ class Jitted(Generic[P, R]):
         inputs = [x for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers]
         recorded = None if key is None else self._recordings.get(key)
         if type(recorded) is GeneratedProgram:
-            return recorded.run(inputs)  # type: ignore[no-any-return]
+            try:
+                return recorded.run(inputs)  # type: ignore[no-any-return]
+            except ShapeChanged:  # a shape Python read differs on these values: run `f`
+                return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         if type(recorded) is NotReplayable and recorded.again:
             return self._record_again(key, leaves, treedef, numbers)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):

@@ -28,6 +28,9 @@ SCALAR_FUNCTIONS = frozenset(
         np.count_nonzero, np.dot, np.vdot, np.inner, np.einsum, np.trace, np.clip,
         np.round, np.around, np.interp, getattr(np, "amax", None), getattr(np, "amin", None),
         getattr(np, "trapezoid", None), getattr(np, "trapz", None),
+        np.nan_to_num, np.angle, np.sinc, np.fix, np.isreal, np.iscomplex, np.isneginf,
+        np.isposinf, np.polyval, np.corrcoef, np.searchsorted, np.linalg.cond,
+        np.linalg.matrix_rank, np.linalg.slogdet, getattr(np.linalg, "trace", None),
         np.linalg.det, np.linalg.norm, getattr(np.linalg, "vector_norm", None),
         getattr(np.linalg, "matrix_norm", None), getattr(np.linalg, "vecdot", None),
     )
@@ -35,12 +38,17 @@ SCALAR_FUNCTIONS = frozenset(
 )  # fmt: skip
 
 
+# NumPy functions that give a scalar for a scalar (they call its methods: `x.real`) and a
+# 0-d array for a 0-d array
+SCALAR_PRESERVING = frozenset((np.real, np.imag, np.squeeze, np.transpose, np.flip))
+
+
 def mark(out: Any) -> Any:
     """Mark the tracers in `out` (one result or a tuple of them) as NumPy scalars where
     they are 0-d; return `out`."""
     if isinstance(out, Tracer):
         out._scalar = True
-    elif type(out) is tuple:
+    elif isinstance(out, tuple):  # (also NumPy's named results: slogdet's)
         for o in out:
             if isinstance(o, Tracer):
                 o._scalar = True
@@ -50,6 +58,12 @@ def mark(out: Any) -> Any:
 def is_scalar(x: Tracer) -> bool:
     """Whether the example's value of `x` is a NumPy scalar (immutable)."""
     return x.ndim == 0 and getattr(x, "_scalar", False)
+
+
+def is_float64_scalar(x: Tracer) -> bool:
+    """Whether the example's value of `x` is an `np.float64` (a subclass of Python's
+    float: `1j * x` is Python's complex arithmetic, a Python complex)."""
+    return getattr(x, "_scalar", False) is True and x.ndim == 0 and x.dtype == np.float64
 
 
 def picks_element(idx: Any) -> bool:
@@ -99,6 +113,19 @@ def any_weak(operands: tuple) -> bool:
     return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
 
 
+def bools_as_ints(operands: tuple) -> tuple:
+    """Where every operand is a Python bool (one traced at least), the traced ones as
+    Python ints: Python's arithmetic on bools is on ints (`~True` is -2, `True + True`
+    is 2, where NumPy's bools give False and True)."""
+    weak = [_weak_type(x) for x in operands]
+    if not all(w is bool for w in weak):
+        return operands
+    return tuple(
+        mark_weak(x.astype(np.result_type(0))) if isinstance(x, Tracer) else int(x)
+        for x in operands
+    )
+
+
 def strengthen(operands: tuple) -> tuple[tuple, bool]:
     """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
     the other operands, and whether all are Python numbers (then the result is one)."""
@@ -111,3 +138,12 @@ def strengthen(operands: tuple) -> tuple[tuple, bool]:
         for x, w in zip(operands, weak, strict=True)
     )
     return cast, False
+
+
+def stacked_dtype(x: Any) -> np.dtype | None:
+    """The dtype `np.stack` gives the examples' values of `x` where they are Python
+    numbers (float64 for floats: a float32 draw's `float`), else None."""
+    if not SEEN.weak:
+        return None
+    w = _weak_type(x)
+    return None if w is None else np.result_type(w(0))

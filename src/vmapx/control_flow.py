@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from . import _payload
+from . import _payload, _scalars
 from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
 from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
 from ._registry import Primitive, register
@@ -174,13 +174,15 @@ def _captured_leaves(fns: Sequence[Callable]) -> list:
 class _Chain:
     """Consecutive vmap traces whose batches are flattened into one of `size` examples."""
 
-    __slots__ = ("traces", "sizes", "size", "lo")
+    __slots__ = ("traces", "sizes", "size", "lo", "scalars")
 
     def __init__(self, traces: list[BatchTrace]) -> None:
         self.traces = traces
         self.sizes = tuple(t.axis_size for t in traces)
         self.size = int(np.prod(self.sizes, dtype=np.int64))
         self.lo = traces[0].level
+        # ids of the results (`run`'s values) that are NumPy scalars for each example
+        self.scalars: set[int] = set()
 
     def peel(self, x: Any) -> tuple[Any, list[int]]:
         """`x` below the chain, and the chain positions of its leading (batch) axes."""
@@ -274,7 +276,11 @@ class _Chain:
 
     def _exit(self, sub: BatchTrace, x: Any, what: str) -> tuple | None:
         if type(x) is BatchTracer and x._trace is sub:
+            if _scalars.is_scalar(x):
+                self.scalars.add(id(x.val))
             return x.val, True
+        if _is_scalar_value(x):
+            self.scalars.add(id(x))
         if isinstance(x, BatchGenerator):
             raise ControlFlowError(f"{what}: a random generator cannot be a result or carry")
         if isinstance(x, Tracer) and x._trace.level >= self.lo:
@@ -314,7 +320,13 @@ class _Chain:
                 )
         columns = zip(*(pairs for _, pairs, _ in parts), strict=True)
         idxs = [idx for idx, _, _ in parts]
-        return treedef.unflatten([self.wrap(self._join(c, idxs, what)) for c in columns])
+        return treedef.unflatten([self._joined(c, idxs, what) for c in columns])
+
+    def _joined(self, pieces: Sequence, idxs: list, what: str) -> Any:
+        out = self.wrap(self._join(pieces, idxs, what))
+        if all(id(v) in self.scalars for v, _ in pieces):  # (`s += y` rebinds a scalar)
+            _scalars.mark(out)
+        return out
 
     def _join(self, pieces: Sequence, idxs: list, what: str) -> Any:
         ref = _payload.like(*(v for v, _ in pieces))
@@ -329,12 +341,15 @@ class _Chain:
                 "every branch (and every iteration of a loop) must give the same shape"
             )
         (shape,) = shapes
-        if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
-            # (by dtypes, as `np.stack` promotes: NumPy 1.26 would promote a 0-d value
-            # of one branch by its value)
-            out = np.empty(
-                (self.size, *shape), np.result_type(*(v.dtype for v, _ in pieces)), like=ref
+        if len({v.dtype for v, _ in pieces}) > 1:  # (what follows could depend on it)
+            raise self.traces[-1].concretization(
+                f"{what}: the examples' results have different dtypes "
+                f"({', '.join(sorted({str(v.dtype) for v, _ in pieces}))}), which one "
+                "batched value cannot hold",
+                "give every branch (and every iteration) the same dtype, e.g. with `.astype(...)`",
             )
+        if not any(isinstance(v, Tracer) for v, _ in pieces):  # plain arrays: scatter
+            out = np.empty((self.size, *shape), pieces[0][0].dtype, like=ref)
             for (v, _), idx in zip(pieces, idxs, strict=True):
                 out[_payload.moved(idx, ref)] = v
             return out
@@ -503,7 +518,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     differs between examples, `true_fn` runs once on exactly the examples whose
     predicate holds and `false_fn` on the others; a branch that no example takes
     never runs (so it costs nothing, and cannot fail or loop forever on inputs it was
-    not meant for). The branches must return the same structure and per-example shapes.
+    not meant for). The branches must return the same structure and per-example shapes;
+    where the examples' branches give different dtypes, they run one by one (as a loop).
 
     **Arguments:**
 
@@ -645,13 +661,20 @@ def _while_partitioned(
     if any(k == _GENERATOR for _, k in state):
         raise ControlFlowError("while_loop: a random generator cannot be part of the loop value")
     parts = []
+    # which leaves are NumPy scalars for each example (`s += y` rebinds a scalar)
+    scalar = [_is_scalar_value(x) for x in leaves]
+    finished_scalars: set[int] = set()  # (ids of values alive in `parts`)
     while True:
         if not go.all():
             done, keep = np.flatnonzero(~go), np.flatnonzero(go)
             finished = [(v[_payload.moved(done, v)], True) if k else (v, False) for v, k in state]
+            finished_scalars.update(
+                id(v) for (v, _), s in zip(finished, scalar, strict=True) if s
+            )  # fmt: skip
             parts.append((active[done], finished, treedef))
             active = active[keep]
             state = [(v[_payload.moved(keep, v)], k) if k else (v, k) for v, k in state]
+        chain.scalars = set(finished_scalars)  # (an earlier iteration's ids may be reused)
         if not len(active):
             return chain.stitch(parts, "while_loop")
         ix = chain.index(active)
@@ -662,6 +685,7 @@ def _while_partitioned(
                 f"({treedef}), got {out_def}"
             )
         state = [(v, int(b)) for v, b in pairs]
+        scalar = [id(v) in chain.scalars for v, _ in pairs]
         (c, c_batched), *rest = chain.run(cond_fun, state, args_def, ix, "while_loop")[0]
         if rest:
             raise TypeError("while_loop: `cond_fun` must return a boolean scalar")
@@ -669,6 +693,11 @@ def _while_partitioned(
             go = _concrete(c, "the result of `cond_fun`").astype(bool)
         else:
             go = np.full(len(active), bool(c))
+
+
+def _is_scalar_value(x: Any) -> bool:
+    """Whether `x` is a NumPy scalar (for each example, where it is traced)."""
+    return isinstance(x, np.generic) or (isinstance(x, Tracer) and _scalars.is_scalar(x))
 
 
 def _concrete(v: Any, what: str) -> np.ndarray:

@@ -46,7 +46,7 @@ from . import _api
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
 from ._core import _state, user_frame_location
-from ._scalars import mark_weak
+from ._scalars import mark, mark_weak
 from .errors import RandomnessError, UnsupportedError
 
 __all__ = ["BatchGenerator", "batch_aware"]
@@ -157,10 +157,14 @@ class BatchGenerator:
         if name == "shuffle":
             return self._shuffle(**a)
         if name in _ELEMENTWISE and _splits(name, a):
+            size = a.get("size")  # (`_elementwise` takes it out of `a`)
             out = self._elementwise(name, a)
-            # one number per example: the loop gets a Python float/int (weakly typed)
-            return out if name == "integers" or a.get("size") is not None else mark_weak(out)
-        return self._per_example(name, a)
+            # one number per example without size=: the loop gets a Python float (weakly
+            # typed); with size=() a 0-d array
+            return out if name == "integers" or size is not None else mark_weak(out)
+        out = self._per_example(name, a)
+        # `choice` without size= gives a NumPy scalar (`s += y` rebinds it)
+        return mark(out) if name == "choice" and a.get("size") is None else out
 
     def _into(self, name: str, a: dict, out: Any) -> Any:
         """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it
@@ -373,6 +377,11 @@ class _CallGenerator:
             self.state.state = self.start
         self.run_start = self.state.state
         return BatchGenerator(trace, self.parent, self.mode)
+
+    def _vmapx_rewind(self) -> None:
+        """Undo the draws of a batched run that is run again (as if it never ran)."""
+        self.state.state = self.run_start
+        self.runs -= 1
 
     def _vmapx_example(self, i: int) -> Any:
         """The generator example `i` of the per-example loop uses."""

@@ -104,14 +104,10 @@ def _broadcasts(a: tuple, b: tuple) -> bool:
 
 
 def literal(c: Ctx, kinds: str = "bifc") -> str:
-    """A Python scalar, a NumPy scalar or a small constant array.
-
-    KNOWN DEFECT (found, test_fuzz_found.py): no literal zero, since `x / 0` of a traced
-    value raises ZeroDivisionError under grad/jvp (NumPy gives inf): add "0" when fixed.
-    """
+    """A Python scalar, a NumPy scalar or a small constant array."""
     options = {
         "b": ["True", "False"],
-        "i": ["2", "-1", "3", "np.int32(2)", "np.int64(-3)", "np.array([1, 2])"],
+        "i": ["2", "-1", "3", "0", "np.int32(2)", "np.int64(-3)", "np.array([1, 2])"],
         "f": ["0.5", "-1.5", "2.0", "np.float32(0.25)", "np.array(1.5)", "np.array([0.5, 2.0])"],
         "c": ["1j", "(0.5-1j)", "np.complex64(1+2j)"],
     }
@@ -250,7 +246,10 @@ def _operator(sym: str, kinds: str) -> Callable:
         y = c.other(x, kinds)
         if sym in _MOD:
             c.tag("mod")
-        return f"{y} {sym} {x}" if c.coin(0.3) else f"{x} {sym} {y}"
+        # (a Python complex left of an np.float64 is Python's arithmetic: a complex with
+        # no array methods, which vmap's traced value has; not generated)
+        python_complex = y in ("1j", "(0.5-1j)")
+        return f"{y} {sym} {x}" if c.coin(0.3) and not python_complex else f"{x} {sym} {y}"
 
     return make
 
@@ -650,9 +649,7 @@ def op_setitem(c: Ctx) -> list[str]:
     i = c.integer(-n, n - 1)
     kinds = {"b": "b", "i": "bi", "f": "bif", "c": "bifc"}[kind(v)]
     val = c.other(x, kinds) if c.coin() else literal(c, kinds)
-    # KNOWN DEFECT (found, test_fuzz_found.py): `v[i] = y` with y of shape (1,) raises in
-    # NumPy 2 but not under vmap: a value written into one element is a scalar here
-    elem = val if v.ndim > 1 else c.choice(["1", "True", f"{x}[-1]"])
+    elem = val if v.ndim > 1 or c.coin(0.3) else c.choice(["1", "True", f"{x}[-1]"])
     rhs = c.choice([f"{{t}}[{i}] = {elem}", f"{{t}}[...] = {val}", "{t}[{t} > 0] = 0",
                     "{t}[1:] = {t}[:-1]", f"{{t}}[[0, -1]] = {literal(c, kinds)}",
                     f"{{t}}[..., 0] = {literal(c, kinds)}",
@@ -662,15 +659,13 @@ def op_setitem(c: Ctx) -> list[str]:
 
 @op("inplace", 1.5)
 def op_iop(c: Ctx) -> list[str]:
-    # KNOWN DEFECT (excluded): in-place operators on per-example 0-d scalars from
-    # reductions are never generated (lo=1 below).
-    x = c.pick("ifc", lo=1)
+    x = c.pick("ifc")
     v = c.val(x)
     # a float operand on integer values raises in NumPy (and so must vmap) now and then
     kinds = {"i": "bif" if c.coin(0.1) else "bi", "f": "bif", "c": "bifc"}[kind(v)]
     y = c.other(x, kinds)
     sym = c.choice(["+=", "-=", "*="])
-    if c.coin(0.5) and v.shape[0] > 0:
+    if c.coin(0.5) and v.ndim and v.shape[0] > 0:
         c.tag("index_iop")
         target = c.choice([f"{{t}}[{c.integer(0, v.shape[0] - 1)}]", "{t}[1:]",
                            "{t}[[0, 0]]", "{t}[..., :1]"])  # fmt: skip
@@ -684,10 +679,7 @@ def op_inplace_functions(c: Ctx) -> list[str]:
     v = c.val(x)
     forms = ["{t}.sort()", "{t}.fill(2)", "np.put({t}, [0], 5)",
              "np.place({t}, {t} > 0, 3)", "np.putmask({t}, {t} < 0, 0)"]  # fmt: skip
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.copyto(unsigned value, python int)
-    # raises TypeError under vmap; left out for unsigned values
-    if v.dtype.kind != "u":
-        forms.append("np.copyto({t}, 1)")
+    forms.append("np.copyto({t}, 1)")
     if v.ndim == 2 and v.shape[0] == v.shape[1]:
         forms.append("np.fill_diagonal({t}, 1)")
     return [f"{{t}} = {x}.copy()", c.choice(forms)]
@@ -702,6 +694,8 @@ def op_write_argument(c: Ctx) -> list[str]:
         raise Skip
     x = c.choice(names)
     c.tag("write_arg")
+    if c.val(x).dtype not in (np.float64, np.complex128):
+        c.tag("write_plain_arg")  # (not differentiated: a plain array under grad)
     return [f"{x}[0] = 1", f"{{t}} = {x} * 2"]
 
 
@@ -730,15 +724,11 @@ def op_sort_complex(c: Ctx) -> str:
 def op_sets(c: Ctx) -> str:
     x = c.pick("bi", lo=1)
     c.tag("data_shape")
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.union1d/np.setdiff1d with a list
-    # argument raise TypeError under vmap; they get arrays here (write `[3]` to re-enable)
-    # KNOWN DEFECT (found, test_fuzz_found.py): np.bincount of uint8 values holding 255
-    # fails under vmap; its argument is taken as int64 here (drop `.astype` to re-enable)
     return c.choice([f"np.unique({x})", f"np.isin({x}, [0, 2])",
-                     f"np.bincount(np.abs({x}).astype(np.int64))",
+                     f"np.bincount(np.abs({x}))",
                      f"np.in1d({x}, [1])" if not NUMPY2 else f"np.isin({x}, [1])",
-                     f"np.union1d({x}, np.array([3]))",
-                     f"np.setdiff1d({x}, np.array([0]))"])  # fmt: skip
+                     f"np.union1d({x}, [3])", f"np.setdiff1d({x}, [0])",
+                     f"np.intersect1d([0, 1], {x})"])  # fmt: skip
 
 
 # ---------------------------------------------------------------- linear algebra
@@ -852,10 +842,7 @@ def op_misc(c: Ctx) -> str:
              f"np.array_equal({x}, {x}[::-1])",
              f"np.apply_along_axis(np.sum, -1, {x})"]  # fmt: skip
     if xv.ndim == 1:
-        # KNOWN DEFECT (found, test_fuzz_found.py): np.correlate/np.convolve of two
-        # batched values turn every output NaN when one input is NaN or inf: finite here
-        fin = f"np.nan_to_num({x})"
-        forms += [f"np.convolve({x}, [1.0, -1.0])", f"np.correlate({fin}, {fin}, 'full')",
+        forms += [f"np.convolve({x}, [1.0, -1.0])", f"np.correlate({x}, {x}, 'full')",
                   f"np.polyfit(np.arange({len(xv)}), {x}, 1)"]  # fmt: skip
     return c.choice(forms)
 
@@ -902,9 +889,8 @@ def op_python_scalar(c: Ctx) -> str:
 
 @op("control", 1.5)
 def op_cond(c: Ctx) -> str:
-    # KNOWN DEFECT (found, test_fuzz_found.py): branches of different dtypes (np.sin of
-    # ints) are promoted at the cond, so later dtypes differ from the loop's: floats only
-    x = c.pick("f")
+    # (branches of different dtypes, np.sin of ints: the examples run one by one)
+    x = c.pick("f" if c.coin(0.7) else "bi")
     a, b = (c.choice(_BRANCH).format("u", "u") for _ in range(2))
     return c.choice([f"vmapx.cond(np.sum({x}) > 0.1, lambda u: {a}, lambda u: {b}, {x})",
                      f"vmapx.switch((np.sum({x}) > 0.1) * 1, "
@@ -915,11 +901,10 @@ def op_cond(c: Ctx) -> str:
 
 @op("control")
 def op_fori_loop(c: Ctx) -> str:
-    # KNOWN DEFECT (excluded): fori_loop with a batched lower bound; the lower bound is
-    # always a constant here.
     x = c.pick("f")
     n = c.choice(["3", f"np.sum(np.abs({c.pick('if')}) > 0.5)", "0"])
-    return f"vmapx.fori_loop(0, {n}, lambda i, u: u * 0.5 + i, {x})"
+    lo = c.choice(["0", "0", f"np.sum({c.pick('if')} > 0)"])  # (a batched lower bound)
+    return f"vmapx.fori_loop({lo}, {n}, lambda i, u: u * 0.5 + i, {x})"
 
 
 @op("control")
@@ -953,8 +938,8 @@ _DRAWS_PARAM = [
     "g.normal({x})", "g.uniform({x}, {x} + 1)", "g.exponential(np.abs({x}) + 1)",
     "g.normal(loc={x}, scale=2.0)", "g.poisson(np.abs({x}))", "g.normal({x}, size={s})",
 ]  # fmt: skip
-# KNOWN DEFECT (excluded): scalar draws without size= (`g.normal()`) give the wrong dtype;
-# every draw here passes size= or an array parameter.
+_DRAWS_SCALAR = ["g.normal()", "g.random()", "g.poisson(1.5)", "g.integers(0, 5)",
+                 "g.standard_normal(dtype=np.float32)"]  # fmt: skip
 _DRAWS_PER_EXAMPLE = ["g.choice(5, size={s})", "g.permutation(4)", "g.choice({x}.ravel())"]
 
 
@@ -963,28 +948,32 @@ def op_draw(c: Ctx) -> str:
     if not c.has_gen:
         raise Skip
     c.tag("draw")
-    # KNOWN DEFECT (found, test_fuzz_found.py): a draw of size=() is taken as a Python
-    # scalar (weak in NumPy 2's promotion) under vmap: no size=() here
-    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)"])
+    shape = c.choice(["3", "(2, 2)", "(1,)", "(0,)", "()"])
     r = c.rng.random()
-    if r < 0.55:
+    # a Python number per example (no size=, 0-d parameters) is used with an array: alone,
+    # a later `.dtype` or `.shape` of it raises in the loop (a traced value has them)
+    number = False
+    if r < 0.45:
         draw = c.choice(_DRAWS).format(s=shape)
+    elif r < 0.55:
+        draw, number = c.choice(_DRAWS_SCALAR), True
     elif r < 0.85:
-        # KNOWN DEFECT (excluded): a draw with a per-example 0-d parameter and no size=
-        # is the scalar-draw dtype defect (the loop gets a Python float): lo=1
-        x = c.pick("f", lo=1)
+        x = c.pick("f")
         draw = c.choice(_DRAWS_PARAM)
         if "size" in draw:
             shape = str(c.val(x).shape)
+        number = "size" not in draw and c.val(x).ndim == 0
         draw = draw.format(x=x, s=shape)
     else:
         c.tag("draw_per_example")
         x = c.pick("if", lo=1, pred=lambda v: v.size > 0)
         draw = c.choice(_DRAWS_PER_EXAMPLE).format(s=shape, x=x)
     try:
-        x = c.pick("if")
-        return f"{x} + {draw}" if c.coin(0.4) else draw
+        x = c.pick("if", lo=1 if number else 0)
+        return f"{x} + {draw}" if number or c.coin(0.4) else draw
     except Skip:
+        if number:
+            raise
         return draw
 
 

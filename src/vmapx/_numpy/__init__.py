@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     _tracer_api,  # noqa: F401  (installs the array interface on tracers)
+    array_api,  # (installs the array API standard's members on tracers)
     contractions,
     creation,
     elementwise,

@@ -67,14 +67,12 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
     """`np.copyto` writes into `dst`: functionally when `dst` is traced."""
+    if isinstance(dst, Tracer):  # NumPy's casting check (and error) on a stand-in
+        number = type(src) in (int, float, complex, bool)  # (weak in NumPy 2: `copyto(u8, 1)`)
+        probe = src if number else np.zeros((), np.result_type(src))
+        np.copyto(np.zeros((), dst.dtype), probe, casting=casting)
     if where is not True:
         src = np.where(where, src, dst)
-    if isinstance(dst, Tracer):
-        if not np.can_cast(np.result_type(src), dst.dtype, casting=casting):
-            raise TypeError(
-                f"Cannot cast array data from {np.result_type(src)} to {dst.dtype} "
-                f"according to the rule {casting!r}"
-            )
     assign(dst, src)
 
 
@@ -95,7 +93,10 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
     if out is None:
-        if func in _scalars.SCALAR_FUNCTIONS:
+        if func in _scalars.SCALAR_FUNCTIONS or (
+            func in _scalars.SCALAR_PRESERVING and args and isinstance(args[0], Tracer)
+            and _scalars.is_scalar(args[0])
+        ):  # fmt: skip
             return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
@@ -105,6 +106,7 @@ def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: di
 def assign(target: Any, value: Any) -> Any:
     """Write `value` into all of `target` (`out=`), functionally where it is traced."""
     if isinstance(target, Tracer):
+        _check_writeable(target)
         if (
             type(value) is type(target) and value._trace is target._trace
             and not target._aliased and value.shape == target.shape
@@ -128,8 +130,31 @@ def _leave_error(value: Tracer) -> BaseException:
     )
 
 
+def _check_writeable(target: Tracer) -> None:
+    """NumPy's error for a write into a read-only array (a tracer of a plain array that
+    says `read_only`: `jit`'s recording of an unmapped `vmap` argument)."""
+    if getattr(target, "read_only", False):
+        raise ValueError("assignment destination is read-only")
+
+
+def _sequence_into_element(target: Tracer, idx: Any, value: Any) -> bool:
+    """Whether `target[idx] = value` writes an array of one or more dimensions, or a
+    list, into one element (integer indices, one per axis), which NumPy 2 refuses."""
+    items = idx if type(idx) is tuple else (idx,)
+    if len(items) != target.ndim or not all(
+        isinstance(i, int | np.integer) and not isinstance(i, bool | np.bool_) for i in items
+    ):
+        return False
+    if type(value) in (list, tuple):
+        return True
+    return (value.ndim if isinstance(value, Tracer) else np.ndim(value)) > 0
+
+
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
+    _check_writeable(target)
+    if NUMPY2 and _sequence_into_element(target, idx, value):  # (NumPy 1.26 warns)
+        raise ValueError("setting an array element with a sequence.")
     if _masked._pending.stand_ins:
         whole = _masked.written_back(target, idx, value)
         if whole is not None:
@@ -220,8 +245,12 @@ def _binary(ufunc: np.ufunc) -> tuple:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
+    complex_first = ufunc in (np.add, np.subtract, np.multiply, np.true_divide, np.power)
+    python_int_of_bools = complex_first or ufunc in (np.floor_divide, np.remainder)
 
     def weak_op(a: Any, b: Any) -> Any:
+        if python_int_of_bools:  # (True + True is 2: Python's bools are ints)
+            a, b = _scalars.bools_as_ints((a, b))
         (a, b), python = _scalars.strengthen((a, b))
         out = bind(prim, (a, b), {})
         return _scalars.mark_weak(out) if python else _scalars.mark(out)
@@ -242,6 +271,9 @@ def _binary(ufunc: np.ufunc) -> tuple:
         return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
+        if type(other) is complex and complex_first and _scalars.is_float64_scalar(self):
+            # np.float64 is a Python float: `1j * x` is Python's complex arithmetic
+            return _scalars.mark_weak(bind(prim, (other, self), {}))
         if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
             return weak_op(other, self)
         if elidable and type(self) is BatchTracer and sys.getrefcount(self) == _elision.TEMP_REFS:
@@ -272,6 +304,8 @@ def _unary(ufunc: np.ufunc) -> Any:
     prim = ufunc_primitive(ufunc, "__call__")
 
     def op(self: Tracer) -> Any:
+        if _scalars.SEEN.weak:  # (~True is -2: Python's bools are ints)
+            (self,) = _scalars.bools_as_ints((self,))
         out = bind(prim, (self,), {})
         weak = _scalars.SEEN.weak and _scalars.any_weak((self,))
         return _scalars.mark_weak(out) if weak else _scalars.mark(out)
@@ -362,11 +396,13 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if not copy and np.dtype(dtype) == self.dtype:
         return self
-    return _call(astype, self, dtype, copy=True)
+    out = _call(astype, self, dtype, copy=True)
+    return _scalars.mark(out) if _scalars.is_scalar(self) else out  # (as `_copy`)
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    return np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
+    out = np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
+    return _scalars.mark(out) if _scalars.is_scalar(self) else out  # (a scalar's copy: one)
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:

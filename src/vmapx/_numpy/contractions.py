@@ -189,10 +189,18 @@ def _labels(na: int, nb: int) -> tuple[str, str]:
 
 
 def _products(va: Any, ba: bool, a: str, vb: Any, bb: bool, b: str, out: str) -> Any:
-    """Elementwise products laid out by labels (`a` and `b` share none) with one einsum,
-    which writes them faster than a broadcasting multiply."""
-    z = _LABELS[0]  # the batch label; operand labels start at _LABELS[1]
-    return np.einsum(f"{z * ba}{a},{z * bb}{b}->{z}{out}", va, vb)
+    """Elementwise products laid out by labels (`a` and `b` share none, each in its own
+    order in `out`) with one broadcasting multiply (einsum would add each product to a
+    zero: -0.0 becomes 0.0, where NumPy's outer and kron keep it)."""
+
+    def spread(v: Any, batched: bool, labels: str) -> Any:
+        sizes = dict(zip(labels, np.shape(v)[int(batched) :], strict=True))
+        return np.reshape(v, (*np.shape(v)[: int(batched)], *(sizes.get(x, 1) for x in out)))
+
+    va, vb = spread(va, ba, a), spread(vb, bb, b)
+    if ba != bb:  # (the unbatched operand: a leading axis of one for the batch)
+        va, vb = (va, vb[None]) if ba else (va[None], vb)
+    return np.multiply(va, vb)
 
 
 def _normalize_axes(axes: Any, ndim: int) -> list[int]:
@@ -432,6 +440,15 @@ def _conv_rule(func: Callable) -> Callable:
             like = va if ba else vv
             dtype = np.result_type(va.dtype, vv.dtype)
             return trace.wrap(np.zeros_like(like, shape=(0, _mode_len(mode, n, m)), dtype=dtype))
+        if not _finite(va, vv):  # (the fast paths below multiply zeros of padding too)
+            rows = (
+                zip(va, vv, strict=True)
+                if ba and bv
+                else ((x, vv) for x in va)
+                if ba
+                else ((va, y) for y in vv)
+            )
+            return trace.wrap(np.stack([func(x, y, mode) for x, y in rows]))
         if ba and bv:
             full = _full_both(func, va, vv, n, m)
             if full is None:  # long rows: NumPy's kernel row by row is the fastest
@@ -442,6 +459,16 @@ def _conv_rule(func: Callable) -> Callable:
         return trace.wrap(full[:, offset : offset + _mode_len(mode, n, m)])
 
     return rule
+
+
+def _finite(*values: Any) -> bool:
+    """Whether the operands hold finite numbers only (False where they are not NumPy
+    arrays: their values are not read). NumPy's kernel sums only the products of
+    overlapping elements; vmapx's batched forms multiply zeros of padding too, which
+    turns an inf or NaN into NaN where NumPy's result is finite."""
+    return all(type(v) is np.ndarray for v in values) and all(
+        v.dtype.kind in "biu" or bool(np.isfinite(v).all()) for v in values
+    )
 
 
 def _as_1d(v: Any, batched: bool, shape: tuple) -> Any:

@@ -738,9 +738,10 @@ def _bincount_rule(func: Callable) -> Callable:
             replay_errors(trace, func, args, kwargs)
         if trace.axis_size == 0:
             return zero_batch(trace, func, args, kwargs)
+        # (values as NumPy's intp: `max + 1` of uint8 wraps, and uint64 + intp is float)
         if xb:
             top = (
-                np.max(xv, axis=1) + 1
+                np.max(xv, axis=1).astype(np.intp) + 1
                 if xv.shape[1]
                 else np.zeros(xv.shape[0], np.intp, like=like(xv))
             )
@@ -748,7 +749,7 @@ def _bincount_rule(func: Callable) -> Callable:
         else:
             length = len(np.bincount(x, minlength=minlength))
         offsets = np.arange(trace.axis_size, dtype=np.intp, like=like(x)).reshape(-1, 1) * length
-        flat = (offsets + bcast_batch(trace, x)).ravel()
+        flat = (offsets + bcast_batch(trace, x).astype(np.intp, copy=False)).ravel()
         w = None if weights is None else bcast_batch(trace, weights).ravel()
         run = lambda: np.bincount(flat, w, minlength=length * trace.axis_size)  # noqa: E731
         out = replaying(trace, func, args, kwargs, run)

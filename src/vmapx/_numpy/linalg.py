@@ -259,9 +259,9 @@ defjvp(np.linalg.eigvalsh, _eigvalsh_jvp)
 def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
              hermitian: bool = False) -> Any:  # fmt: skip
     """JAX's `svd_jvp_rule` (reduced factors: a square matrix, or full_matrices=False)."""
-    m, n = np.shape(a)[-2:]
-    if compute_uv and full_matrices and m != n:
+    if _svd_undetermined(a, full_matrices, compute_uv):
         raise NoRule(0, "jvp")  # the extra singular vectors are not determined
+    m, n = np.shape(a)[-2:]
     if hermitian:  # NumPy reads one triangle (through eigh)
         t = _from_triangle(t, False)
     if compute_uv:
@@ -294,8 +294,25 @@ def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: bool = True, compute_uv: b
     return du, ds, _h(dv)
 
 
+def _svd_undetermined(a: Any, full_matrices: bool, compute_uv: bool) -> bool:
+    """Whether `svd` gives singular vectors that its derivative does not determine (the
+    extra ones of `full_matrices=True` for a matrix that is not square)."""
+    m, n = np.shape(a)[-2:]
+    return bool(compute_uv and full_matrices and m != n)
+
+
+def _svd_vjp(ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
+             hermitian: bool = False) -> Callable:  # fmt: skip
+    """The transposed JVP, refused when the VJP is made (the pullback runs later, where
+    the rule's refusal would not be turned into a DifferentiationError)."""
+    if _svd_undetermined(a, full_matrices, compute_uv):
+        raise NoRule(0, "vjp")
+    return _transposed(_svd_jvp)(ans, a, full_matrices, compute_uv, hermitian)
+
+
 defbatch([np.linalg.svd, *present(np.linalg, "svdvals")], _stacked(2))
-_defjvp_multi(np.linalg.svd, _svd_jvp)
+defjvp(np.linalg.svd, _svd_jvp)
+defvjp(np.linalg.svd, _svd_vjp)
 defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_uv=False))
 
 
@@ -333,8 +350,8 @@ defcomposite(np.linalg.qr, _qr_impl)
 
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     absx = np.abs(x)
-    if ord == np.inf:
-        return np.max(absx, axis=axis)
+    if ord == np.inf:  # (0 for an empty vector, as NumPy 2's; NumPy 1.26 raises)
+        return np.max(absx, axis=axis, **({"initial": 0} if NUMPY2 else {}))
     if ord == -np.inf:
         return np.min(absx, axis=axis)
     if ord == 0:
@@ -361,7 +378,9 @@ def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
         sums = np.sum(np.abs(x), axis=-1)
     else:
         return NotImplemented
-    return np.max(sums, axis=-1) if ord in (1, np.inf) else np.min(sums, axis=-1)
+    if ord in (1, np.inf):  # (0 for an empty matrix, as NumPy 2's; NumPy 1.26 raises)
+        return np.max(sums, axis=-1, **({"initial": 0} if NUMPY2 else {}))
+    return np.min(sums, axis=-1)
 
 
 def _matrix_norm_impl(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002

@@ -382,9 +382,9 @@ def _polyval(trace: BatchTrace, coefs: list, params: dict) -> Any:
         return trace.wrap(np.polyval(p, xv))
     rank = example_ndim(trace, x)
     y = np.zeros_like(xv)
-    for k in range(p.shape[-1]):
-        y = y * xv + p[:, k].reshape((-1,) + (1,) * rank)
-    return _wrap_if(trace, y, p.shape[-1] > 0 or xb)
+    for k in range(p.shape[-1]):  # (unbatched coefficients: a list, under derivatives)
+        y = y * xv + (p[:, k].reshape((-1,) + (1,) * rank) if pb else p[k])
+    return _wrap_if(trace, y, (pb and p.shape[-1] > 0) or xb)
 
 
 def _polyder(trace: BatchTrace, coefs: list, params: dict) -> Any:

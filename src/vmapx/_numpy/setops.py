@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import optree
 
 from .._batching import (
     BatchTrace,
@@ -39,6 +40,7 @@ from .._batching import (
     unwrap,
 )
 from .._compat import NUMPY2, present
+from .._core import Tracer
 from .._registry import get_arg, primitive
 from .._rule_helpers import flat_shape, shift_one, zero_batch
 from .gather import compact
@@ -217,7 +219,9 @@ def _setop_rule(keep: Callable) -> Callable:
 
     def factory(func: Callable) -> Callable:
         def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
-            a, b = args[0], get_arg(args, kwargs, 1, "ar2")
+            a, b = (_array_operand(x) for x in (args[0], get_arg(args, kwargs, 1, "ar2")))
+            if a is None or b is None:  # (a list holding traced values)
+                return _loop(trace, func, args, kwargs)
             assume_unique = bool(get_arg(args, kwargs, 2, "assume_unique", False))
             dtypes = (np.result_type(a), np.result_type(b))
             if get_arg(args, kwargs, 3, "return_indices", False) or any(
@@ -239,6 +243,16 @@ def _setop_rule(keep: Callable) -> Callable:
         return rule
 
     return factory
+
+
+def _array_operand(x: Any) -> Any:
+    """An operand as an array where it is a list or tuple of numbers (`np.union1d(x,
+    [3])`: np.result_type would read a list as a dtype); None where it holds tracers."""
+    if type(x) not in (list, tuple):
+        return x
+    if any(isinstance(v, Tracer) for v in optree.tree_leaves(x)):
+        return None
+    return np.asarray(x)
 
 
 def _union(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple:

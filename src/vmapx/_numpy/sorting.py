@@ -145,6 +145,7 @@ def _partition_perm(ans: Any, a: Any, kth: Any, axis: Any = -1, *args: Any, **kw
 defpermutation(np.partition, _partition_perm, axis_at=2)
 defbatch(np.lexsort, _lexsort_rule)
 defbatch(np.sort_complex, _sort_complex_rule)
+defpermutation(np.sort_complex, _sort_perm, axis_at=1)  # (by real part, then imaginary)
 
 
 # -- searchsorted, digitize ------------------------------------------------------------

@@ -38,7 +38,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
-from .._payload import like
+from .._payload import like, moved
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
 from .._rule_helpers import shift_axis, shift_one
@@ -130,7 +130,10 @@ def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: lis
     if not any(z and b for z, b in zip(zero_d, batched, strict=True)):
         return vals
     if all(zero_d):
-        return [v if b else np.reshape(v, (1,)) for v, b in zip(vals, batched, strict=True)]
+        return [
+            v if b else moved(np.reshape(v, (1,)), *vals)
+            for v, b in zip(vals, batched, strict=True)
+        ]
     dtypes = [v.dtype if hasattr(v, "dtype") else np.result_type(v) for v in vals]
     arrays = [d for d, z in zip(dtypes, zero_d, strict=True) if not z]
     scalars = [d for d, z in zip(dtypes, zero_d, strict=True) if z]
@@ -422,6 +425,38 @@ def _abs_partial(ans: Any, x: Any) -> Any:
     return np.sign(x)
 
 
+def _complex_sign(x: Any) -> bool:
+    """Whether `np.sign(x)` is `x / |x|` (NumPy 2, complex `x`; else piecewise constant)."""
+    return NUMPY2 and x.dtype.kind == "c"
+
+
+def _sign_parts(ans: Any, x: Any) -> tuple:
+    """d sign(z) = a dz + b conj(dz) with a = 1 / 2|z|, b = -sign(z)^2 / 2|z| (0 at 0)."""
+    size = np.abs(x)
+    a = np.where(size == 0, 0, 0.5 / np.where(size == 0, 1, size))
+    return a, -ans * ans * a
+
+
+def _sign_jvp(t: Any, ans: Any, x: Any, **kwargs: Any) -> Any:
+    if not _complex_sign(x):
+        return None
+    a, b = _sign_parts(ans, x)
+    return a * t + b * np.conj(t)
+
+
+def _sign_vjp(ans: Any, x: Any, **kwargs: Any) -> Any:
+    if not _complex_sign(x):
+        return lambda g: None
+    a, b = _sign_parts(ans, x)
+    return lambda g: a * g + np.conj(b * g)
+
+
+def _divide_dx(ans: Any, x: Any, y: Any) -> Any:
+    if type(y) in (int, float, complex, bool) and y == 0:  # (Python's 1 / 0 raises)
+        return np.divide(1, y).item()  # inf (or nan), as NumPy's `x / 0`, and a warning
+    return 1 / y
+
+
 def _pow_dx(ans: Any, x: Any, y: Any) -> Any:
     if isinstance(y, int | float):  # x ** 2 is the common case
         return 2 * x if y == 2 else y * x ** (y - 1) if y != 0 else 0
@@ -442,7 +477,7 @@ defelementwise(np.subtract, 1, -1)
 defelementwise(np.negative, -1)
 defelementwise(np.positive, 1)
 defelementwise(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
-defelementwise(np.divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
+defelementwise(np.divide, _divide_dx, lambda ans, x, y: -ans / y)
 defelementwise(np.reciprocal, lambda ans, x: -ans * ans)
 defelementwise(np.square, lambda ans, x: 2 * x)
 defelementwise(np.sqrt, lambda ans, x: 0.5 / ans)
@@ -487,11 +522,19 @@ defelementwise(np.remainder, 1, lambda ans, x, y: -np.floor(x / y))
 defelementwise(
     np.copysign, lambda ans, x, y: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None
 )
+defelementwise(np.nextafter, 1, None)  # x1 moved by one unit in the last place
 defelementwise(np.ldexp, lambda ans, x, i: np.ldexp(np.ones_like(ans), i), None)
 defjvp(np.conjugate, lambda t, ans, x, **kw: np.conjugate(t))
 defvjp(np.conjugate, lambda ans, x, **kw: np.conjugate)
-defzero([np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
-         np.spacing])  # fmt: skip
+defjvp(np.sign, _sign_jvp)
+defvjp(np.sign, _sign_vjp)
+# heaviside(x1, x2) is x2 where x1 == 0
+defelementwise(
+    np.heaviside,
+    None,
+    lambda ans, x1, x2: np.where(np.equal(x1, 0), np.ones_like(ans), np.zeros_like(ans)),
+)
+defzero([np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.spacing])
 defcomposite(np.divmod, lambda x, y, **kw: (np.floor_divide(x, y), np.remainder(x, y)))
 
 # ufuncs NumPy does not export by name

@@ -108,6 +108,10 @@ def install() -> list[str]:
 
     ```
     """
+    # NumPy first, whole: NumPy 1.26 imports numpy.polynomial while it initialises, and
+    # loading that library's adapters then would import vmapx's modules into a NumPy
+    # without `numpy.random` yet
+    importlib.import_module("numpy")
     with _lock:
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)

@@ -1,0 +1,74 @@
+"""Where in the Python stack a traced value was asked to leave its trace.
+
+Two lines matter to a reader of a fallback warning: the *library line* that needed a
+plain array (the innermost frame outside vmapx and NumPy's core, for example
+`numpy/polynomial/polyutils.py` or `scipy/_lib/_util.py`), and the *user's line* (the
+innermost frame outside vmapx and every installed package or the standard library),
+which is how the user's code reached that library.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import sysconfig
+
+from ._core import _is_library_file
+
+
+def package_dir(name: str) -> str:
+    """The directory of an installed package, with a trailing separator."""
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
+
+
+_NUMPY = package_dir("numpy")
+# NumPy's core: its dispatch wrappers and converters (never the line a user wants)
+_NUMPY_CORE = tuple(_NUMPY + sub + os.sep for sub in ("_core", "core", "lib"))
+_VMAPX = package_dir("vmapx")
+
+
+def _installed_dirs() -> tuple[str, ...]:
+    names = ("purelib", "platlib", "stdlib", "platstdlib")
+    paths = {sysconfig.get_paths().get(name) for name in names}
+    return tuple(os.path.abspath(p) + os.sep for p in paths if p)
+
+
+_INSTALLED = _installed_dirs()
+
+
+def _is_machinery(filename: str) -> bool:
+    return (
+        filename.startswith((_VMAPX, *_NUMPY_CORE))
+        or filename.startswith("<__array_function__")
+        or filename.startswith("<frozen")
+    )
+
+
+def _is_users(filename: str) -> bool:
+    return not _is_library_file(filename) and not filename.startswith(_INSTALLED)
+
+
+def location(skip: int = 1) -> str:
+    """`file:line` of the library line that needed a plain value and, when that is not
+    the user's own code, `(called from file:line)` with the user's line.
+
+    **Arguments**
+    - `skip`: frames to skip above the caller of `location`.
+
+    **Returns** a string such as `"lib.py:594 (called from script.py:12)"`.
+    """
+    frame = sys._getframe(skip + 1)
+    library = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        here = f"{filename}:{frame.f_lineno}"
+        if library is None and not _is_machinery(filename):
+            if _is_users(filename):
+                return here
+            library = here
+        elif library is not None and _is_users(filename):
+            return f"{library} (called from {here})"
+        frame = frame.f_back
+    return library or "<unknown>"
