@@ -69,6 +69,7 @@ from . import _config, _core, _passthrough, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._direct import direct_binary
 from ._registry import ALL, Primitive, builder, each_function, register
 from .errors import (
     ConcretizationError,
@@ -733,7 +734,9 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
         cts[node] = prev
     else:
-        total = prev + ct
+        total = direct_binary(np.add, prev, ct)
+        if total is None:
+            total = prev + ct
         cts[node] = total
         owned[node] = type(total) is np.ndarray and total.shape == prev.shape
 
@@ -1034,7 +1037,8 @@ def _times(t: Any, d: Any) -> Any:
             return t
         if d == -1:
             return -t
-    return t * d
+    out = direct_binary(np.multiply, t, d)
+    return t * d if out is None else out
 
 
 def partial_value(d: Any, ans: Any, *args: Any) -> Any:
