@@ -228,6 +228,8 @@ def _dropped_derivative(x: ADTracer, what: str) -> None:
 
 def is_float(x: Any) -> bool:
     """Whether `x` is a differentiable value: an array (or tracer) of float/complex dtype."""
+    if type(x) is BatchTracer:  # the common case, without the properties
+        x = x.val
     dtype = getattr(x, "dtype", None)
     return isinstance(dtype, np.dtype) and dtype.kind in "fc" and hasattr(x, "shape")
 
@@ -845,7 +847,7 @@ def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
 
     def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
         pulls = [maker(a, ans, args, kwargs) for a in argnums]
-        if all(type(p) is _PartialPullback or p is _zero_pullback for p in pulls):
+        if _all_elementwise(pulls):
             return _ElementwisePullback(pulls)
         if len(pulls) == 1:
             (pull,) = pulls
@@ -854,6 +856,13 @@ def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
 
     for f in each_function(func):
         register(f, "vjp", rule, replace=replace)
+
+
+def _all_elementwise(pulls: list) -> bool:
+    for p in pulls:  # (a loop, not `all` of a generator: this runs for every primitive)
+        if type(p) is not _PartialPullback and p is not _zero_pullback:
+            return False
+    return True
 
 
 @builder
