@@ -293,7 +293,7 @@ def test_numpy1_scalar_power_promotes_like_the_loop() -> None:
         lambda x: x**2.0,
         lambda x: x**-1.0,
         lambda x: np.abs(x) ** 0.5 + x[...] ** 0.5,  # x[...]: a 0-d array, np.sqrt
-        lambda x: np.ones(2, np.float32) * x ** 0.5,
+        lambda x: np.ones(2, np.float32) * x**0.5,
     ):
         check_vmap(f, [np.array([1.0455, 2.0], dtype=np.float32)])
 

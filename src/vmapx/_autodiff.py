@@ -530,7 +530,7 @@ def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable[..., Any]:
 
         argnums = list(tangents)
         pullback = rule(argnums, ans, args, kwargs)
-        items = [_item(args, kwargs, a) for a in argnums]
+        items = [arg_item(args, kwargs, a) for a in argnums]
 
         def linear(g: Any) -> tuple[Any, ...]:
             cts = pullback(g)
@@ -547,7 +547,8 @@ def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable[..., Any]:
     return jvp
 
 
-def _item(args: tuple[Any, ...], kwargs: dict[Any, Any], argnum: Any) -> Any:
+def arg_item(args: tuple[Any, ...], kwargs: dict[Any, Any], argnum: Any) -> Any:
+    """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
     if isinstance(argnum, str):
         return kwargs[argnum]
     if isinstance(argnum, tuple):
@@ -681,7 +682,7 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable[..., Any]:
         def pullback(g: Any) -> list[Any]:
             from ._ad_api import vjp as vjp_api
 
-            zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
+            zeros = [np.zeros_like(arg_item(args, kwargs, a)) for a in argnums]
 
             def push(*ts: Any) -> Any:
                 try:
