@@ -8,6 +8,7 @@ the other triangle holds.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -93,11 +94,22 @@ def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite:
     return _cholesky_factor(a, lower)
 
 
+@functools.cache
+def _cho_factor_keeps_other_triangle() -> bool:
+    """Whether this SciPy's `cho_factor` leaves the other triangle as it was (LAPACK's
+    output; SciPy 1.17) or zeroes it (SciPy 1.18): asked of SciPy itself, once."""
+    original = getattr(scipy.linalg.cho_factor, "original", scipy.linalg.cho_factor)
+    c, _ = original(np.array([[4.0, 1.0], [1.0, 4.0]]), lower=False)
+    return bool(c[1, 0] != 0)
+
+
 def _cho_factor_array(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
     factor = _cholesky_factor(a, lower)
-    other = np.triu(a, 1) if lower else np.tril(a, -1)  # LAPACK leaves it as it was
+    if not _cho_factor_keeps_other_triangle():
+        return factor
+    other = np.triu(a, 1) if lower else np.tril(a, -1)
     return factor + other
 
 
