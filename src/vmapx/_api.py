@@ -17,6 +17,7 @@ from . import (
     _autochunk,
     _config,
     _dask,
+    _fallback_memory,
     _kwargs_notice,
     _legacy_random,
     _parallel,
@@ -370,6 +371,11 @@ def _run(
     whether this run checks the generators `f` reads from closures and globals (a caller
     running chunks on several threads checks them around all of its chunks instead)."""
     fallback = opts.fallback or _config.config.fallback
+    call = (fallback, opts, leaves, treedef, axes, kwargs, size)
+    memo, reason = _fallback_memory.recall(f, *call)
+    if reason is not None:  # fell back before with this signature: the loop directly
+        return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, reason, dtypes)
+    untrusted = _passthrough.untrusted(f)
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
@@ -411,11 +417,15 @@ def _run(
             _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
             if _passthrough.retry(f):  # with tracers passing the converters just found
                 return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
+            if _passthrough.untrusted(f) == untrusted:  # (else the next run differs)
+                reason = _fallback_memory.Reason(signal.what, signal.fix, signal.location)
+                _fallback_memory.remember(f, memo or _fallback_memory.signature(f, *call), reason)
             return _whole_function_loop(
                 f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
             )
         if made is not None:
             made.append(trace)
+        _fallback_memory.forget(f, memo)  # (a re-try that batched)
         return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
     finally:
         if trace is not None:
@@ -804,11 +814,11 @@ def _whole_function_loop(
     axes: list,
     kwargs: dict,
     size: int,
-    signal: ConcretizationSignal,
+    signal: ConcretizationSignal | _fallback_memory.Reason,
     dtypes: list | None = None,
 ) -> Any:
     """Re-run `f` once per example and stack: the answer of the loop, by the loop
-    (`dtypes`, if given, gets the dtypes of each output's examples)."""
+    (`dtypes`, if given, gets the dtypes of each output's examples). `signal` says why."""
     fallback = opts.fallback or _config.config.fallback
     if fallback == "warn":
         warnings.warn(
@@ -823,16 +833,47 @@ def _whole_function_loop(
             f"{signal.location}) and the batch is empty, so the output shape is unknown"
         )
 
-    results = []
-    for i in range(size):
-        example = [
-            _special_example(x, i) if ax is None else _take(x, ax, i)
-            for x, ax in zip(leaves, axes, strict=True)
-        ]
-        example_kwargs = optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
-        results.append(f(*_arguments(treedef, example), **example_kwargs))
+    examples = _plain_examples(leaves, treedef, axes, kwargs, size)
+    if examples is not None:  # the common case: arrays mapped on axis 0, no keywords
+        results = [f(*example) for example in examples]
+        first = results[0]
+        if dtypes is None and opts.out_axes == 0 and isinstance(first, _PLAIN_OUTPUTS):
+            return np.stack(results)  # (what `_stack_outputs` gives for one array output)
+    else:
+        results = []
+        for i in range(size):
+            example = [
+                _special_example(x, i) if ax is None else _take(x, ax, i)
+                for x, ax in zip(leaves, axes, strict=True)
+            ]
+            example_kwargs = (
+                optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
+                if kwargs else kwargs
+            )  # fmt: skip
+            results.append(f(*_arguments(treedef, example), **example_kwargs))
     stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
+
+
+_PLAIN_OUTPUTS = (np.ndarray, np.generic, float, int, complex)
+
+
+def _plain_examples(
+    leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+) -> Any:  # fmt: skip
+    """The loop's examples, one argument tuple each, where the arguments are NumPy arrays
+    mapped along axis 0 (or not mapped) and there are no keyword arguments; else None.
+    Each mapped array is copied once (`f` may write into its example, as a batched run
+    may; the caller's array must not see it) and example `i` is its `[i]`, as the loop's
+    `x[i]`; an unmapped one is read-only, as `_special_example` gives it."""
+    if kwargs or treedef is not None:
+        return None
+    columns = []
+    for x, ax in zip(leaves, axes, strict=True):
+        if type(x) is not np.ndarray or ax not in (0, None):
+            return None
+        columns.append([_read_only(x)] * size if ax is None else list(x.copy()))
+    return zip(*columns, strict=True)
 
 
 def _take(x: Any, axis: int, i: int) -> Any:
