@@ -412,6 +412,7 @@ def _run(
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             signal = trace.pending
+            signal.__traceback__ = None  # (its frames hold `f` and the arguments)
             pop_trace(trace)
             trace = None
             _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws

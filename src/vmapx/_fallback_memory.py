@@ -67,25 +67,14 @@ _memory: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # f -> {signat
 # at most `HELD` of them (the oldest is dropped)
 _held: dict = {}
 HELD = 256
-_user_files: dict[str, bool] = {}  # filename -> whether it is outside vmapx and NumPy
 
 
-def _is_user_file(filename: str) -> bool:
-    known = _user_files.get(filename)
-    if known is None:
-        known = not _is_library_file(filename)
-        if len(_user_files) < 4096:
-            _user_files[filename] = known
-    return known
-
-
-def user_line() -> tuple[int, Any]:
-    """`(stacklevel, (code, line))` of the innermost frame outside vmapx and NumPy, as
-    `warnings.warn` counts from its caller's caller (the caller of `user_line`)."""
-    frame, level = sys._getframe(2), 1
-    while frame is not None and not _is_user_file(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level, None if frame is None else (frame.f_code, frame.f_lineno)
+def _call_site() -> Any:
+    """`(code, line)` of the innermost frame outside vmapx and NumPy: the user's line."""
+    frame = sys._getframe(2)
+    while frame is not None and _is_library_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code, frame.f_lineno)
 
 
 def signature(
@@ -103,7 +92,7 @@ def signature(
         if type(leaf) is not np.ndarray:
             return None
         arrays.append((leaf.shape, leaf.dtype))
-    site = user_line()[1]
+    site = _call_site()
     key = (treedef, tuple(axes), size, tuple(arrays), fallback, opts.randomness, opts.axis_name,
            site)  # fmt: skip
     try:
