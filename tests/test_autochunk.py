@@ -153,6 +153,16 @@ def test_a_call_without_page_faults_keeps_the_whole_batch():
     assert not auto.counts_faults(_KEY)
 
 
+@pytest.mark.skipif(_autochunk.resource is None, reason="no page-fault counts here")
+def test_faults_of_huge_pages_count(monkeypatch):
+    """Where one fault maps a transparent huge page (512 pages), 10 MiB of temporaries
+    faulted in are 5 faults: 20 KiB counted by pages."""
+    monkeypatch.setattr(_autochunk, "PAGES_PER_FAULT", 512)
+    auto = _faulting_calls([5 * _autochunk.PAGE] * _autochunk.FAULT_CHECKS)
+    assert auto.chunk_for(_KEY) == 100 * _autochunk.CHUNK_BYTES // (10 * _MIB)
+    assert _faulting_calls([0]).chunk_for(_KEY) is None  # (none: the memory was kept)
+
+
 def test_small_temporaries_or_results_as_large_are_not_checked():
     auto = _autochunk.AutoChunk()
     result = [np.empty(10 * _MIB // 8)]
@@ -194,7 +204,8 @@ def test_in_a_process_whose_allocator_gives_memory_back_calls_run_in_chunks():
     report = json.loads(out.stdout)  # (calls of f, pages faulted) per call
     temporaries = 100 * 64 * 64 * 3 * 8
     checks = report[: _autochunk.FAULT_CHECKS]
-    if any(pages * _autochunk.PAGE < _autochunk.FAULT_SHARE * temporaries for _, pages in checks):
+    share = _autochunk.FAULT_SHARE / _autochunk.PAGES_PER_FAULT  # (huge pages: fewer faults)
+    if any(pages * _autochunk.PAGE < share * temporaries for _, pages in checks):
         pytest.skip(f"this process's allocator kept its freed memory: {report}")
     assert report[0][0] == report[1][0] == 1, report  # the fault checks: whole batch
     assert report[-1][0] > 1, report  # then chunks: f runs once per chunk

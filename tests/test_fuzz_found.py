@@ -285,15 +285,17 @@ def test_draw_of_size_empty_tuple_promotes_as_an_array():
 
 
 @numpy1_only("value-based promotion of NumPy scalars")
-@pytest.mark.xfail(strict=True, reason="NumPy 1.26: a per-example np.float32 scalar ** a "
-                   "Python float is float64 in the loop; vmap keeps float32")  # fmt: skip
 def test_numpy1_scalar_power_promotes_like_the_loop() -> None:
-    def f(x):
-        return np.sqrt(np.abs(x)) ** 0.5
-
-    x = np.array([-1.0455, 2.0], dtype=np.float32)
-    loop = np.stack([f(v) for v in x])
-    assert vmapx.vmap(f)(x).dtype == loop.dtype
+    """NumPy 1.26: a per-example np.float32 scalar ** a Python float is float64 (scalar
+    math, by value), where `array ** 0.5` is np.sqrt (float32)."""
+    for f in (
+        lambda x: np.sqrt(np.abs(x)) ** 0.5,
+        lambda x: x**2.0,
+        lambda x: x**-1.0,
+        lambda x: np.abs(x) ** 0.5 + x[...] ** 0.5,  # x[...]: a 0-d array, np.sqrt
+        lambda x: np.ones(2, np.float32) * x**0.5,
+    ):
+        check_vmap(f, [np.array([1.0455, 2.0], dtype=np.float32)])
 
 
 def test_grad_of_sign_of_complex_in_both_parts_and_of_real_sign():

@@ -29,6 +29,20 @@ def test_import_is_lazy_and_every_public_name_resolves():
     assert set(vmapx.__all__) <= set(dir(vmapx))
 
 
+def test_a_library_imported_before_vmapx_is_adapted_on_first_use():
+    """numpy.polynomial imported first (NumPy 1.26 imports it itself): `import vmapx`
+    stays light, and the first use of a transform installs its adapters."""
+    out = _python(
+        "import sys\n"
+        "import numpy.polynomial.polynomial as P\n"
+        "import vmapx\n"
+        "print('vmapx._numpy' in sys.modules, type(P.polyval).__name__)\n"
+        "vmapx.vmap\n"
+        "print(type(P.polyval).__name__)\n"
+    )
+    assert out.split() == ["False", "function", "LibraryFunction"]
+
+
 def test_coverage_command_lists_each_function_once(capsys):
     assert main(["coverage"]) == 0
     rows = capsys.readouterr().out.splitlines()

@@ -19,6 +19,7 @@ import test_ported_autograd_systematic
 import vmapx
 from autograd_port import Case, loop, perturbed_batch, total
 from harness import assert_same
+from np_compat import NUMPY2
 
 MODULES = [
     test_ported_autograd_systematic,
@@ -39,7 +40,8 @@ def _cases() -> list:
             for param in value:
                 case = getattr(param, "values", (None,))[0]
                 if isinstance(case, Case) and case.vmap and not case.loops and not param.marks:
-                    out.append(pytest.param(case, id=f"{module.__name__[20:]}-{param.id}"))
+                    case_id = f"{module.__name__[20:]}-{param.id}"
+                    out.append(pytest.param(case, case_id, id=case_id))
     return out
 
 
@@ -57,8 +59,14 @@ def _single(x: np.ndarray) -> np.ndarray:
     return x.astype(np.complex64 if x.dtype.kind == "c" else np.float32)
 
 
-@pytest.mark.parametrize("case", _cases())
-def test_batching_variations(case: Case):
+# NumPy 1.26 promotes a per-example NumPy scalar by its value where vmap's batch of them
+# promotes by type (the known limit held in test_fuzz_found.py): in single precision,
+# these cases' loops give float64 where vmap keeps float32
+_NUMPY1_VALUE_PROMOTION = ("_systematic-angle-0", "_numpy-linspace-")
+
+
+@pytest.mark.parametrize(("case", "case_id"), _cases())
+def test_batching_variations(case: Case, case_id: str):
     leaves, g = case.flat()
     batch = perturbed_batch(leaves)
     axes = [0] * len(batch)
@@ -73,7 +81,11 @@ def test_batching_variations(case: Case):
                     optree.tree_leaves(want, is_leaf=_is_leaf), strict=True):  # fmt: skip
         assert (e.shape, e.dtype) == ((0, *w.shape[1:]), w.dtype)
     low = [_single(x) for x in batch]
-    assert_same(vmapx.vmap(g)(*low), loop(g, low, axes), rtol=2e-5, atol=2e-5)
+    if not NUMPY2 and case_id.startswith(_NUMPY1_VALUE_PROMOTION):
+        with pytest.raises(AssertionError, match="dtype"):  # strict: fails once fixed
+            assert_same(vmapx.vmap(g)(*low), loop(g, low, axes), rtol=2e-5, atol=2e-5)
+    else:
+        assert_same(vmapx.vmap(g)(*low), loop(g, low, axes), rtol=2e-5, atol=2e-5)
     example = [x[0] for x in batch]
     if all(x.dtype.kind == "f" for x in example):
         nums = tuple(range(len(example)))

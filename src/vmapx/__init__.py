@@ -86,13 +86,15 @@ __version__ = "0.1.0"
 if os.environ.get("VMAPX_LIBRARIES", "1") != "0":
     from . import libraries as _libraries
 
-    _libraries.install()
+    _libraries.install(defer_imported=True)
 
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'vmapx' has no attribute {name!r}")
     public = importlib.import_module("._public", __name__)
+    if "_libraries" in globals():
+        _libraries.load_deferred()
     value = getattr(public, name)
     globals()[name] = value  # (the next lookup is a plain attribute)
     return value

@@ -214,14 +214,14 @@ def _auto_chunked(
     auto = opts.autochunk
     key = _autochunk.signature(size, leaves, axes) if auto.seen else None
     chunk = None if key is None else auto.chunk_for(key)
-    start = time.perf_counter()
     if chunk is not None:
         # (values of an outer transform or of a `jit` recording: chunk after chunk, in
         # this thread, whose trace stack they belong to)
         traced = any(isinstance(x, Tracer) for x in leaves)
         workers = _workers(opts) if auto.threaded(key) and not traced else 1
-        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers)
-        auto.observe_chunked(key, time.perf_counter() - start)
+        spent: list = []  # (judged by CPU time: see _parallel.CpuTime)
+        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent)
+        auto.observe_chunked(key, *spent[-1])
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
@@ -229,14 +229,13 @@ def _auto_chunked(
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
     cpu = time.thread_time() - cpu
-    seconds = time.perf_counter() - start
     if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,
             made[0],
             optree.tree_leaves(out, is_leaf=_is_leaf),
-            seconds,
+            cpu,  # (judged by CPU time, as the chunked calls: see _parallel.CpuTime)
             _autochunk.faults() - faulted if check else None,
             _workers(opts),
             cpu,
@@ -674,9 +673,10 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 def _chunked(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    chunk: int, workers: int = 1,
+    chunk: int, workers: int = 1, spent: list | None = None,
 ) -> Any:  # fmt: skip
-    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`)."""
+    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`);
+    `spent`: a list to append the call's `_parallel.CpuTime` to."""
     joined = _Joined(opts.out_axes, size)
 
     def run(start: int, stop: int) -> tuple:
@@ -693,7 +693,7 @@ def _chunked(
 
     legacy = _legacy_random.snapshot() if workers > 1 else None
     hidden = _hidden_generator_states(f, opts, leaves, kwargs) if workers > 1 else []
-    _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
+    cpu = _parallel.run_chunks(run, join, size, chunk, workers, opts.progress)
     if (
         legacy is not None
         and _legacy_random.moved(legacy)
@@ -707,7 +707,9 @@ def _chunked(
         _legacy_random.restore_hidden(hidden)
         workers = 1
         joined = _Joined(opts.out_axes, size)
-        _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
+        cpu = _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
+    if spent is not None:
+        spent.append(cpu)
     return joined.result()
 
 

@@ -26,10 +26,15 @@ value it made and the bytes of all of them. After a whole-batch call,
 - whose values other than results came to at least `MIN_BYTES` (and to as much as the
   results: copying results out of chunks is not free), the next `FAULT_CHECKS` calls
   count the page faults they take (`resource.getrusage`, where Python has it); if each
-  faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks.
+  faulted in at least `FAULT_SHARE` of those bytes, later calls run in chunks. A fault
+  counts `PAGE` bytes, and the share is divided by `PAGES_PER_FAULT`: where NumPy asks
+  the kernel for transparent huge pages (for arrays of 4 MiB or more, NumPy's default on
+  Linux) and the kernel grants them, one fault maps a huge page (2 MiB on x86-64, 512
+  pages): 768 MiB of temporaries faulted in measured 7.5 MiB of faults counted by
+  pages, and the checks never found the faults they look for.
 
 Chunked calls (after the first, which often pays for memory the whole-batch calls
-gave back) whose median of `TRIALS` is slower than the best whole-batch call by `SLOWER`
+gave back) whose best of `TRIALS` is slower than the best whole-batch call by `SLOWER`
 switch chunking off for that signature (one call on a busy machine says little).
 
 With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at least
@@ -41,13 +46,24 @@ cache-sized where the cache rule says smaller. Not where the call is bound by wr
 its results to memory (its values are mostly results, made at less than
 `WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
 The split starts after a second whole-batch call (the first is often slow: cold caches,
-so it would flatter the split), and is judged by the median of `TRIALS` calls
+so it would flatter the split), and is judged by the best of `TRIALS` calls
 after the first: not faster by
 `1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
 cores), or, where the batch has enough examples for cache-sized chunks, than as many
 calls in such chunks on one thread (timed first; the threads' chunks are as small:
 large ones page-fault in each thread), the calls follow the rules of one thread from
-then on.
+then on (those cache-sized chunks on one thread, where they were timed and kept).
+
+**The clock.** Every call is timed by CPU time, not wall time (`_parallel.CpuTime`): a
+whole-batch or one-thread call by the calling thread's, a call split among threads by
+its time on idle cores (the calling thread's CPU time plus that of its chunks divided by
+the threads that ran them). On cores shared with other work wall time swings with that
+work, so judging threads by it kept or dropped them by chance; CPU time still counts
+what the split costs (copies, threads stalled on the same memory, page faults in each
+thread). And threads are kept only where all of them together take at most
+`PARALLEL_WORK` times the CPU time of the call they replace: where the cores are busy
+(and where the scheduler shares CPU per session rather than per thread, so that a
+second thread gets no more of it) the extra work is what the split costs in wall time.
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -80,13 +96,35 @@ PARALLEL_SECONDS = 1e-3
 PIECE_SECONDS = 4e-3
 PIECES = 4
 PIECE_RESULT_BYTES = 8 << 20  # and results of at most this much per chunk (memory)
-TRIALS = 3  # chunked calls are judged by the median of this many (one says little: noise)
+TRIALS = 3  # chunked calls are judged by the best of this many, as whole ones (noise only adds)
 PARALLEL_GAIN = 0.9  # and kept only if that is at most this share of the whole call's time
+PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the whole call's
 # a call whose batched values are mostly its results, made at less CPU time per byte
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
 # 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
 WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
 PAGE = resource.getpagesize() if resource is not None else 4096
+
+
+def _pages_per_fault() -> int:
+    """Pages that one fault maps in NumPy's large arrays: a transparent huge page's
+    where the kernel gives them to NumPy's arrays (`always`, or `madvise` where NumPy
+    asks for them), else 1."""
+    try:
+        core = np._core if hasattr(np, "_core") else np.core  # (NumPy 2, NumPy 1)
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            enabled = f.read()
+        with open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") as f:
+            huge = int(f.read())
+        asked = bool(core.multiarray._get_madvise_hugepage())
+    except (OSError, ValueError, AttributeError):
+        return 1
+    if "[always]" in enabled or ("[madvise]" in enabled and asked):
+        return max(1, huge // PAGE)
+    return 1
+
+
+PAGES_PER_FAULT = _pages_per_fault()
 _MAX_SIGNATURES = 64
 
 
@@ -96,7 +134,7 @@ class _Seen:
     they look for (`fault_bytes`: bytes a call must fault in to count; 0: none left)."""
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
-                 "parallel", "trials", "cpu", "write_bound_cpu", "single", "threads_later",
+                 "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
                  "baseline")  # fmt: skip
 
     def __init__(
@@ -110,6 +148,7 @@ class _Seen:
         self.fault_bytes = 0
         self.parallel = parallel  # (split among threads: judged by the best of some calls)
         self.trials: list[float] = []  # (the judged chunked calls' seconds)
+        self.work: list[float] = []  # (and their CPU time in all threads)
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
         self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
@@ -174,7 +213,7 @@ class AutoChunk:
         single = (
             chunk if cache_bound and chunk else None,
             chunk or None,
-            int(FAULT_SHARE * others) if faults and chunk else 0,
+            max(1, int(FAULT_SHARE * others / PAGES_PER_FAULT)) if faults and chunk else 0,
         )
         if parallel_chunk(size, cpu, workers, result_bytes):
             # (decided at the next call: the first is often slow, with cold caches)
@@ -207,7 +246,7 @@ class AutoChunk:
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
         entry.chunked_calls = entry.checks = 0
-        entry.trials = []
+        entry.trials, entry.work = [], []
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -217,7 +256,9 @@ class AutoChunk:
             entry.fault_bytes = 0
             entry.chunk = entry.candidate
 
-    def observe_chunked(self, key: Any, seconds: float) -> None:
+    def observe_chunked(self, key: Any, seconds: float, work: float | None = None) -> None:
+        """A chunked call that took `seconds` (on idle cores, see the module), and `work`
+        seconds of CPU in all its threads (default: `seconds`)."""
         entry = self.seen.get(key)
         if entry is None:
             return
@@ -225,18 +266,21 @@ class AutoChunk:
         if entry.chunked_calls < 2 or len(entry.trials) >= TRIALS:
             return  # (the first may pay for memory the whole-batch calls gave back)
         entry.trials.append(seconds)
+        entry.work.append(seconds if work is None else work)
         if len(entry.trials) != TRIALS:
             return
-        typical = sorted(entry.trials)[TRIALS // 2]
+        typical, typical_work = min(entry.trials), min(entry.work)
         if not entry.parallel:
             if typical > SLOWER * entry.whole_seconds:
                 entry.chunk = None
             elif entry.threads_later:  # (now on threads)
+                entry.single = (entry.chunk, entry.chunk, 0)  # (if threads do not pay)
                 entry.parallel, entry.baseline = True, typical
                 entry.chunk, entry.threads_later = entry.threads_later, 0
-                entry.chunked_calls, entry.trials = 0, []
+                entry.chunked_calls, entry.trials, entry.work = 0, [], []
             return
-        if typical > PARALLEL_GAIN * (entry.baseline or entry.whole_seconds):
+        baseline = entry.baseline or entry.whole_seconds
+        if typical > PARALLEL_GAIN * baseline or typical_work > PARALLEL_WORK * baseline:
             self._one_thread(entry)
 
 

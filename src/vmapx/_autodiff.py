@@ -69,6 +69,7 @@ from . import _config, _core, _passthrough, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._direct import direct_binary
 from ._registry import ALL, Primitive, builder, each_function, register
 from .errors import (
     ConcretizationError,
@@ -227,6 +228,8 @@ def _dropped_derivative(x: ADTracer, what: str) -> None:
 
 def is_float(x: Any) -> bool:
     """Whether `x` is a differentiable value: an array (or tracer) of float/complex dtype."""
+    if type(x) is BatchTracer:  # the common case, without the properties
+        x = x.val
     dtype = getattr(x, "dtype", None)
     return isinstance(dtype, np.dtype) and dtype.kind in "fc" and hasattr(x, "shape")
 
@@ -733,7 +736,9 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
         cts[node] = prev
     else:
-        total = prev + ct
+        total = direct_binary(np.add, prev, ct)
+        if total is None:
+            total = prev + ct
         cts[node] = total
         owned[node] = type(total) is np.ndarray and total.shape == prev.shape
 
@@ -842,7 +847,7 @@ def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
 
     def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
         pulls = [maker(a, ans, args, kwargs) for a in argnums]
-        if all(type(p) is _PartialPullback or p is _zero_pullback for p in pulls):
+        if _all_elementwise(pulls):
             return _ElementwisePullback(pulls)
         if len(pulls) == 1:
             (pull,) = pulls
@@ -851,6 +856,13 @@ def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
 
     for f in each_function(func):
         register(f, "vjp", rule, replace=replace)
+
+
+def _all_elementwise(pulls: list) -> bool:
+    for p in pulls:  # (a loop, not `all` of a generator: this runs for every primitive)
+        if type(p) is not _PartialPullback and p is not _zero_pullback:
+            return False
+    return True
 
 
 @builder
@@ -1034,7 +1046,8 @@ def _times(t: Any, d: Any) -> Any:
             return t
         if d == -1:
             return -t
-    return t * d
+    out = direct_binary(np.multiply, t, d)
+    return t * d if out is None else out
 
 
 def partial_value(d: Any, ans: Any, *args: Any) -> Any:

@@ -190,7 +190,9 @@ def _top_in(seq: Any, best: Trace | None) -> Trace | None:
                 a._check_fresh()
             trace = a._trace
             if trace is not best:
-                _check_trace(trace)
+                stack, level = _state.stack, trace.level
+                if not (trace.alive and level <= len(stack) and stack[level - 1] is trace):
+                    _check_trace(trace)  # (raises: `_check_trace` inlined)
                 if best is None or trace.level > best.level:
                     best = trace
         elif type(a) in _SEQUENCES:

@@ -177,8 +177,18 @@ def _referenced(f: Any) -> list:
         except ValueError:  # an empty cell
             pass
     scope = f.__globals__
-    found.extend(scope.get(name) for name in _global_names(f.__code__) if name in scope)
+    if not _is_own_module(scope):  # (vmapx's own globals hold no generator of the user's)
+        found.extend(scope.get(name) for name in _global_names(f.__code__) if name in scope)
     return _with_held(found)
+
+
+def _is_own_module(scope: dict) -> bool:
+    """Whether `scope` is the namespace of one of vmapx's modules (not a copy of it)."""
+    name = scope.get("__name__")
+    if type(name) is not str or not (name == "vmapx" or name.startswith("vmapx.")):
+        return False
+    module = sys.modules.get(name)
+    return module is not None and module.__dict__ is scope
 
 
 def _with_held(values: list) -> list:

@@ -36,10 +36,11 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _core, _progress
 from ._config import config
@@ -97,18 +98,39 @@ def run_chunks(
     chunk: int,
     workers: int,
     progress: bool = False,
-) -> None:
+) -> CpuTime:
     """`join(run(start, stop), start, stop)` for the chunks of `chunk` examples of a batch
     of `size`, in order: on the pool where `can_run_parallel`, else one after the other;
-    `progress`: a bar over the chunks (`vmapx._progress`)."""
+    `progress`: a bar over the chunks (`vmapx._progress`). Returns the call's CPU time."""
     bounds = [(start, min(start + chunk, size)) for start in range(0, size, chunk)]
     with _progress.bar(len(bounds), progress) as advance:
+        own = time.thread_time()
         if can_run_parallel(workers, len(bounds)):
-            map_in_order(run, join, bounds, workers, advance)
-            return
+            chunks, waits = map_in_order(run, join, bounds, workers, advance)
+            own = time.thread_time() - own
+            lanes = min(workers, len(bounds))
+            return CpuTime(own + (chunks + waits) / lanes, own + chunks)
         for start, stop in bounds:
             join(run(start, stop), start, stop)
             advance(1)
+        own = time.thread_time() - own
+        return CpuTime(own, own)
+
+
+class CpuTime(NamedTuple):
+    """The CPU time of a call in chunks, by which `vmapx._autochunk` judges threads:
+    `idle`, the seconds it would take on idle cores (the calling thread's CPU time plus
+    that of the chunks divided by the threads that ran them), plus the hand-offs (the
+    time the chunks waited for a pool thread to start them, divided alike: on busy cores
+    a woken thread waits for a core, which CPU time does not show and which short calls
+    do not repay), and `total`, the CPU time of all its threads. Wall time would say
+    more about the machine's other work than about the split (on shared cores, and where
+    the scheduler shares CPU per session rather than per thread, a second thread may get
+    no more CPU at all), while CPU time still counts what threads cost each other: two
+    stalled on memory each take longer."""
+
+    idle: float
+    total: float
 
 
 def map_in_order(
@@ -117,29 +139,38 @@ def map_in_order(
     bounds: list[tuple[int, int]],
     workers: int,
     done: Callable[[int], None] | None = None,
-) -> None:
+) -> tuple[float, float]:
     """`join(run(start, stop), start, stop)` for every chunk, the runs on up to `workers`
     threads, the joins one at a time in the order of `bounds` (`_InOrder`); `done(1)`
     after each chunk, from the calling thread. The first error (in chunk order) is
-    raised, after every chunk started has finished."""
+    raised, after every chunk started has finished. Returns the CPU seconds the chunks'
+    runs and joins took, in all threads, and the seconds the chunks waited, once handed
+    to the pool, for a thread to start them."""
     pool = _get_pool(workers)
     joins = _InOrder(join)
     pending: deque[Future] = deque()
     chunks = iter(enumerate(bounds))
+    spent: list[float] = []  # (list.append is atomic)
+    waits: list[float] = []
 
-    def task(k: int, start: int, stop: int) -> None:
+    def task(k: int, start: int, stop: int, handed: float) -> None:
+        waits.append(time.perf_counter() - handed)
+        cpu = time.thread_time()
         _local.inside = True
         try:
             out = run(start, stop)
         finally:
             _local.inside = False
-        joins.put(k, out, start, stop)
+        try:
+            joins.put(k, out, start, stop)
+        finally:
+            spent.append(time.thread_time() - cpu)
 
     def submit() -> None:
         item = next(chunks, None)
         if item is not None:
             k, (start, stop) = item
-            pending.append(pool.submit(task, k, start, stop))
+            pending.append(pool.submit(task, k, start, stop, time.perf_counter()))
 
     with _blas_limited(workers):
         try:
@@ -157,6 +188,7 @@ def map_in_order(
             for future in pending:
                 if not future.cancelled():
                     future.exception()  # (wait: no thread writes after we return)
+    return sum(spent), sum(waits)
 
 
 class _InOrder:

@@ -233,6 +233,8 @@ def _power_ufunc(base: Tracer, exponent: Any) -> Any:
     """The ufunc NumPy's `**` would use for `base ** exponent`, or None (np.power)."""
     if base.dtype.kind not in "fc":
         return None
+    if not NUMPY2 and _scalars.is_scalar(base):
+        return None  # a NumPy 1.26 scalar's `**` is np.power, promoting by value
     if type(exponent) in (int, float) or (not NUMPY2 and (
         isinstance(exponent, np.floating | np.integer)
         or (type(exponent) is np.ndarray and exponent.ndim == 0 and exponent.dtype.kind in "iuf")

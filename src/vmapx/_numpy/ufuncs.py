@@ -28,6 +28,7 @@ from .._autodiff import (
 )
 from .._batching import (
     BatchTrace,
+    BatchTracer,
     align_rank,
     aligned_operands,
     bcast_batch,
@@ -52,7 +53,13 @@ def call_rule(ufunc: np.ufunc) -> Any:
     if ufunc.signature is not None:
         return gufunc_rule(ufunc)
 
+    unary = ufunc.nin == 1 and ufunc.nout == 1 and NUMPY2
+
     def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        if unary and not kwargs and len(args) == 1:  # the common case, without the helpers
+            x = args[0]
+            if type(x) is BatchTracer and x._trace is trace:
+                return trace.wrap(ufunc(x.val))
         where = kwargs.get("where", True)
         if where is not True:
             *vals, where = aligned_operands(trace, (*args, where))

@@ -32,7 +32,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-__all__ = ["ADAPTERS", "install", "installed", "uninstall"]
+__all__ = ["ADAPTERS", "install", "installed", "load_deferred", "uninstall"]
 
 # library module -> the vmapx module holding its adapters
 ADAPTERS = {
@@ -47,6 +47,7 @@ ADAPTERS = {
 
 _lock = threading.RLock()
 _loaded: set[str] = set()  # library modules whose adapters are loaded
+_deferred: set[str] = set()  # imported before vmapx: loaded on the first use of vmapx
 
 
 def _load(library: str) -> None:
@@ -94,9 +95,10 @@ class _AfterLoad(importlib.abc.Loader):
 _finder = _Finder()
 
 
-def install() -> list[str]:
-    """Install the adapters of every supported library: now for those imported already,
-    on import for the others. Idempotent.
+def install(defer_imported: bool = False) -> list[str]:
+    """Install the adapters of every supported library: now for those imported already
+    (or, with `defer_imported`, when vmapx's transforms are first used), on import for
+    the others. Idempotent.
 
     **Returns:** the library modules whose adapters are loaded now.
 
@@ -115,10 +117,19 @@ def install() -> list[str]:
     with _lock:
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
-        for library in ADAPTERS:
-            if library in sys.modules:
+        imported = [library for library in ADAPTERS if library in sys.modules]
+        if defer_imported:  # (`import vmapx` stays light: NumPy 1.26 imports
+            _deferred.update(imported)  # numpy.polynomial itself)
+        else:
+            for library in imported:
                 _load(library)
         return sorted(_loaded)
+
+
+def load_deferred() -> None:
+    """Load the adapters `install(defer_imported=True)` left for later."""
+    while _deferred:
+        _load(_deferred.pop())
 
 
 def installed() -> list[str]:
@@ -137,3 +148,4 @@ def uninstall() -> None:
             sys.meta_path.remove(_finder)
         _adapter.restore_all()
         _loaded.clear()
+        _deferred.clear()
