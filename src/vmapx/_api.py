@@ -225,9 +225,12 @@ def _auto_chunked(
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
+    recalled = _recall(f, opts, leaves, treedef, axes, kwargs, size)
+    if recalled[2] is not None:  # fell back before: the loop, with nothing to observe
+        return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, recalled[2])
     made: list = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
-    out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
+    out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
     cpu = time.thread_time() - cpu
     if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
@@ -363,15 +366,16 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
 def _run(
     f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
     made: list | None = None, dtypes: list | None = None, watch_hidden: bool = True,
+    recalled: tuple | None = None,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
     given) the dtypes of each output's examples where the loop ran. `watch_hidden`:
     whether this run checks the generators `f` reads from closures and globals (a caller
-    running chunks on several threads checks them around all of its chunks instead)."""
+    running chunks on several threads checks them around all of its chunks instead);
+    `recalled`: what `_recall` said for this call, where the caller asked it."""
     fallback = opts.fallback or _config.config.fallback
-    call = (fallback, opts, leaves, treedef, axes, kwargs, size)
-    memo, reason = _fallback_memory.recall(f, *call)
+    call, memo, reason = recalled or _recall(f, opts, leaves, treedef, axes, kwargs, size)
     if reason is not None:  # fell back before with this signature: the loop directly
         return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, reason, dtypes)
     untrusted = _passthrough.untrusted(f)
@@ -430,6 +434,16 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _recall(
+    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+) -> tuple:
+    """`(call, key, reason)`: `_fallback_memory.recall` for this call, and its arguments
+    (`call`) for `remember`."""
+    fallback = opts.fallback or _config.config.fallback
+    call = (fallback, opts, leaves, treedef, axes, kwargs, size)
+    return (call, *_fallback_memory.recall(f, *call))
 
 
 def _rerun(f: Callable, opts: _Options, leaves: list, *rest: Any) -> Any:

@@ -92,14 +92,14 @@ def signature(
         if type(leaf) is not np.ndarray:
             return None
         arrays.append((leaf.shape, leaf.dtype))
+    if opts.axis_name is not None:
+        try:
+            hash(opts.axis_name)
+        except TypeError:
+            return None
     site = _call_site()
-    key = (treedef, tuple(axes), size, tuple(arrays), fallback, opts.randomness, opts.axis_name,
-           site)  # fmt: skip
-    try:
-        hash(key)
-    except TypeError:  # (an unhashable axis name)
-        return None
-    return key
+    return (treedef, tuple(axes), size, tuple(arrays), fallback, opts.randomness,
+            opts.axis_name, site)  # fmt: skip
 
 
 def _records(f: Callable) -> dict | None:
@@ -134,14 +134,14 @@ def recall(f: Callable, *call: Any) -> tuple[tuple | None, Reason | None]:
     remembered reason to go to the loop directly, or None where the batched run should
     run (nothing remembered, or a re-try is due). `key` is None where nothing is
     remembered for `f` at all (the common case costs one dictionary look-up)."""
-    if _records(f) is None:
+    records = _records(f)
+    if records is None:
         return None, None
     key = signature(f, *call)
     if key is None:
         return None, None
     with _lock:
-        records = _records(f)
-        record = None if records is None else records.get(key)
+        record = records.get(key)
         if record is None:
             return key, None
         if record.left <= 0:  # a re-try: if it falls back, the next wait is longer
