@@ -505,7 +505,7 @@ def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
 
         argnums = list(tangents)
         pullback = rule(argnums, ans, args, kwargs)
-        items = [_item(args, kwargs, a) for a in argnums]
+        items = [arg_item(args, kwargs, a) for a in argnums]
 
         def linear(g: Any) -> tuple:
             cts = pullback(g)
@@ -522,7 +522,8 @@ def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
     return jvp
 
 
-def _item(args: tuple, kwargs: dict, argnum: Any) -> Any:
+def arg_item(args: tuple, kwargs: dict, argnum: Any) -> Any:
+    """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
     if isinstance(argnum, str):
         return kwargs[argnum]
     if isinstance(argnum, tuple):
@@ -653,7 +654,7 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
         def pullback(g: Any) -> list:
             from ._ad_api import vjp as vjp_api
 
-            zeros = [np.zeros_like(_item(args, kwargs, a)) for a in argnums]
+            zeros = [np.zeros_like(arg_item(args, kwargs, a)) for a in argnums]
 
             def push(*ts: Any) -> Any:
                 try:

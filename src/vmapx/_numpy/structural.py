@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._autodiff import NoRule, defjvp_argnums, defvjp_argnums
+from .._autodiff import NoRule, arg_item, defjvp_argnums, defvjp_argnums
 from .._core import bind
 from .._registry import builder, each_function, register
 from .indexing import SCATTER_ADD
@@ -43,17 +43,6 @@ def operands(*spec: tuple[int | None, str | None]) -> Callable[[tuple, dict], li
 def every_positional(args: tuple, kwargs: dict) -> list:
     """`sources` of functions of `*arrays` (`atleast_1d`, `broadcast_arrays`, ...)."""
     return list(range(len(args)))
-
-
-def arg_item(args: tuple, kwargs: dict, argnum: Any) -> Any:
-    """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
-    if isinstance(argnum, tuple):
-        head, *rest = argnum
-        x = kwargs[head] if isinstance(head, str) else args[head]
-        for i in rest:
-            x = x[i]
-        return x
-    return kwargs[argnum] if isinstance(argnum, str) else args[argnum]
 
 
 def with_item(args: tuple, kwargs: dict, argnum: Any, value: Any) -> tuple[tuple, dict]:
