@@ -140,3 +140,20 @@ def test_the_tracers_share_one_protocol_for_values_leaving_the_trace():
         below = [c for c in cls.__mro__ if issubclass(c, Tracer) and c is not Tracer]
         assert [(c.__name__, n) for c in below for n in LEAVING if n in vars(c)] == []
         assert any("_leave_trace" in vars(c) for c in below)
+
+
+def test_optree_is_reached_through_the_namespace_aware_wrappers():
+    """`vmapx._pytree` passes `config.pytree_namespace` to every optree call; a module that
+    imported optree itself would not see the user's registered classes."""
+    direct = []
+    for path in _modules():
+        if path.name == "_pytree.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "optree" for a in node.names
+            ):
+                direct.append(f"{path.name}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "optree":
+                direct.append(f"{path.name}:{node.lineno}")
+    assert direct == []

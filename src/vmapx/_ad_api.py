@@ -11,12 +11,12 @@ import functools
 import inspect
 import numbers
 from collections.abc import Callable
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, cast
 
 import numpy as np
-import optree
 
 from . import _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import fresh_arrays, vmap
 from ._autodiff import (
     VJPTracer,
@@ -76,7 +76,7 @@ def _normalize_argnums(name: str, argnums: Any, nargs: int) -> tuple[int, ...]:
     return out
 
 
-def _arg_name(f: Callable, index: int) -> str:
+def _arg_name(f: Callable[..., Any], index: int) -> str:
     try:
         params = [
             p.name
@@ -95,8 +95,12 @@ def _describe(x: Any) -> str:
     return f"{dtype}{list(getattr(x, 'shape', ()))}"
 
 
-def _diff_leaves(name: str, f: Callable, args: tuple, nums: tuple) -> tuple[list, Any]:
-    """The leaves of the differentiated arguments (checked: float or complex)."""
+def _diff_leaves(
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[Any, ...],
+    allow_int: bool = False,
+) -> tuple[list[Any], Any]:  # fmt: skip
+    """The leaves of the differentiated arguments (checked: float or complex, or with
+    `allow_int` integer or bool, which are then constants)."""
     diff = tuple(args[i] for i in nums)
     leaves, treedef = optree.tree_flatten(diff, is_leaf=_is_leaf)
     out = []
@@ -104,19 +108,40 @@ def _diff_leaves(name: str, f: Callable, args: tuple, nums: tuple) -> tuple[list
         x = leaf
         if isinstance(x, float | complex):
             x = np.asarray(x)
-        if not is_float(x):
+        if not is_float(x) and not (allow_int and _is_integer(x)):
             path = optree.tree_paths(diff, is_leaf=_is_leaf)[i]  # (for the message only)
             where = _arg_name(f, nums[path[0]]) + "".join(f"[{k!r}]" for k in path[1:])
             raise DifferentiationError(
                 f"{name}: {where} is {_describe(leaf)}, which is not float or complex, so it "
-                "cannot be differentiated. Convert it with `.astype(float)`, or leave it out "
-                "of `argnums` (the other arguments are constants)."
+                "cannot be differentiated. Convert it with `.astype(float)`, leave it out "
+                "of `argnums` (the other arguments are constants), or pass `allow_int=True` "
+                "(its derivative is then a zero array of dtype float0)."
             )
         out.append(x)
     return out, treedef
 
 
-def _with_diff(args: tuple, nums: tuple, treedef: Any, leaves: list) -> list:
+def _is_integer(x: Any) -> bool:
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return bool(dtype.kind in "iub")
+
+
+# the dtype of the derivative for an integer input under `allow_int=True` (as JAX's
+# `jax.dtypes.float0`): no values, so no arithmetic is done with it by mistake
+FLOAT0 = np.dtype([("float0", np.void, 0)])
+
+
+def _with_float0(derivatives: list[Any], live: list[int], leaves: list[Any]) -> list[Any]:
+    """`derivatives` of the float leaves `live`, with float0 zeros for the integer ones."""
+    full = [np.zeros(np.shape(x), dtype=FLOAT0) for x in leaves]
+    for i, d in zip(live, derivatives, strict=True):
+        full[i] = d
+    return full
+
+
+def _with_diff(
+    args: tuple[Any, ...], nums: tuple[Any, ...], treedef: Any, leaves: list[Any]
+) -> list[Any]:
     new = list(args)
     for i, v in zip(nums, optree.tree_unflatten(treedef, leaves), strict=True):
         new[i] = v
@@ -138,7 +163,7 @@ def _split_aux(name: str, out: Any) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _finish(derivatives: list, given: list) -> list:
+def _finish(derivatives: list[Any], given: list[Any]) -> list[Any]:
     """Derivatives as the user may keep and write them: new writable arrays, none of
     them the (co)tangents or primals `given`, nor another derivative (the gradients of
     `x + y` are one array; the pullback of the identity returns its cotangent)."""
@@ -155,18 +180,26 @@ def _shaped_as(ct: Any, leaf: Any) -> Any:
 
 
 def _vjp_call(
-    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, has_aux: bool,
-    once: bool = False,
-) -> tuple[Any, Callable, Any]:  # fmt: skip
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any],
+    nums: tuple[Any, ...], has_aux: bool,
+    once: bool = False, allow_int: bool = False,
+) -> tuple[Any, Callable[..., Any], Any]:  # fmt: skip
     """Run `f` recording a tape for the arguments `nums`; returns `(out, pull, aux)`
     where `pull(ct)` gives one cotangent pytree per differentiated argument. With
     `once`, `pull` is called only once and frees the tape as it goes (lower peak
-    memory: each node's saved values go as soon as its cotangents are out)."""
-    leaves, treedef = _diff_leaves(name, f, args, nums)
-    trace, tracers, out = vjp_flat(
-        name, lambda *ts: f(*_with_diff(args, nums, treedef, list(ts)), **kwargs), leaves
-    )
-    inputs = [(t.node, leaf) for t, leaf in zip(tracers, leaves, strict=True)]
+    memory: each node's saved values go as soon as its cotangents are out). With
+    `allow_int`, integer leaves are constants and their derivatives float0 zeros."""
+    leaves, treedef = _diff_leaves(name, f, args, nums, allow_int)
+    live = [i for i, x in enumerate(leaves) if is_float(x)]  # (all but allow_int's ints)
+
+    def run(*ts: Any) -> Any:
+        full = list(leaves)
+        for i, t in zip(live, ts, strict=True):
+            full[i] = t
+        return f(*_with_diff(args, nums, treedef, full), **kwargs)
+
+    trace, tracers, out = vjp_flat(name, run, [leaves[i] for i in live])
+    inputs = [(t.node, leaves[i]) for t, i in zip(tracers, live, strict=True)]
     aux = None
     if has_aux:
         out, aux = _split_aux(name, out)
@@ -179,9 +212,9 @@ def _vjp_call(
     ]  # fmt: skip
     primal_out = optree.tree_unflatten(out_tree, [strip(trace, x) for x in out_leaves])
 
-    def pull(ct: Any) -> tuple:
+    def pull(ct: Any) -> tuple[Any, ...]:
         try:
-            ct_leaves = out_tree.flatten_up_to(ct)
+            ct_leaves: list[Any] = out_tree.flatten_up_to(ct)
         except ValueError as e:
             raise DifferentiationError(
                 f"{name}: the cotangent does not have the structure of the function's "
@@ -204,12 +237,14 @@ def _vjp_call(
              for node, leaf in inputs],
             [*ct_leaves, *leaves],
         )  # fmt: skip
+        if len(live) < len(leaves):
+            grads = _with_float0(grads, live, leaves)
         return tuple(optree.tree_unflatten(treedef, grads))
 
     return primal_out, pull, aux
 
 
-def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """The output of `f(*primals)` and its vector-Jacobian product function.
 
     **Arguments:**
@@ -236,8 +271,8 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     _check_callable("vjp", f)
     out, pull, aux = _vjp_call("vjp", f, primals, {}, tuple(range(len(primals))), has_aux)
 
-    def vjp_fn(ct: Any) -> tuple:
-        return pull(ct)
+    def vjp_fn(ct: Any) -> tuple[Any, ...]:
+        return cast("tuple[Any, ...]", pull(ct))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
@@ -275,7 +310,7 @@ def _scalar_out(name: str, out: Any, holomorphic: bool) -> Any:
 
 def value_and_grad(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False,
+    holomorphic: bool = False, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """Like `grad`, but the function returns `(value, gradient)`.
 
@@ -296,17 +331,20 @@ def value_and_grad(
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _value_and_grad("value_and_grad", f, argnums, has_aux, holomorphic, args, kwargs)
+        return _value_and_grad(
+            "value_and_grad", f, argnums, has_aux, holomorphic, args, kwargs, allow_int
+        )
 
     return wrapped
 
 
 def _value_and_grad(
-    name: str, f: Callable, argnums: Any, has_aux: bool, holomorphic: bool, args: tuple,
-    kwargs: dict,
+    name: str, f: Callable[..., Any], argnums: Any, has_aux: bool, holomorphic: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any], allow_int: bool = False,
 ) -> Any:  # fmt: skip
     nums = _normalize_argnums(name, argnums, len(args))
-    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, once=True)
+    out, pull, aux = _vjp_call(name, f, args, kwargs, nums, has_aux, True, allow_int)
     out = _scalar_out(name, out, holomorphic)
     g = pull(np.ones_like(out))
     g = g[0] if _is_int(argnums) else g
@@ -315,7 +353,7 @@ def _value_and_grad(
 
 def grad(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False,
+    holomorphic: bool = False, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """The gradient of a scalar function, by reverse mode (a tape of VJP closures).
 
@@ -327,6 +365,11 @@ def grad(
       weights): the gradient has the same structure.
     - `has_aux`: `f` returns `(value, aux)`; the result is then `(gradient, aux)`.
     - `holomorphic`: allow a complex output of a holomorphic `f` (gradient `f'(z)`).
+    - `allow_int`: let differentiated arguments hold integer (or bool) arrays, as JAX's
+      `allow_int`: they are constants, and their gradient is a zero array of their shape
+      with the value-less dtype float0 (`np.dtype([("float0", np.void, 0)])`, JAX's
+      `jax.dtypes.float0`), which no arithmetic accepts by mistake. Without it, an
+      integer argument raises a `DifferentiationError` (a `TypeError`) naming it.
 
     Compositions work in any order: `vmap(grad(f))` gives per-example gradients,
     `grad(grad(f))` second derivatives. For a real function of complex `z` the gradient
@@ -352,6 +395,9 @@ def grad(
     >>> vmapx.vmap(vmapx.grad(loss), in_axes=(None, 0, 0))(w, x, y)  # per example
     array([[ 0.,  3.,  6.],
            [36., 48., 60.]])
+    >>> gw, gn = vmapx.grad(lambda w, n: np.sum(w**n), argnums=(0, 1), allow_int=True)(w, 2)
+    >>> gw, gn.shape, gn.dtype.names  # (an int argument: float0 zeros)
+    (array([2., 2., 2.]), (), ('float0',))
 
     ```
     """
@@ -360,7 +406,7 @@ def grad(
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        out = _value_and_grad("grad", f, argnums, has_aux, holomorphic, args, kwargs)
+        out = _value_and_grad("grad", f, argnums, has_aux, holomorphic, args, kwargs, allow_int)
         if has_aux:
             (_, aux), g = out
             return g, aux
@@ -373,7 +419,8 @@ def grad(
 
 
 def _jvp_call(
-    name: str, f: Callable, args: tuple, kwargs: dict, nums: tuple, tangents: list,
+    name: str, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any],
+    nums: tuple[Any, ...], tangents: list[Any],
     has_aux: bool,
 ) -> tuple[Any, Any, Any]:  # fmt: skip
     """`(out, tangent_out, aux)` of `f` at `args`, with `tangents` (flat, one per leaf of
@@ -414,7 +461,12 @@ def _zeros_like_out(p: Any) -> Any:
     return np.zeros_like(p) if hasattr(p, "shape") else np.zeros_like(np.asarray(p))
 
 
-def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, has_aux: bool = False) -> tuple:
+def jvp(
+    f: Callable[..., Any],
+    primals: tuple[Any, ...] | list[Any],
+    tangents: tuple[Any, ...] | list[Any],
+    has_aux: bool = False,
+) -> tuple[Any, ...]:
     """The output of `f(*primals)` and its directional derivative along `tangents`
     (forward mode: a Jacobian-vector product).
 
@@ -450,8 +502,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, has_aux: boo
         )
     nums = tuple(range(len(primals)))
     try:
-        t_leaves = optree.tree_structure(tuple(primals), is_leaf=_is_leaf).flatten_up_to(
-            tuple(tangents)
+        t_leaves: list[Any] = optree.tree_structure(tuple(primals), is_leaf=_is_leaf).flatten_up_to(
+            tuple(tangents)  # type: ignore[arg-type]  # (optree's PyTree type admits no tuple)
         )
     except ValueError as e:
         raise DifferentiationError(
@@ -461,7 +513,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, has_aux: boo
     return (out, tan, aux) if has_aux else (out, tan)
 
 
-def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """The output of `f(*primals)` and a function computing JVPs at `primals`.
 
     `f_jvp(*tangents)` equals `jvp(f, primals, tangents)[1]`; each call re-runs `f` in
@@ -489,7 +541,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Callable]:
 # -- Jacobians ------------------------------------------------------------------------
 
 
-def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list, Any]:
+def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list[Any], Any]:
     leaves, tree = optree.tree_flatten(out, is_leaf=_is_leaf)
     fixed = []
     for k, x in enumerate(leaves):
@@ -509,7 +561,7 @@ def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list, Any]:
     return fixed, tree
 
 
-def _split_row(row: Any, like: list) -> list:
+def _split_row(row: Any, like: list[Any]) -> list[Any]:
     """Slices of one basis row shaped like the leaves in `like`."""
     parts, off = [], 0
     for x in like:
@@ -522,7 +574,7 @@ def _split_row(row: Any, like: list) -> list:
     return parts
 
 
-def _offsets(leaves: list) -> list[tuple[int, int]]:
+def _offsets(leaves: list[Any]) -> list[tuple[int, int]]:
     spans, off = [], 0
     for x in leaves:
         n = int(np.prod(x.shape, dtype=np.int64))
@@ -531,7 +583,7 @@ def _offsets(leaves: list) -> list[tuple[int, int]]:
     return spans
 
 
-def _basis_map(name: str, chunk_size: Any) -> Callable:
+def _basis_map(name: str, chunk_size: Any) -> Callable[..., Any]:
     """The `vmap` over a Jacobian's basis: `chunk_size` rows (or columns) at a time, or
     vmap's default (`"auto"`) where it is None."""
     if chunk_size is None:
@@ -546,7 +598,7 @@ def _basis_map(name: str, chunk_size: Any) -> Callable:
 
 def jacrev(
     f: Callable[P, Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
-    holomorphic: bool = False, chunk_size: int | None = None,
+    holomorphic: bool = False, chunk_size: int | None = None, allow_int: bool = False,
 ) -> Callable[P, Any]:  # fmt: skip
     """The Jacobian of `f` by reverse mode: `vmap` of the VJP over the output basis.
 
@@ -554,6 +606,7 @@ def jacrev(
     `S` with respect to an input of shape `T` has shape `S + T`; for pytrees the
     result nests the input structure inside the output structure. `chunk_size=k`
     computes `k` rows at a time (less memory, the same result), as `torch.func.jacrev`.
+    `allow_int=True` accepts integer inputs, as `grad`'s: their blocks are float0 zeros.
 
     **Example:**
 
@@ -572,13 +625,13 @@ def jacrev(
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
         nums = _normalize_argnums("jacrev", argnums, len(args))
-        out, pull, aux = _vjp_call("jacrev", f, args, kwargs, nums, has_aux)
+        out, pull, aux = _vjp_call("jacrev", f, args, kwargs, nums, has_aux, allow_int=allow_int)
         outs, out_tree = _out_leaves("jacrev", out, holomorphic)
         spans = _offsets(outs)
         m = spans[-1][1] if spans else 0
         dtype = np.result_type(*outs) if outs else np.float64
 
-        def pull_row(row: Any) -> list:
+        def pull_row(row: Any) -> list[Any]:
             cts = optree.tree_unflatten(out_tree, _split_row(row, outs))
             return optree.tree_leaves(pull(cts), is_leaf=_is_leaf)
 
@@ -640,7 +693,7 @@ def jacfwd(
         n = spans[-1][1] if spans else 0
         dtype = np.result_type(*ins)
 
-        def push(row: Any) -> tuple:
+        def push(row: Any) -> tuple[Any, ...]:
             out, tan, aux = _jvp_call(
                 "jacfwd", f, args, kwargs, nums, _split_row(row, ins), has_aux
             )

@@ -7,11 +7,10 @@ import inspect
 import numbers
 import time
 import warnings
-from collections.abc import Callable
-from typing import Any, ParamSpec
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, cast
 
 import numpy as np
-import optree
 
 from . import (
     _autochunk,
@@ -25,6 +24,7 @@ from . import (
     _payload,
     _scalars,
 )  # fmt: skip
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -144,6 +144,17 @@ def vmap(
 class _Options:
     __slots__ = ("in_axes", "out_axes", "axis_size", "axis_name", "randomness", "chunk_size",
                  "fallback", "autochunk", "workers", "progress", "kwargs_noticed")  # fmt: skip
+    in_axes: Any
+    out_axes: Any
+    axis_size: int | None
+    axis_name: Any
+    randomness: str
+    chunk_size: Any
+    fallback: str | None
+    autochunk: Any
+    workers: int | None
+    progress: Any
+    kwargs_noticed: bool
 
     def __init__(self, *values: Any) -> None:
         for name, value in zip(self.__slots__[:-1], values, strict=True):
@@ -154,7 +165,9 @@ class _Options:
 # -- one call -----------------------------------------------------------------------
 
 
-def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
+def _vmap_call(
+    f: Callable[..., Any], opts: _Options, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     plain = None if kwargs else _plain_call(opts, args)
     if plain is not None:  # the common case, without the general walk (see _plain_call)
         axes, size = plain
@@ -178,7 +191,7 @@ def _vmap_call(f: Callable, opts: _Options, args: tuple, kwargs: dict) -> Any:
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
 
 
-def _plain_call(opts: _Options, args: tuple) -> tuple[list, int] | None:
+def _plain_call(opts: _Options, args: tuple[Any, ...]) -> tuple[list[Any], int] | None:
     """`(axes, batch size)` of a call whose arguments are NumPy arrays mapped along axis 0
     (or not mapped) with one batch size, else None (the general path then checks and
     explains). The time spent around `f` counts beyond its warm cost: over large arrays
@@ -207,7 +220,13 @@ def _plain_call(opts: _Options, args: tuple) -> tuple[list, int] | None:
 
 
 def _auto_chunked(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+    f: Callable[..., Any],
+    opts: _Options,
+    leaves: list[Any],
+    treedef: Any,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
+    size: int,
 ) -> Any:
     """The call in chunks where earlier calls showed it pays (`_autochunk`), else whole;
     whole-batch calls with large intermediates are recorded."""
@@ -219,7 +238,7 @@ def _auto_chunked(
         # this thread, whose trace stack they belong to)
         traced = any(isinstance(x, Tracer) for x in leaves)
         workers = _workers(opts) if auto.threaded(key) and not traced else 1
-        spent: list = []  # (judged by CPU time: see _parallel.CpuTime)
+        spent: list[Any] = []  # (judged by CPU time: see _parallel.CpuTime)
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent)
         auto.observe_chunked(key, *spent[-1])
         return out
@@ -228,7 +247,7 @@ def _auto_chunked(
     recalled = _recall(f, opts, leaves, treedef, axes, kwargs, size)
     if recalled[2] is not None:  # fell back before: the loop, with nothing to observe
         return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, recalled[2])
-    made: list = []
+    made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
     cpu = time.thread_time() - cpu
@@ -246,7 +265,9 @@ def _auto_chunked(
     return out
 
 
-def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, list]:
+def _flatten_args(
+    f: Callable[..., Any], in_axes: Any, args: tuple[Any, ...]
+) -> tuple[list[Any], Any, list[Any]]:
     """Leaves of the arguments, their structure (None where the leaves are the
     positional arguments themselves) and the batch axis of each (`None` = unmapped)."""
     if isinstance(in_axes, list):
@@ -265,12 +286,12 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
         )
     prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_leaf)
-    axes: list = []
+    axes: list[Any] = []
     for i, (p, a) in enumerate(zip(prefix, args, strict=True)):
         axes += leaf_axes(
             p,
             a,
-            lambda e, i=i, p=p, a=a: InAxesError(
+            lambda e, i=i, p=p, a=a: InAxesError(  # type: ignore[misc]  # (defaults: no inferred type)
                 f"vmap: in_axes entry for {_arg_name(f, i)} ({p!r}) does not match the "
                 f"structure of the argument (a {type(a).__name__}): {e}"
             ),
@@ -278,13 +299,13 @@ def _flatten_args(f: Callable, in_axes: Any, args: tuple) -> tuple[list, Any, li
     return leaves, treedef, axes
 
 
-def leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list:
+def leaf_axes(prefix: Any, tree: Any, mismatch: Callable[[ValueError], Exception]) -> list[Any]:
     """The axis of every leaf of `tree`, given a pytree `prefix` of axes."""
     try:
         subtrees = optree.tree_structure(prefix, none_is_leaf=True).flatten_up_to(tree)
     except ValueError as e:
         raise mismatch(e) from None
-    axes: list = []
+    axes: list[Any] = []
     for ax, sub in zip(optree.tree_leaves(prefix, none_is_leaf=True), subtrees, strict=True):
         axes.extend([ax] * len(optree.tree_leaves(sub, is_leaf=_is_leaf)))
     return axes
@@ -294,13 +315,13 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, Tracer | np.ndarray)
 
 
-def _arguments(treedef: Any, leaves: list) -> Any:
+def _arguments(treedef: Any, leaves: list[Any]) -> Any:
     """The positional arguments from their leaves; `treedef` None: the leaves are the
     arguments (no pytrees among them)."""
     return leaves if treedef is None else optree.tree_unflatten(treedef, leaves)
 
 
-def _arg_name(f: Callable, index: int) -> str:
+def _arg_name(f: Callable[..., Any], index: int) -> str:
     try:
         params = [
             p.name
@@ -314,7 +335,7 @@ def _arg_name(f: Callable, index: int) -> str:
     return f"argument {index}"
 
 
-def _leaf_name(f: Callable, args: tuple, i: int) -> str:
+def _leaf_name(f: Callable[..., Any], args: tuple[Any, ...], i: int) -> str:
     """`argument `x`['w']`: the i-th leaf of the arguments, for messages only."""
     path = optree.tree_paths(args, is_leaf=_is_leaf)[i]
     name = _arg_name(f, path[0])
@@ -325,7 +346,9 @@ def _describe(x: Any) -> str:
     return f"{np.result_type(x) if hasattr(x, 'dtype') else type(x).__name__}{list(np.shape(x))}"
 
 
-def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | None) -> int:
+def _batch_size(
+    leaves: list[Any], axes: list[Any], name_of: Callable[..., Any], axis_size: int | None
+) -> int:
     sizes = []
     for i, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
         if ax is None:
@@ -360,13 +383,14 @@ def _batch_size(leaves: list, axes: list, name_of: Callable, axis_size: int | No
         raise AxisSizeError(
             f"vmap got inconsistent sizes for the array axes to be mapped:\n{lines}{extra}"
         )
-    return sizes[0][0]
+    return cast(int, sizes[0][0])
 
 
 def _run(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    made: list | None = None, dtypes: list | None = None, watch_hidden: bool = True,
-    recalled: tuple | None = None,
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int,
+    made: list[Any] | None = None, dtypes: list[Any] | None = None, watch_hidden: bool = True,
+    recalled: tuple[Any, ...] | None = None,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
@@ -407,25 +431,25 @@ def _run(
             if trace.pending is None:
                 if _passthrough.retry(f):  # (fallback="error": the converters just found)
                     pop_trace(trace)
-                    trace = None
+                    trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
                     _undo_hidden_draws(legacy, hidden)
                     return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
-            signal = trace.pending
-            signal.__traceback__ = None  # (its frames hold `f` and the arguments)
+            pending = trace.pending
+            pending.__traceback__ = None  # (its frames hold `f` and the arguments)
             pop_trace(trace)
-            trace = None
+            trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
             _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
             if _passthrough.retry(f):  # with tracers passing the converters just found
                 return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             if _passthrough.untrusted(f) == untrusted:  # (else the next run differs)
-                reason = _fallback_memory.Reason(signal.what, signal.fix, signal.location)
+                reason = _fallback_memory.Reason(pending.what, pending.fix, pending.location)
                 _fallback_memory.remember(f, memo or _fallback_memory.signature(f, *call), reason)
             return _whole_function_loop(
-                f, opts, leaves, treedef, axes, kwargs, size, signal, dtypes
+                f, opts, leaves, treedef, axes, kwargs, size, pending, dtypes
             )
         if made is not None:
             made.append(trace)
@@ -437,8 +461,14 @@ def _run(
 
 
 def _recall(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
-) -> tuple:
+    f: Callable[..., Any],
+    opts: _Options,
+    leaves: list[Any],
+    treedef: Any,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
+    size: int,
+) -> tuple[Any, ...]:
     """`(call, key, reason)`: `_fallback_memory.recall` for this call, and its arguments
     (`call`) for `remember`."""
     fallback = opts.fallback or _config.config.fallback
@@ -446,7 +476,7 @@ def _recall(
     return (call, *_fallback_memory.recall(f, *call))
 
 
-def _rerun(f: Callable, opts: _Options, leaves: list, *rest: Any) -> Any:
+def _rerun(f: Callable[..., Any], opts: _Options, leaves: list[Any], *rest: Any) -> Any:
     """`_run` again, with the random generators among the arguments as they were
     before the run that is abandoned."""
     for leaf in optree.tree_leaves([leaves, rest[2]], is_leaf=_is_leaf):
@@ -472,7 +502,7 @@ _HIDDEN_RANDOM = (
 )
 
 
-def _undo_hidden_draws(legacy: tuple, hidden: list) -> None:
+def _undo_hidden_draws(legacy: tuple[Any, ...], hidden: list[Any]) -> None:
     """Put back the generators vmap cannot batch (NumPy's legacy global one, those `f`
     reads from closures and globals) where an abandoned batched run drew from them: the
     run again, or the loop, then draws the loop's numbers."""
@@ -482,7 +512,9 @@ def _undo_hidden_draws(legacy: tuple, hidden: list) -> None:
         _legacy_random.restore_hidden(hidden)
 
 
-def _hidden_generator_states(f: Callable, opts: _Options, leaves: list, kwargs: dict) -> list:
+def _hidden_generator_states(
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], kwargs: dict[Any, Any]
+) -> list[Any]:
     """The states of the generators `f` reads from closures and globals (not passed).
     None under randomness="same": one draw for the whole batch is what that asks for."""
     if opts.randomness == "same":
@@ -542,7 +574,7 @@ def _read_only(x: np.ndarray) -> np.ndarray:
     return view
 
 
-def _explain_read_only(error: Exception, axes: list) -> None:
+def _explain_read_only(error: Exception, axes: list[Any]) -> None:
     """Add to NumPy's "read-only" error what an unmapped argument is inside `f`."""
     if isinstance(error, ValueError) and "read-only" in str(error) and None in axes:
         message = (
@@ -555,7 +587,7 @@ def _explain_read_only(error: Exception, axes: list) -> None:
 
 
 def _unbatch_outputs(
-    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: list = ()
+    trace: BatchTrace, out: Any, out_axes: Any, size: int, inputs: Sequence[Any] = ()
 ) -> Any:
     if type(out) is BatchTracer and out._trace is trace and out_axes == 0:
         return _own(_as_stacked(out), inputs)  # the common case: one batched array
@@ -595,7 +627,7 @@ def _as_stacked(out: BatchTracer) -> Any:
     return out.val if dtype is None or dtype == out.val.dtype else out.val.astype(dtype)
 
 
-def _own(val: Any, inputs: list) -> Any:
+def _own(val: Any, inputs: Sequence[Any]) -> Any:
     """The loop returns a fresh writable array: copy a result that is a read-only
     broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
     if type(val) is not np.ndarray:
@@ -619,11 +651,13 @@ def _repeats(val: np.ndarray) -> bool:
     return 0 in strides and any(not s and n > 1 for s, n in zip(strides, val.shape, strict=True))
 
 
-def fresh_arrays(results: list, inputs: list, copy: list | None = None) -> list:
+def fresh_arrays(
+    results: list[Any], inputs: Sequence[Any], copy: list[Any] | None = None
+) -> list[Any]:
     """`results` as a caller may keep and write them: each array that is (a view of) one
     of `inputs`, read-only, broadcast (a zero stride), sharing memory with an earlier
     result, or marked in `copy`, is copied (gradients of `x + y` are one array)."""
-    seen: set = set()
+    seen: set[Any] = set()
     out = []
     for k, r in enumerate(results):
         if (
@@ -647,7 +681,7 @@ def memory_owner(x: np.ndarray) -> Any:
     return x
 
 
-def output_axes(out_axes: Any, out: Any, treedef: Any) -> list:
+def output_axes(out_axes: Any, out: Any, treedef: Any) -> list[Any]:
     if isinstance(out_axes, int) or out_axes is None:
         return [out_axes] * treedef.num_leaves
     if isinstance(out_axes, list):
@@ -686,23 +720,24 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 
 
 def _chunked(
-    f: Callable, opts: _Options, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int,
-    chunk: int, workers: int = 1, spent: list | None = None,
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int,
+    chunk: int, workers: int = 1, spent: list[Any] | None = None,
 ) -> Any:  # fmt: skip
     """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`);
     `spent`: a list to append the call's `_parallel.CpuTime` to."""
     joined = _Joined(opts.out_axes, size)
 
-    def run(start: int, stop: int) -> tuple:
+    def run(start: int, stop: int) -> tuple[Any, ...]:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
-        dtypes: list = []
+        dtypes: list[Any] = []
         out = _run(
             f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
             watch_hidden=workers == 1,
         )  # fmt: skip
         return out, dtypes or None
 
-    def join(result: tuple, start: int, stop: int) -> None:
+    def join(result: tuple[Any, ...], start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
 
     legacy = _legacy_random.snapshot() if workers > 1 else None
@@ -751,12 +786,12 @@ class _Joined:
     def __init__(self, out_axes: Any, size: int) -> None:
         self.out_axes, self.size = out_axes, size
         self.treedef: Any = None
-        self.columns: list = []  # per leaf: a whole-batch array, a list of parts, or None
-        self.axes: list = []
-        self.first: list = []
-        self.dtypes: list = []  # per leaf: the dtypes of its examples
+        self.columns: list[Any] = []  # per leaf: a whole-batch array, a list of parts, or None
+        self.axes: list[Any] = []
+        self.first: list[Any] = []
+        self.dtypes: list[Any] = []  # per leaf: the dtypes of its examples
 
-    def add(self, out: Any, start: int, stop: int, dtypes: list | None = None) -> None:
+    def add(self, out: Any, start: int, stop: int, dtypes: list[Any] | None = None) -> None:
         """A chunk's outputs, for examples `start:stop`; `dtypes`: per output, those of
         its examples, where they may differ (the loop ran)."""
         if self.treedef is None:
@@ -794,7 +829,7 @@ class _Joined:
         return optree.tree_unflatten(self.treedef, leaves)
 
 
-def _concatenate(parts: list, axis: int, dtypes: set) -> Any:
+def _concatenate(parts: list[Any], axis: int, dtypes: set[Any]) -> Any:
     if None in dtypes or any(isinstance(p, Tracer) for p in parts):
         return np.concatenate(parts, axis=axis)  # (an outer transform's values)
     return np.concatenate(parts, axis=axis, dtype=np.result_type(*dtypes))
@@ -824,15 +859,15 @@ def _fits(column: np.ndarray, leaf: Any, ax: int, n: int) -> bool:
 
 
 def _whole_function_loop(
-    f: Callable,
+    f: Callable[..., Any],
     opts: _Options,
-    leaves: list,
+    leaves: list[Any],
     treedef: Any,
-    axes: list,
-    kwargs: dict,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
     size: int,
     signal: ConcretizationSignal | _fallback_memory.Reason,
-    dtypes: list | None = None,
+    dtypes: list[Any] | None = None,
 ) -> Any:
     """Re-run `f` once per example and stack: the answer of the loop, by the loop
     (`dtypes`, if given, gets the dtypes of each output's examples). `signal` says why."""
@@ -876,7 +911,7 @@ _PLAIN_OUTPUTS = (np.ndarray, np.generic, float, int, complex)
 
 
 def _plain_examples(
-    leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+    leaves: list[Any], treedef: Any, axes: list[Any], kwargs: dict[Any, Any], size: int
 ) -> Any:  # fmt: skip
     """The loop's examples, one argument tuple each, where the arguments are NumPy arrays
     mapped along axis 0 (or not mapped) and there are no keyword arguments; else None.
@@ -885,7 +920,7 @@ def _plain_examples(
     `x[i]`; an unmapped one is read-only, as `_special_example` gives it."""
     if kwargs or treedef is not None:
         return None
-    columns = []
+    columns: list[list[Any]] = []
     for x, ax in zip(leaves, axes, strict=True):
         if type(x) is not np.ndarray or ax not in (0, None):
             return None
@@ -896,15 +931,15 @@ def _plain_examples(
 def _take(x: Any, axis: int, i: int) -> Any:
     """Example `i` of `x`: a copy where it is an array (`f` may write into its example,
     as a batched run may; the caller's array must not see it)."""
-    index = [slice(None)] * np.ndim(x)
+    index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = i
     example = x[tuple(index)]
     return example.copy() if type(example) is np.ndarray else example
 
 
-def _stack_outputs(results: list, dtypes: list | None = None) -> Any:
+def _stack_outputs(results: list[Any], dtypes: list[Any] | None = None) -> Any:
     leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
-    columns = [treedef.flatten_up_to(r) for r in results]
+    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
     for i, leaf in enumerate(leaves0):
         _check_output_leaf(leaf, i)
     if dtypes is not None:
@@ -934,7 +969,9 @@ def _place_axes(stacked: Any, out_axes: Any) -> Any:
 # -- special arguments (random generators; see `vmapx.random`) ---------------------
 
 
-def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) -> tuple:
+def _prepare_special(
+    leaves: list[Any], axes: list[Any], kwargs: dict[Any, Any], randomness: str
+) -> tuple[Any, ...]:
     """Arguments with special meaning (random generators) replaced by their batch-aware
     stand-ins; the last item says whether any was."""
     replaced = []
@@ -954,10 +991,10 @@ def _prepare_special(leaves: list, axes: list, kwargs: dict, randomness: str) ->
     return prepared, axes, kwargs, bool(replaced)
 
 
-def _special_kwargs(trace: BatchTrace, kwargs: dict) -> dict:
+def _special_kwargs(trace: BatchTrace, kwargs: dict[Any, Any]) -> dict[Any, Any]:
     if not kwargs or not ARGUMENT_ADAPTERS:
         return kwargs
-    return optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs)
+    return cast("dict[Any, Any]", optree.tree_map(lambda x: _to_batched(trace, x, None), kwargs))
 
 
 def _special_example(x: Any, i: int) -> Any:
@@ -976,7 +1013,7 @@ def _special_example(x: Any, i: int) -> Any:
 
 
 def vectorized_map(
-    fn: Callable, elems: Any, fallback_to_loop: bool = True, warn: bool = True
+    fn: Callable[..., Any], elems: Any, fallback_to_loop: bool = True, warn: bool = True
 ) -> Any:
     """TensorFlow's `tf.vectorized_map` for NumPy code: map `fn` over axis 0 of `elems`.
 

@@ -151,7 +151,11 @@ class _Seen:
         self.work: list[float] = []  # (and their CPU time in all threads)
         self.cpu = 0.0  # (the least CPU time of the whole-batch calls so far)
         self.write_bound_cpu = 0.0  # (less CPU time than this: bound by writing results)
-        self.single: tuple = (None, None, 0)  # (chunk, candidate, fault bytes) on one thread
+        self.single: tuple[Any, ...] = (
+            None,
+            None,
+            0,
+        )  # (chunk, candidate, fault bytes) on one thread
         self.threads_later = 0  # (chunks on threads to try once those on one are timed)
         self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
 
@@ -180,7 +184,7 @@ class AutoChunk:
         return entry is not None and entry.fault_bytes > 0
 
     def observe_whole(
-        self, key: Any, size: int, trace: Any, results: list, seconds: float,
+        self, key: Any, size: int, trace: Any, results: list[Any], seconds: float,
         faulted: int | None = None, workers: int = 1, cpu_seconds: float | None = None,
     ) -> None:  # fmt: skip
         """A whole-batch call that made the values its `trace` counted (`largest`,
@@ -294,7 +298,7 @@ def parallel_chunk(size: int, seconds: float, workers: int, result_bytes: int = 
     return -(-size // min(pieces, size))
 
 
-def signature(size: int, leaves: list, axes: list) -> tuple:
+def signature(size: int, leaves: list[Any], axes: list[Any]) -> tuple[Any, ...]:
     """What a call's chunking decision depends on: batch size, mapped shapes and dtypes."""
     return (
         size,

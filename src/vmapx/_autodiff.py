@@ -61,7 +61,7 @@ import inspect
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -105,27 +105,31 @@ class ADTracer(Tracer):
     (Views written in place are tracked by the core, see `vmapx._core.Tracer`.)"""
 
     __slots__ = ("primal",)
+    _trace: ADTrace
+    primal: Any  # the value one level down
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.primal.shape
+        return cast("tuple[int, ...]", self.primal.shape)
 
     @property
     def ndim(self) -> int:
-        return self.primal.ndim
+        return cast(int, self.primal.ndim)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.primal.dtype
+        return cast("np.dtype[Any]", self.primal.dtype)
 
     @property
     def size(self) -> int:
-        return self.primal.size
+        return cast(int, self.primal.size)
 
     # The tape is eager: Python control flow and conversions use the value (the
     # derivative does not flow through a Python number; printing a loss inside `f`
     # shows its value).
-    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         if how == "array":
             if args[0] is not None and np.dtype(args[0]).kind in "biu":
                 # `np.int64(x)`: an integer copy's derivative is zero wherever it has one
@@ -137,7 +141,7 @@ class ADTracer(Tracer):
         dropped = _DROPPED.get(how)
         if dropped is not None:
             _dropped_derivative(self, dropped)
-        return convert(self.primal)
+        return cast("Callable[..., Any]", convert)(self.primal)  # (None only for "array")
 
     def _check_not_stored(self, frame: Any) -> None:
         """NumPy converts a value written into one element of a plain array with
@@ -168,6 +172,8 @@ class JVPTracer(ADTracer):
     """A value of forward mode: `primal` and its `tangent` (`None`: zero)."""
 
     __slots__ = ("tangent",)
+    _trace: JVPTrace
+    tangent: Any
 
     def __init__(self, trace: JVPTrace, primal: Any, tangent: Any) -> None:
         self._trace = trace
@@ -177,8 +183,8 @@ class JVPTracer(ADTracer):
         self.tangent = tangent
 
     def _become(self, other: Tracer) -> None:
-        self.primal = other.primal
-        self.tangent = other.tangent
+        self.primal = cast(JVPTracer, other).primal
+        self.tangent = cast(JVPTracer, other).tangent
         self._version += 1
 
 
@@ -187,6 +193,9 @@ class VJPTracer(ADTracer):
     for one result of a primitive with several, its index `out` (-1 otherwise)."""
 
     __slots__ = ("node", "out")
+    _trace: VJPTrace
+    node: Any
+    out: int
 
     def __init__(self, trace: VJPTrace, primal: Any, node: int | None, out: int = -1) -> None:
         self._trace = trace
@@ -197,9 +206,9 @@ class VJPTracer(ADTracer):
         self.out = out
 
     def _become(self, other: Tracer) -> None:
-        self.primal = other.primal
-        self.node = other.node
-        self.out = other.out
+        self.primal = cast(VJPTracer, other).primal
+        self.node = cast(VJPTracer, other).node
+        self.out = cast(VJPTracer, other).out
         self._version += 1
 
 
@@ -238,25 +247,27 @@ def _is_multi(ans: Any) -> bool:
     return type(ans) in (tuple, list) or (isinstance(ans, tuple) and hasattr(ans, "_fields"))
 
 
-def _rebuild(ans: Any, items: list) -> Any:
+def _rebuild(ans: Any, items: list[Any]) -> Any:
     if hasattr(ans, "_fields"):
         return type(ans)(*items)
     return type(ans)(items)
 
 
-def _unwrap(trace: Trace, args: tuple, kwargs: dict) -> tuple[tuple, dict, list, list]:
+def _unwrap(
+    trace: Trace, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[tuple[Any, ...], dict[Any, Any], list[Any], list[Any]]:
     """The call's arguments with this trace's tracers replaced by their primals, and
     the `(argnums, tracers)` of those that are not constants."""
-    argnums: list = []
-    tracers: list = []
+    argnums: list[Any] = []
+    tracers: list[Any] = []
     new_args = _unwrap_seq(trace, args, (), argnums, tracers)
     new_kwargs = kwargs
     if kwargs:
         new_kwargs = {}
         for k, v in kwargs.items():
-            if isinstance(v, Tracer) and v._trace is trace:
+            if isinstance(v, ADTracer) and v._trace is trace:
                 new_kwargs[k] = v.primal
-                if _payload(v) is not None:
+                if _derivative_payload(v) is not None:
                     argnums.append(k)
                     tracers.append(v)
             elif type(v) in (list, tuple):
@@ -266,16 +277,18 @@ def _unwrap(trace: Trace, args: tuple, kwargs: dict) -> tuple[tuple, dict, list,
     return new_args, new_kwargs, argnums, tracers
 
 
-def _payload(t: ADTracer) -> Any:
-    return t.tangent if type(t) is JVPTracer else t.node
+def _derivative_payload(t: ADTracer) -> Any:
+    return t.tangent if type(t) is JVPTracer else cast(VJPTracer, t).node
 
 
-def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: list) -> Any:
+def _unwrap_seq(
+    trace: Trace, seq: Any, prefix: tuple[Any, ...], argnums: list[Any], tracers: list[Any]
+) -> Any:
     out = None
     for i, a in enumerate(seq):
-        if isinstance(a, Tracer) and a._trace is trace:
+        if isinstance(a, ADTracer) and a._trace is trace:
             new = a.primal
-            if (a.tangent if type(a) is JVPTracer else a.node) is not None:
+            if (a.tangent if type(a) is JVPTracer else cast(VJPTracer, a).node) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
                 tracers.append(a)
         elif type(a) in (list, tuple) and a:
@@ -292,7 +305,7 @@ def _unwrap_seq(trace: Trace, seq: Any, prefix: tuple, argnums: list, tracers: l
     return tuple(out) if type(seq) is tuple else out
 
 
-def _has_tracer_kwarg(trace: Trace, kwargs: dict) -> bool:
+def _has_tracer_kwarg(trace: Trace, kwargs: dict[Any, Any]) -> bool:
     return any(
         (isinstance(v, Tracer) and v._trace is trace)
         or (type(v) in (list, tuple) and any(isinstance(a, Tracer) for a in v))
@@ -303,7 +316,9 @@ def _has_tracer_kwarg(trace: Trace, kwargs: dict) -> bool:
 _SIGNATURES: dict[Any, Any] = {}
 
 
-def _to_positional(prim: Primitive, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _to_positional(
+    prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
     """Traced keyword arguments moved to their positions (by the function's signature),
     so that rules written for positional operands apply."""
     sig = _SIGNATURES.get(prim.impl)
@@ -313,15 +328,15 @@ def _to_positional(prim: Primitive, args: tuple, kwargs: dict) -> tuple[tuple, d
         except (TypeError, ValueError):
             return args, kwargs
     params = list(sig.parameters.values())
-    args, kwargs = list(args), dict(kwargs)
-    for p in params[len(args) :]:
+    args_list, kwargs = list(args), dict(kwargs)
+    for p in params[len(args_list) :]:
         if p.kind is not p.POSITIONAL_OR_KEYWORD or p.name not in kwargs:
             break
-        args.append(kwargs.pop(p.name))
-    return tuple(args), kwargs
+        args_list.append(kwargs.pop(p.name))
+    return tuple(args_list), kwargs
 
 
-def fit(x: Any, shape: tuple, dtype: np.dtype) -> Any:
+def fit(x: Any, shape: tuple[Any, ...], dtype: np.dtype) -> Any:
     """`x` (a tangent or cotangent) summed over broadcast axes or broadcast up to
     `shape`, and cast to `dtype` (the real part for a real dtype)."""
     xshape = getattr(x, "shape", None)
@@ -338,7 +353,7 @@ def fit(x: Any, shape: tuple, dtype: np.dtype) -> Any:
     return x
 
 
-def _fit_shape(x: Any, xshape: tuple, shape: tuple) -> Any:
+def _fit_shape(x: Any, xshape: tuple[Any, ...], shape: tuple[Any, ...]) -> Any:
     lead = len(xshape) - len(shape)
     if lead > 0 or any(d == 1 and e != 1 for d, e in zip(shape[::-1], xshape[::-1], strict=False)):
         axes = tuple(range(max(lead, 0))) + tuple(
@@ -409,7 +424,9 @@ def _argnum_name(argnum: Any) -> str:
     return f"argument {argnum}"
 
 
-def _zero_filter(prim: Primitive, argnums: list, tracers: list) -> tuple[list, list] | None:
+def _zero_filter(
+    prim: Primitive, argnums: list[Any], tracers: list[Any]
+) -> tuple[list[Any], list[Any]] | None:
     """Drop operands of zero derivative; `None` when none is left."""
     zero = prim.rules.zero
     if zero is None:
@@ -431,9 +448,13 @@ class ADTrace(Trace):
     """What forward and reverse mode share: composites, unwrapping, and skipping
     results that carry no derivative (integers, booleans)."""
 
+    if TYPE_CHECKING:  # (each mode defines it: its tracers of `ans`, with that payload)
+
+        def lift(self, ans: Any, payload: Any, multi: bool) -> Any: ...
+
     __slots__ = ()
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         comp = prim.rules.composite
         if comp is not None:
             out = comp(*args, **kwargs)
@@ -452,7 +473,8 @@ class ADTrace(Trace):
         return self._process(prim, primals, pkwargs, *kept, ans, multi)
 
     def _process(
-        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        self, prim: Primitive, primals: tuple[Any, ...], pkwargs: dict[Any, Any],
+        argnums: list[Any], tracers: list[Any],
         ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
         """The derivative part: `argnums`/`tracers` are the operands with one."""
@@ -465,7 +487,8 @@ class JVPTrace(ADTrace):
     __slots__ = ()
 
     def _process(
-        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        self, prim: Primitive, primals: tuple[Any, ...], pkwargs: dict[Any, Any],
+        argnums: list[Any], tracers: list[Any],
         ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
         rule = prim.rules.jvp
@@ -494,20 +517,22 @@ class JVPTrace(ADTrace):
         return JVPTracer(self, ans, tangent)
 
 
-def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
+def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable[..., Any]:
     """A JVP rule from the VJP rule: `J t` is the VJP of the linear map `g -> J^T g`."""
     rule = prim.rules.vjp
     if rule is None:
         raise _no_rule(trace, prim, None, "forward-mode (JVP) or reverse-mode (VJP)")
 
-    def jvp(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+    def jvp(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
         from ._ad_api import vjp  # the public function: levels are handled in one place
 
         argnums = list(tangents)
         pullback = rule(argnums, ans, args, kwargs)
         items = [arg_item(args, kwargs, a) for a in argnums]
 
-        def linear(g: Any) -> tuple:
+        def linear(g: Any) -> tuple[Any, ...]:
             cts = pullback(g)
             return tuple(
                 np.zeros_like(x) if c is None else fit(c, np.shape(x), _dtype_of(x))
@@ -522,7 +547,7 @@ def _jvp_from_vjp(trace: Trace, prim: Primitive) -> Callable:
     return jvp
 
 
-def arg_item(args: tuple, kwargs: dict, argnum: Any) -> Any:
+def arg_item(args: tuple[Any, ...], kwargs: dict[Any, Any], argnum: Any) -> Any:
     """The operand named by `argnum` (a position, a keyword, or a path into a sequence)."""
     if isinstance(argnum, str):
         return kwargs[argnum]
@@ -548,7 +573,7 @@ class _Node:
 
     __slots__ = ("vjp", "parents", "outs")
 
-    def __init__(self, vjp: Callable | None, parents: tuple, outs: Any) -> None:
+    def __init__(self, vjp: Callable[..., Any] | None, parents: tuple[Any, ...], outs: Any) -> None:
         self.vjp = vjp
         self.parents = parents
         self.outs = outs
@@ -615,7 +640,8 @@ class VJPTrace(ADTrace):
         return VJPTracer(self, primal, len(self.tape) - 1)
 
     def _process(
-        self, prim: Primitive, primals: tuple, pkwargs: dict, argnums: list, tracers: list,
+        self, prim: Primitive, primals: tuple[Any, ...], pkwargs: dict[Any, Any],
+        argnums: list[Any], tracers: list[Any],
         ans: Any, multi: bool,
     ) -> Any:  # fmt: skip
         rule = prim.rules.vjp
@@ -644,14 +670,16 @@ class VJPTrace(ADTrace):
         return VJPTracer(self, ans, node)
 
 
-def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
+def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable[..., Any]:
     """A VJP rule from the JVP rule, by reverse mode through the (linear) JVP."""
     rule = prim.rules.jvp
     if rule is None or prim.rules.linear:
         raise _no_rule(trace, prim, None, "reverse-mode (VJP)")
 
-    def vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
-        def pullback(g: Any) -> list:
+    def vjp(
+        argnums: list[Any], ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
+        def pullback(g: Any) -> list[Any]:
             from ._ad_api import vjp as vjp_api
 
             zeros = [np.zeros_like(arg_item(args, kwargs, a)) for a in argnums]
@@ -679,12 +707,12 @@ def _vjp_from_jvp(trace: Trace, prim: Primitive) -> Callable:
 
 def backward(
     tape: list[_Node], seeds: Iterable[tuple[int, int, Any]], consume: bool = False
-) -> list:
+) -> list[Any]:
     """Run the tape backwards from `(node, out, cotangent)` seeds; the cotangents of
     every node still holding one (the inputs) are returned, indexed by node.
     Elementwise nodes may pass a cotangent on as `_scaled.Scaled` (see there).
     `consume`: drop each node once done (a tape run only once), freeing what it saved."""
-    cts: list = [None] * len(tape)
+    cts: list[Any] = [None] * len(tape)
     owned = [False] * len(tape)
     for node, out, ct in seeds:
         _accumulate(tape, cts, owned, node, out, ct)
@@ -717,7 +745,9 @@ def backward(
     return cts
 
 
-def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any) -> None:
+def _accumulate(
+    tape: list[Any], cts: list[Any], owned: list[Any], node: int, out: int, ct: Any
+) -> None:
     if out >= 0:  # one result of a primitive with several
         slot = cts[node]
         if slot is None:
@@ -748,8 +778,8 @@ def _accumulate(tape: list, cts: list, owned: list, node: int, out: int, ct: Any
 
 
 def jvp_flat(
-    name: str, f: Callable, primals: Sequence, tangents: Sequence
-) -> tuple[Callable[[Any], tuple], Any]:
+    name: str, f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
+) -> tuple[Callable[[Any], tuple[Any, ...]], Any]:
     """Run `f(*args)` under a new `JVPTrace`, where `args` pairs `primals` with
     `tangents`. Returns `(unpack, out)`: `unpack(leaf) -> (primal, tangent)` reads one
     output leaf (a tangent of `None` for a leaf that does not depend on the inputs)."""
@@ -771,7 +801,9 @@ def jvp_flat(
     return unpack, out
 
 
-def vjp_flat(name: str, f: Callable, primals: Sequence) -> tuple[VJPTrace, list, Any]:
+def vjp_flat(
+    name: str, f: Callable[..., Any], primals: Sequence[Any]
+) -> tuple[VJPTrace, list[Any], Any]:
     """Run `f(*tracers)` under a new `VJPTrace`; returns `(trace, tracers, out)`, the
     tracers as they were passed (an in-place write in `f` does not change them)."""
     trace = push_trace(VJPTrace(name))
@@ -813,24 +845,29 @@ def stop_gradient_leaf(x: Any) -> Any:
 # -- registrars ----------------------------------------------------------------------
 
 
-def _argnums(argnums: Any, n: int) -> tuple:
+def _argnums(argnums: Any, n: int) -> tuple[Any, ...]:
     return tuple(range(n)) if argnums is None else tuple(argnums)
 
 
 @builder
 def defvjp(
-    func: Any, *makers: Callable | None, argnums: Iterable | None = None, replace: bool = False
+    func: Any,
+    *makers: Callable[..., Any] | None,
+    argnums: Iterable[Any] | None = None,
+    replace: bool = False,
 ) -> None:
     """Register VJP makers, one per argnum: `maker(ans, *args, **kwargs) -> (g -> ct)`."""
     table = dict(zip(_argnums(argnums, len(makers)), makers, strict=True))
 
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def maker(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         m = table.get(argnum, _MISSING)
         if m is _MISSING:
             raise NoRule(argnum, "vjp")
         if m is None:
             return _zero_pullback
-        return m(ans, *args, **kwargs)
+        return cast("Callable[..., Any]", m(ans, *args, **kwargs))
 
     defvjp_argnum(func, maker, replace=replace)
 
@@ -843,10 +880,12 @@ def _zero_pullback(g: Any) -> None:
 
 
 @builder
-def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
+def defvjp_argnum(func: Any, maker: Callable[..., Any], *, replace: bool = False) -> None:
     """Register `maker(argnum, ans, args, kwargs) -> (g -> ct)` for every operand."""
 
-    def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def rule(
+        argnums: list[Any], ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         pulls = [maker(a, ans, args, kwargs) for a in argnums]
         if _all_elementwise(pulls):
             return _ElementwisePullback(pulls)
@@ -859,7 +898,7 @@ def defvjp_argnum(func: Any, maker: Callable, *, replace: bool = False) -> None:
         register(f, "vjp", rule, replace=replace)
 
 
-def _all_elementwise(pulls: list) -> bool:
+def _all_elementwise(pulls: list[Any]) -> bool:
     for p in pulls:  # (a loop, not `all` of a generator: this runs for every primitive)
         if type(p) is not _PartialPullback and p is not _zero_pullback:
             return False
@@ -867,7 +906,7 @@ def _all_elementwise(pulls: list) -> bool:
 
 
 @builder
-def defvjp_argnums(func: Any, maker: Callable, *, replace: bool = False) -> None:
+def defvjp_argnums(func: Any, maker: Callable[..., Any], *, replace: bool = False) -> None:
     """Register `maker(argnums, ans, args, kwargs) -> (g -> cotangents)`, one call for
     all traced operands (for rules that share work between them)."""
     for f in each_function(func):
@@ -876,12 +915,15 @@ def defvjp_argnums(func: Any, maker: Callable, *, replace: bool = False) -> None
 
 @builder
 def defjvp(
-    func: Any, *jvps: Callable | None, argnums: Iterable | None = None, replace: bool = False
+    func: Any,
+    *jvps: Callable[..., Any] | None,
+    argnums: Iterable[Any] | None = None,
+    replace: bool = False,
 ) -> None:
     """Register JVPs, one per argnum: `jvp(t, ans, *args, **kwargs) -> output tangent`."""
     table = dict(zip(_argnums(argnums, len(jvps)), jvps, strict=True))
 
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         fn = table.get(argnum, _MISSING)
         if fn is _MISSING:
             raise NoRule(argnum, "jvp")
@@ -891,10 +933,12 @@ def defjvp(
 
 
 @builder
-def defjvp_argnum(func: Any, jvp: Callable, *, replace: bool = False) -> None:
+def defjvp_argnum(func: Any, jvp: Callable[..., Any], *, replace: bool = False) -> None:
     """Register `jvp(argnum, t, ans, args, kwargs) -> output tangent` for every operand."""
 
-    def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+    def rule(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
         out = None
         for argnum, t in tangents.items():
             out = add_any(out, jvp(argnum, t, ans, args, kwargs))
@@ -905,21 +949,27 @@ def defjvp_argnum(func: Any, jvp: Callable, *, replace: bool = False) -> None:
 
 
 @builder
-def defjvp_argnums(func: Any, rule: Callable, *, replace: bool = False) -> None:
+def defjvp_argnums(func: Any, rule: Callable[..., Any], *, replace: bool = False) -> None:
     """Register `rule(args, kwargs, ans, tangents: {argnum: t}) -> output tangent`."""
     for f in each_function(func):
         register(f, "jvp", rule, replace=replace)
 
 
 @builder
-def deflinear(func: Any, argnums: Iterable = (0,), *, replace: bool = False) -> None:
+def deflinear(func: Any, argnums: Iterable[Any] = (0,), *, replace: bool = False) -> None:
     """`func` is linear in the operands `argnums` jointly (an argnum `(i, "*")` means
     every item of sequence argument `i`): its JVP is `func` applied to the tangents."""
     argnums = tuple(argnums)
     for f in each_function(func):
         prim = register(f, "linear", True, replace=replace)
 
-        def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
+        def rule(
+            args: tuple[Any, ...],
+            kwargs: dict[Any, Any],
+            ans: Any,
+            tangents: dict[Any, Any],
+            prim: Any = prim,
+        ) -> Any:
             for a in tangents:
                 if not _covered(a, argnums):
                     raise NoRule(a, "jvp")
@@ -931,13 +981,15 @@ def deflinear(func: Any, argnums: Iterable = (0,), *, replace: bool = False) -> 
         register(prim, "jvp", rule, replace=replace)
 
 
-def _covered(argnum: Any, argnums: tuple) -> bool:
+def _covered(argnum: Any, argnums: tuple[Any, ...]) -> bool:
     if argnum in argnums:
         return True
     return isinstance(argnum, tuple) and (argnum[0], "*") in argnums
 
 
-def _substitute(args: tuple, argnums: tuple, tangents: dict) -> tuple:
+def _substitute(
+    args: tuple[Any, ...], argnums: tuple[Any, ...], tangents: dict[Any, Any]
+) -> tuple[Any, ...]:
     """`args` with each linear operand replaced by its tangent, or zeros if untraced."""
     out = list(args)
     for a in argnums:
@@ -953,7 +1005,7 @@ def _substitute(args: tuple, argnums: tuple, tangents: dict) -> tuple:
     return tuple(out)
 
 
-def _tangent_or_zeros(tangents: dict, argnum: Any, x: Any) -> Any:
+def _tangent_or_zeros(tangents: dict[Any, Any], argnum: Any, x: Any) -> Any:
     t = tangents.get(argnum)
     if t is not None:
         return t
@@ -962,7 +1014,7 @@ def _tangent_or_zeros(tangents: dict, argnum: Any, x: Any) -> Any:
 
 @builder
 def defelementwise(
-    func: Any, *derivs: Callable | float | None, argnums: Iterable | None = None,
+    func: Any, *derivs: Callable[..., Any] | float | None, argnums: Iterable[Any] | None = None,
     replace: bool = False,
 ) -> None:  # fmt: skip
     """Elementwise `func` from its partials `deriv(ans, *args)` (a number for a constant,
@@ -970,13 +1022,15 @@ def defelementwise(
     the engine)."""
     table = dict(zip(_argnums(argnums, len(derivs)), derivs, strict=True))
 
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         d = table.get(argnum, _MISSING)
         if d is _MISSING or kwargs.get("where", True) is not True:
             raise NoRule(argnum if d is _MISSING else "where", "jvp")
         return None if d is None else _scale(t, d, ans, args)
 
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def maker(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         d = table.get(argnum, _MISSING)
         if d is _MISSING or kwargs.get("where", True) is not True:
             raise NoRule(argnum if d is _MISSING else "where", "vjp")
@@ -996,7 +1050,7 @@ class _PartialPullback:
 
     __slots__ = ("d", "ans", "args")
 
-    def __init__(self, d: Any, ans: Any, args: tuple) -> None:
+    def __init__(self, d: Any, ans: Any, args: tuple[Any, ...]) -> None:
         self.d, self.ans, self.args = d, ans, args
 
     def __call__(self, g: Any) -> Any:
@@ -1013,15 +1067,15 @@ class _ElementwisePullback:
 
     __slots__ = ("pulls",)
 
-    def __init__(self, pulls: list) -> None:
+    def __init__(self, pulls: list[Any]) -> None:
         self.pulls = pulls
 
-    def __call__(self, g: Any) -> list:
+    def __call__(self, g: Any) -> list[Any]:
         return [p(g) for p in self.pulls]
 
-    def scaled(self, ct: Any) -> list:
+    def scaled(self, ct: Any) -> list[Any]:
         base, scale = _scaled.split(ct)
-        out = []
+        out: list[Any] = []
         for p in self.pulls:
             if p is _zero_pullback:
                 out.append(None)
@@ -1035,7 +1089,7 @@ class _ElementwisePullback:
         return out
 
 
-def _scale(t: Any, d: Any, ans: Any, args: tuple) -> Any:
+def _scale(t: Any, d: Any, ans: Any, args: tuple[Any, ...]) -> Any:
     """`t * d(ans, *args)`, where a constant partial may be given as a number."""
     return _times(t, d(ans, *args) if callable(d) else d)
 
@@ -1057,14 +1111,14 @@ def partial_value(d: Any, ans: Any, *args: Any) -> Any:
 
 
 @builder
-def defzero(func: Any, argnums: Iterable | None = None, *, replace: bool = False) -> None:
+def defzero(func: Any, argnums: Iterable[Any] | None = None, *, replace: bool = False) -> None:
     """The result of `func` has zero derivative with respect to `argnums` (all if None)."""
     for f in each_function(func):
         register(f, "zero", ALL if argnums is None else frozenset(argnums), replace=replace)
 
 
 @builder
-def defcomposite(func: Any, impl: Callable, *, replace: bool = False) -> None:
+def defcomposite(func: Any, impl: Callable[..., Any], *, replace: bool = False) -> None:
     """Under differentiation compute `func(*args, **kwargs)` as `impl(*args, **kwargs)`."""
     for f in each_function(func):
         register(f, "composite", impl, replace=replace)

@@ -13,23 +13,28 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import optree
 
 from . import _config, _core, _frames, _passthrough, _payload
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
 
-BatchRule = Callable[["BatchTrace", tuple, dict], Any]
+if TYPE_CHECKING:
+    from types import FrameType
+
+BatchRule = Callable[["BatchTrace", tuple[Any, ...], dict[str, Any]], Any]
 
 
 class BatchTracer(Tracer):
     """A batched value seen per example: `.shape` etc. omit the batch axis (axis 0)."""
 
     __slots__ = ("val",)
+    _trace: BatchTrace
+    val: Any  # the batch: a NumPy (or duck) array, the batch axis first
 
     def __init__(self, trace: BatchTrace, val: Any) -> None:
         self._trace = trace
@@ -39,26 +44,28 @@ class BatchTracer(Tracer):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.val.shape[1:]
+        return cast("tuple[int, ...]", self.val.shape[1:])
 
     @property
     def ndim(self) -> int:
-        return self.val.ndim - 1
+        return cast(int, self.val.ndim - 1)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.val.dtype
+        return cast("np.dtype[Any]", self.val.dtype)
 
     @property
     def size(self) -> int:
         return math.prod(self.val.shape[1:])
 
     def _become(self, other: Tracer) -> None:
-        self.val = other.val
+        self.val = cast(BatchTracer, other).val
         self._version += 1
 
     # -- values that must leave the trace (Python control flow): agree, or the loop --
-    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         if how == "array":
             _passthrough.learn_caller(sys._getframe(2))  # (a retry may pass `self` there)
             raise self._trace.concretization(
@@ -84,7 +91,7 @@ class BatchTracer(Tracer):
             )
         if how == "tolist":
             return self._to_concrete(
-                convert,
+                cast("Callable[..., Any]", convert),
                 "`.tolist()` of a batched value whose examples differ",
                 "keep the value an array",
             )
@@ -93,10 +100,12 @@ class BatchTracer(Tracer):
         if how == "index":
             if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
                 raise TypeError("only integer arrays can be converted to an index")
-            return self._concrete_scalar(convert, "operator.index")
-        return self._concrete_scalar(convert, how)  # float, int, complex, item
+            return self._concrete_scalar(cast("Callable[..., Any]", convert), "operator.index")
+        return self._concrete_scalar(
+            cast("Callable[..., Any]", convert), how
+        )  # float, int, complex, item
 
-    def _to_concrete(self, convert: Callable, what: str, fix: str) -> Any:
+    def _to_concrete(self, convert: Callable[..., Any], what: str, fix: str) -> Any:
         """Convert when all examples agree on the value; else fall back to the loop."""
         val = self.val
         if val.shape[0] == 0:
@@ -112,7 +121,7 @@ class BatchTracer(Tracer):
             return convert(first)
         raise self._trace.concretization(what, fix)
 
-    def _concrete_scalar(self, convert: Callable, name: str) -> Any:
+    def _concrete_scalar(self, convert: Callable[..., Any], name: str) -> Any:
         if self.size != 1:
             raise TypeError(f"only size-1 arrays can be converted to Python scalars ({name})")
         return self._to_concrete(
@@ -165,7 +174,7 @@ class BatchTrace(Trace):
                 self.largest = n
         return BatchTracer(self, val)
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         rule = prim.rules.batch
         if self.like is not None:
             args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
@@ -218,7 +227,7 @@ def _ndim(x: Any) -> int:
 def example_ndim(trace: BatchTrace, x: Any) -> int:
     """Number of axes of `x` as one example sees it."""
     if type(x) is BatchTracer and x._trace is trace:
-        return x.val.ndim - 1
+        return cast(int, x.val.ndim - 1)
     return _ndim(x)
 
 
@@ -239,7 +248,7 @@ def align_rank(val: Any, example_rank: int, rank: int) -> Any:
     return val.reshape(val.shape[:1] + (1,) * (rank - example_rank) + val.shape[1:])
 
 
-def aligned_operands(trace: BatchTrace, operands: Any) -> list:
+def aligned_operands(trace: BatchTrace, operands: Any) -> list[Any]:
     """Operands ready for broadcasting NumPy calls: batched ones get the batch axis
     at the front of the broadcast shape, unbatched ones stay as they are (no copy)."""
     # hot path (every ufunc call): one pass, and no reshape when ranks already agree
@@ -303,19 +312,28 @@ def warn_fallback(trace: BatchTrace, what: str) -> None:
 def user_stacklevel() -> int:
     """The stacklevel of the innermost frame outside vmapx and NumPy."""
     is_library_file = _core._is_library_file
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and is_library_file(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 
 
-def loop_rule(trace: BatchTrace, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+def loop_rule(
+    trace: BatchTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """Run `prim` once per example and stack: correct for any function, but slow."""
     warn_fallback(trace, f"`{prim.name}`")
     return loop_apply(trace, prim.impl, args, kwargs, prim.name)
 
 
-def loop_apply(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict, name: str) -> Any:
+def loop_apply(
+    trace: BatchTrace,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    name: str,
+) -> Any:
     n = trace.axis_size
     if n == 0:
         return _loop_zero(trace, fn, args, kwargs)
@@ -323,14 +341,14 @@ def loop_apply(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict, name:
     return stack_results(trace, results, name)
 
 
-def stack_results(trace: BatchTrace, results: list, name: str) -> Any:
+def stack_results(trace: BatchTrace, results: list[Any], name: str) -> Any:
     """Stack per-example results; results whose shapes differ between examples (data-
     dependent shapes such as `np.nonzero`'s) cannot be one batched value: loop `f`."""
     first = results[0]
     if first is None:
         return None
     leaves0, treedef = optree.tree_flatten(first, none_is_leaf=True)
-    columns = [treedef.flatten_up_to(r) for r in results]
+    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
     for j in range(len(leaves0)):
         if len({np.shape(c[j]) for c in columns}) > 1:
             raise trace.concretization(
@@ -342,7 +360,9 @@ def stack_results(trace: BatchTrace, results: list, name: str) -> Any:
     return optree.tree_unflatten(treedef, [trace.wrap(s) for s in stacked])
 
 
-def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> Any:
+def _loop_zero(
+    trace: BatchTrace, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """A zero-size batch: run one dummy example to learn the output shapes."""
 
     def dummy(x: Any) -> Any:
@@ -363,7 +383,8 @@ def _loop_zero(trace: BatchTrace, fn: Callable, args: tuple, kwargs: dict) -> An
 
 @builder
 def defbatch(
-    funcs: Callable | Iterable[Callable], rule: Callable, *, may_view: bool = False,
+    funcs: Callable[..., Any] | Iterable[Callable[..., Any]], rule: Callable[..., Any], *,
+    may_view: bool = False,
     replace: bool = False,
 ) -> None:  # fmt: skip
     """Register `rule(func)` as the batch rule of each function in `funcs`.
@@ -379,11 +400,11 @@ def defbatch(
 
 
 @builder
-def refuse(func: Callable, why: str) -> None:
+def refuse(func: Callable[..., Any], why: str) -> None:
     """Mark a function as impossible on traced values, with the reason."""
     prim = prim_of(func)
 
-    def rule(trace: Any, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         raise UnsupportedError(f"vmap: `{prim.name}` cannot be used on batched values: {why}")
 
     register(prim, "batch", rule)

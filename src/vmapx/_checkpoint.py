@@ -17,10 +17,9 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
-import optree
-
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._ad_api import jvp, vjp
 from ._autodiff import is_float
 from .extend import primitive, register_jvp, register_vjp
@@ -67,10 +66,12 @@ def checkpoint(f: Callable[P, R]) -> Callable[P, R]:
     if not callable(f):
         raise TypeError(f"checkpoint: `f` must be callable, got {type(f).__name__}")
     structure = threading.local()  # the output's pytree structure of this thread's call
-    steps: dict[tuple, Callable] = {}  # one primitive per set of keyword arguments
+    steps: dict[
+        tuple[Any, ...], Callable[..., Any]
+    ] = {}  # one primitive per set of keyword arguments
     lock = threading.Lock()
 
-    def step_for(kwargs: dict) -> Callable:
+    def step_for(kwargs: dict[Any, Any]) -> Callable[..., Any]:
         key = tuple(sorted(kwargs.items()))
         try:
             hash(key)
@@ -93,35 +94,37 @@ def checkpoint(f: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
-def _name(f: Callable) -> str:
+def _name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
 
-def _remat_step(f: Callable, kwargs: dict, structure: threading.local) -> Callable:
+def _remat_step(
+    f: Callable[..., Any], kwargs: dict[Any, Any], structure: threading.local
+) -> Callable[..., Any]:
     """`f` with `kwargs` bound, as one step to the transforms: a primitive of flat
     outputs whose reverse-mode rule keeps only the inputs and runs `f` again."""
 
-    def flat(*args: Any) -> tuple:
+    def flat(*args: Any) -> tuple[Any, ...]:
         leaves, structure.treedef = optree.tree_flatten(f(*args, **kwargs))
         return tuple(leaves)
 
     prim = primitive(flat, name=f"checkpoint({_name(f)})")
 
-    def fwd(*args: Any) -> tuple:
+    def fwd(*args: Any) -> tuple[Any, ...]:
         return None, args  # (the output is the primitive's own; the inputs are kept)
 
-    def bwd(args: tuple, g: Any) -> tuple:
+    def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
         return _pull_again(flat, args, g)
 
-    def tangents(primals: tuple, tans: tuple) -> tuple:
+    def tangents(primals: tuple[Any, ...], tans: tuple[Any, ...]) -> tuple[Any, ...]:
         return _push(flat, primals, tans)
 
     register_vjp(prim, fwd, bwd)
     register_jvp(prim, tangents)
-    return prim
+    return cast("Callable[..., Any]", prim)
 
 
-def _float_positions(args: tuple) -> list[int]:
+def _float_positions(args: tuple[Any, ...]) -> list[int]:
     """The positional arguments that are differentiated: those whose leaves are all float
     or complex (the others are constants, with no cotangent)."""
     return [
@@ -130,35 +133,37 @@ def _float_positions(args: tuple) -> list[int]:
     ]  # fmt: skip
 
 
-def _with(args: tuple, positions: list[int], values: tuple) -> tuple:
+def _with(args: tuple[Any, ...], positions: list[int], values: tuple[Any, ...]) -> tuple[Any, ...]:
     new = list(args)
     for i, v in zip(positions, values, strict=True):
         new[i] = v
     return tuple(new)
 
 
-def _pull_again(flat: Callable, args: tuple, g: Any) -> tuple:
+def _pull_again(flat: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
     """The cotangents of the arguments: `flat` runs again, recorded, and `g` is pulled
     back through that record."""
     where = _float_positions(args)
 
-    def of_diff(*diff: Any) -> tuple:
-        return flat(*_with(args, where, diff))
+    def of_diff(*diff: Any) -> tuple[Any, ...]:
+        return cast("tuple[Any, ...]", flat(*_with(args, where, diff)))
 
     _, pull = vjp(of_diff, *(args[i] for i in where))
     cts = pull(tuple(g) if isinstance(g, tuple | list) else (g,))
-    out: list = [None] * len(args)
+    out: list[Any] = [None] * len(args)
     for i, ct in zip(where, cts, strict=True):
         out[i] = ct
     return tuple(out)
 
 
-def _push(flat: Callable, primals: tuple, tans: tuple) -> tuple:
+def _push(
+    flat: Callable[..., Any], primals: tuple[Any, ...], tans: tuple[Any, ...]
+) -> tuple[Any, ...]:
     """`(out, tangent_out)` by forward mode through `flat` (no intermediates kept)."""
     where = [i for i in _float_positions(primals) if tans[i] is not None]
 
-    def of_diff(*diff: Any) -> tuple:
-        return flat(*_with(primals, where, diff))
+    def of_diff(*diff: Any) -> tuple[Any, ...]:
+        return cast("tuple[Any, ...]", flat(*_with(primals, where, diff)))
 
     out, tan = jvp(of_diff, tuple(primals[i] for i in where), tuple(tans[i] for i in where))
     return out, tan

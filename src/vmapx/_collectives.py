@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, unwrap
 from ._core import _state, bind
 from ._registry import Primitive, register
@@ -65,14 +65,14 @@ def _collective(name: str, reduce: Callable[[Any], Any], gathers: bool = False) 
     """A collective primitive; `reduce(v)` reduces a batch-front value over axis 0
     (`gathers`: keeps it, as a new leading axis of each example's value)."""
 
-    def impl(x: Any, axes: tuple) -> Any:  # `x` is repeated over every remaining batch
+    def impl(x: Any, axes: tuple[Any, ...]) -> Any:  # `x` is repeated over every remaining batch
         for t in axes:
             x = reduce(np.broadcast_to(x, (t.axis_size, *np.shape(x))))
         return x
 
     prim = Primitive(f"vmapx.{name}", impl)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, batched = unwrap(trace, args[0])
         axes = kwargs["axes"]
         rest = tuple(t for t in axes if t is not trace)
@@ -95,7 +95,7 @@ PMIN = _collective("pmin", lambda v: np.min(v, axis=0))
 ALL_GATHER = _collective("all_gather", lambda v: v, gathers=True)
 
 
-def _psum_scatter_impl(x: Any, axes: tuple) -> Any:
+def _psum_scatter_impl(x: Any, axes: tuple[Any, ...]) -> Any:
     (t,) = axes  # `x` is repeated over the batch: each example gets B times its row
     return x * t.axis_size
 
@@ -104,7 +104,7 @@ def _psum_scatter_impl(x: Any, axes: tuple) -> Any:
 PSUM_SCATTER = Primitive("vmapx.psum_scatter", _psum_scatter_impl)
 
 
-def _psum_scatter_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _psum_scatter_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     (t,) = kwargs["axes"]
     v, _ = unwrap(trace, args[0])
     if t is not trace:

@@ -23,7 +23,7 @@ import numpy as np
 NUMPY2: bool = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 
-def present(module: ModuleType | None, *names: str) -> list[Callable]:
+def present(module: ModuleType | None, *names: str) -> list[Callable[..., Any]]:
     """The functions `module.<name>` that the installed NumPy has, for registration lists.
 
     Names that only NumPy 2 has are left out on NumPy 1.26, and names NumPy 2 removed
@@ -41,11 +41,11 @@ def umath_ufuncs() -> dict[str, np.ufunc]:
     """Every ufunc of NumPy's `umath` module by name, the private ones too (`_ones_like`):
     what `numpy.testing.overrides.get_overridable_numpy_ufuncs()` lists, without importing
     `numpy.testing` (a third of NumPy's own import time)."""
-    umath = np._core.umath if NUMPY2 else np.core.umath
+    umath = np._core.umath if NUMPY2 else np.core.umath  # type: ignore[attr-defined]  # (NumPy 1)
     return {u.__name__: u for u in vars(umath).values() if isinstance(u, np.ufunc)}
 
 
-def signature(func: Callable) -> inspect.Signature:
+def signature(func: Callable[..., Any]) -> inspect.Signature:
     """`inspect.signature(func)`, also for NumPy 1.26's Cython methods (`Generator.normal`),
     which state their signature only in their docstring's first line(s).
 
@@ -66,7 +66,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     forever there with `mode="wrap"` and writes out of bounds with `mode="clip"`)."""
     if not NUMPY2 and np.size(a) == 0 and np.size(ind) != 0:
         raise IndexError("cannot replace elements of an empty array")
-    np.put(a, ind, v, mode=mode)
+    np.put(a, ind, v, mode=mode)  # type: ignore[arg-type]  # (NumPy checks the mode)
 
 
 if NUMPY2:
@@ -74,7 +74,7 @@ if NUMPY2:
     from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
     astype = np.astype
-    numpy_core = np._core
+    numpy_core: ModuleType = np._core
     trapezoid = np.trapezoid
     vecdot = np.vecdot
 else:
@@ -83,9 +83,9 @@ else:
     from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
 
     numpy_core = np.core  # renamed `np._core` in NumPy 2
-    trapezoid = np.trapz  # the same function under its NumPy 1 name
+    trapezoid = np.trapz  # type: ignore[attr-defined]  # the same function under its NumPy 1 name
 
-    def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:  # type: ignore[misc]
+    def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
         """`np.astype` of NumPy 2: `x.astype(dtype, copy=copy)` (tracers have it too)."""
         return x.astype(dtype, copy=copy)
 

@@ -51,12 +51,18 @@ class Config:
     - `workers`: threads that run the chunks of a chunked `vmap` call at once (see
       `vmapx._parallel`); None (the default): the cores this process may use; 1: one
       chunk after the other. Set by `VMAPX_WORKERS`; `vmap(..., workers=)` overrides it.
+    - `pytree_namespace`: the optree namespace whose registered classes the transforms
+      treat as containers, besides optree's global ones (a library that registers its
+      classes with `optree.register_pytree_node(..., namespace="mylib")`: set it to
+      `"mylib"`). `""` (the default): the global registry only. Set by
+      `VMAPX_PYTREE_NAMESPACE`.
     """
 
     fallback: str = os.environ.get("VMAPX_FALLBACK", "warn")
     checks: bool = os.environ.get("VMAPX_CHECKS", "") not in ("", "0")
     elide: bool = os.environ.get("VMAPX_ELIDE", "1") not in ("", "0")
     workers: int | None = _workers_from_environment()
+    pytree_namespace: str = os.environ.get("VMAPX_PYTREE_NAMESPACE", "")
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "fallback" and value not in FALLBACK_MODES:
@@ -65,6 +71,11 @@ class Config:
             )
         if name == "workers":
             check_workers(value, "vmapx.config")
+        if name == "pytree_namespace" and not isinstance(value, str):
+            raise ArgumentError(
+                f'vmapx.config.pytree_namespace must be a str (an optree namespace, "" for '
+                f"the global one), got {value!r}"
+            )
         super().__setattr__(name, value)
 
 

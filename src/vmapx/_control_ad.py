@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,19 +29,21 @@ from .control_flow import SWITCH, WHILE, BranchFn
 # -- `SWITCH`: the switch of the branches' JVPs / VJPs --------------------------------
 
 
-def _with(leaves: list, positions: list, values: tuple) -> list:
+def _with(leaves: list[Any], positions: list[Any], values: tuple[Any, ...]) -> list[Any]:
     out = list(leaves)
     for i, v in zip(positions, values, strict=True):
         out[i] = v
     return out
 
 
-def _switch_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
+def _switch_jvp(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], ans: tuple[Any, ...], tangents: dict[Any, Any]
+) -> list[Any]:
     index, *leaves = args
     n, diff = len(leaves), sorted(a - 1 for a in tangents)
 
-    def branch_jvp(branch: Callable) -> BranchFn:
-        def run(*flat: Any) -> tuple:
+    def branch_jvp(branch: Callable[..., Any]) -> BranchFn:
+        def run(*flat: Any) -> tuple[Any, ...]:
             primals = list(flat[:n])
             f = lambda *xs: branch(*_with(primals, diff, xs))  # noqa: E731
             out, t_out = jvp(f, tuple(primals[i] for i in diff), tuple(flat[n:]))
@@ -54,12 +56,14 @@ def _switch_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
     return list(bind(SWITCH, (index, *leaves, *tans), {**kwargs, "branches": branches}))
 
 
-def _switch_vjp(argnums: list, ans: tuple, args: tuple, kwargs: dict) -> Callable:
+def _switch_vjp(
+    argnums: list[Any], ans: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     index, *leaves = args
     n, diff = len(leaves), [a - 1 for a in argnums]
 
-    def branch_vjp(branch: Callable) -> BranchFn:
-        def run(*flat: Any) -> tuple:
+    def branch_vjp(branch: Callable[..., Any]) -> BranchFn:
+        def run(*flat: Any) -> tuple[Any, ...]:
             primals = list(flat[:n])
             f = lambda *xs: branch(*_with(primals, diff, xs))  # noqa: E731
             _, pull = vjp(f, *(primals[i] for i in diff))
@@ -69,7 +73,7 @@ def _switch_vjp(argnums: list, ans: tuple, args: tuple, kwargs: dict) -> Callabl
 
     branches = tuple(branch_vjp(b) for b in kwargs["branches"])
 
-    def pullback(g: tuple) -> list:
+    def pullback(g: Sequence[Any]) -> list[Any]:
         g = [np.zeros_like(a) if c is None else c for c, a in zip(g, ans, strict=True)]
         return list(bind(SWITCH, (index, *leaves, *g), {**kwargs, "branches": branches}))
 
@@ -84,14 +88,16 @@ defvjp_argnums(SWITCH, _switch_vjp)
 # -- `WHILE`: forward mode carries the tangents along ----------------------------------
 
 
-def _while_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
+def _while_jvp(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], ans: tuple[Any, ...], tangents: dict[Any, Any]
+) -> list[Any]:
     n = len(args)
     # every float leaf gets a tangent: a carried value may come to depend on the inputs
     floats = [i for i, x in enumerate(args) if is_float(x)]
     tans = [np.zeros_like(args[i]) if tangents.get(i) is None else tangents[i] for i in floats]
     cond, body = kwargs["cond"], kwargs["body"]
 
-    def body_jvp(*state: Any) -> tuple:
+    def body_jvp(*state: Any) -> tuple[Any, ...]:
         primals = list(state[:n])
         f = lambda *xs: body(*_with(primals, floats, xs))  # noqa: E731
         out, t_out = jvp(f, tuple(primals[i] for i in floats), tuple(state[n:]))
@@ -103,7 +109,9 @@ def _while_jvp(args: tuple, kwargs: dict, ans: tuple, tangents: dict) -> list:
     return [where.get(i) for i in range(n)]
 
 
-def _while_vjp(argnums: list, ans: tuple, args: tuple, kwargs: dict) -> Callable:
+def _while_vjp(
+    argnums: list[Any], ans: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     raise kwargs["trace"].concretization(
         "a reverse-mode derivative (`grad`, `vjp`) inside the vmap of a `while_loop` whose "
         "predicate is batched",
@@ -119,16 +127,16 @@ defvjp_argnums(WHILE, _while_vjp)
 # -- collectives ---------------------------------------------------------------------
 
 
-def _over(prim: Primitive) -> Callable:
+def _over(prim: Primitive) -> Callable[..., Any]:
     return lambda g, axes: bind(prim, (g,), {"axes": axes})
 
 
-def _extremum_jvp(t: Any, ans: Any, x: Any, axes: tuple) -> Any:
+def _extremum_jvp(t: Any, ans: Any, x: Any, axes: tuple[Any, ...]) -> Any:
     at = x == ans  # the examples holding the extremum share its derivative (ties split)
     return bind(PSUM, (np.where(at, t, 0),), {"axes": axes}) / bind(PSUM, (at,), {"axes": axes})
 
 
-def _extremum_vjp(ans: Any, x: Any, axes: tuple) -> Callable:
+def _extremum_vjp(ans: Any, x: Any, axes: tuple[Any, ...]) -> Callable[..., Any]:
     at = x == ans
     share = bind(PSUM, (at,), {"axes": axes})
     return lambda g: np.where(at, bind(PSUM, (g,), {"axes": axes}) / share, 0)

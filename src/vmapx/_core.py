@@ -19,12 +19,17 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .errors import EscapedTracerError, TraceMixError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from ._registry import Primitive
+
+
+T = TypeVar("T", bound="Trace")
 
 
 class Trace:
@@ -37,7 +42,7 @@ class Trace:
         self.alive = True
         self.transform = transform
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         raise NotImplementedError
 
     def concretization(self, what: str, fix: str) -> BaseException:
@@ -67,14 +72,34 @@ class Tracer:
 
     __slots__ = ("_trace", "_view", "_version", "_scalar")
     __array_priority__ = 1000
-    __hash__ = None  # like ndarray: elementwise __eq__, so not hashable
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: elementwise __eq__, so not hashable
+    _trace: Trace
+    _view: tuple[Tracer, int] | None  # (the base, its `_version` when this view was made)
+    _version: int
+    _scalar: Any
+
+    if TYPE_CHECKING:  # the array attributes every kind of tracer defines
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def dtype(self) -> Any: ...
+        @property
+        def size(self) -> int: ...
+
+        # (and NumPy's array API, installed by `vmapx._numpy._tracer_api`)
+        def __getitem__(self, key: Any) -> Any: ...
+        def __neg__(self) -> Any: ...
+        def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     @property
     def _aliased(self) -> bool:
         return self._view is not None
 
     def _check_fresh(self) -> None:
-        view = self._view
+        view = cast("tuple[Tracer, int]", self._view)  # (called where it is not None)
         if view[0]._version != view[1]:
             raise self._trace.concretization(
                 "a view (a slice, reshape, transpose, ...) was used after the array it "
@@ -93,7 +118,9 @@ class Tracer:
     # (saying so where a derivative is dropped), jit the value, and marks the recording
     # as one that cannot be replayed.
 
-    def _leave_trace(self, how: str, convert: Callable[[Any], Any] | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[[Any], Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         """`convert` applied to the value Python reads out of this tracer. `how` names
         the conversion: `bool`, `float`, `int`, `complex`, `index`, `format` (`args`:
         the spec), `item` (`args`: its arguments), `tolist`, `array` (`args`: the dtype;
@@ -101,22 +128,22 @@ class Tracer:
         raise NotImplementedError
 
     def __bool__(self) -> bool:
-        return self._leave_trace("bool", bool)
+        return cast(bool, self._leave_trace("bool", bool))
 
     def __float__(self) -> float:
-        return self._leave_trace("float", float)
+        return cast(float, self._leave_trace("float", float))
 
     def __int__(self) -> int:
-        return self._leave_trace("int", int)
+        return cast(int, self._leave_trace("int", int))
 
     def __complex__(self) -> complex:
-        return self._leave_trace("complex", complex)
+        return cast(complex, self._leave_trace("complex", complex))
 
     def __index__(self) -> int:
-        return self._leave_trace("index", operator.index)
+        return cast(int, self._leave_trace("index", operator.index))
 
     def __format__(self, spec: str) -> str:
-        return self._leave_trace("format", lambda v: format(v, spec), (spec,))
+        return cast(str, self._leave_trace("format", lambda v: format(v, spec), (spec,)))
 
     def item(self, *args: Any) -> Any:
         return self._leave_trace("item", lambda v: v.item(*args), args)
@@ -136,7 +163,7 @@ class _State(threading.local):
 _state = _State()
 
 
-def push_trace(trace: Trace) -> Trace:
+def push_trace(trace: T) -> T:
     _state.stack.append(trace)
     trace.level = len(_state.stack)
     return trace
@@ -200,7 +227,7 @@ def _top_in(seq: Any, best: Trace | None) -> Trace | None:
     return best
 
 
-def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
+def find_top_trace(args: tuple[Any, ...], kwargs: dict[Any, Any] | None = None) -> Trace | None:
     """The highest-level live trace among the tracers in `args`/`kwargs`."""
     best = _top_in(args, None)
     if kwargs:
@@ -208,7 +235,7 @@ def find_top_trace(args: tuple, kwargs: dict | None = None) -> Trace | None:
     return best
 
 
-def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
+def bind(prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """Apply `prim` to `args`: the top trace handles it, or plain NumPy runs."""
     trace = _top_in(args, None)
     if kwargs:
@@ -223,7 +250,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def mark_view(trace: Trace, args: tuple, out: Any) -> None:
+def mark_view(trace: Trace, args: tuple[Any, ...], out: Any) -> None:
     """Record that the tracers in `out` may be views of the first traced operand (of
     its root base)."""
     base = next((a for a in args if isinstance(a, Tracer) and a._trace is trace), None)
@@ -238,7 +265,7 @@ def mark_view(trace: Trace, args: tuple, out: Any) -> None:
 
 def user_frame_location() -> str:
     """`file:line` of the innermost frame outside vmapx and NumPy (the user's line)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _is_library_file(filename):
@@ -249,7 +276,7 @@ def user_frame_location() -> str:
 
 def _package_dir(name: str) -> str:
     spec = importlib.util.find_spec(name)
-    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
+    return os.path.dirname(os.path.abspath(cast(str, spec.origin))) + os.sep if spec else os.sep * 3
 
 
 # frames in vmapx or NumPy (its Python wrappers dispatch to us) are not the user's line

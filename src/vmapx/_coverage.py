@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from . import _control_ad, _numpy  # noqa: F401
 from ._registry import ALL, FUNCTIONS, Rules, prim_of, rules_of
 
 
-def coverage() -> dict[Callable, str]:
+def coverage() -> dict[Callable[..., Any], str]:
     """How `vmap` handles every overridable NumPy function and ufunc.
 
     **Returns:** a dict mapping each callable to `"native"` (a batching rule),
@@ -35,7 +36,7 @@ def coverage() -> dict[Callable, str]:
         get_overridable_numpy_ufuncs,
     )
 
-    report: dict[Callable, str] = {}
+    report: dict[Callable[..., Any], str] = {}
     for ufunc in sorted(get_overridable_numpy_ufuncs(), key=lambda u: u.__name__):
         report[ufunc] = "refused" if ufunc.__name__ in UFUNCS_NEEDING_OUT else "native"
     for func in sorted(get_overridable_numpy_array_functions(), key=_qualname):
@@ -54,7 +55,7 @@ def coverage() -> dict[Callable, str]:
 UFUNCS_NEEDING_OUT = {"_partition_index", "_rpartition_index"}
 
 
-def dispatched_as(func: Callable) -> Callable:
+def dispatched_as(func: Callable[..., Any]) -> Callable[..., Any]:
     """The function NumPy hands to `__array_function__` for `func`: NumPy lists some
     `like=` creators twice (the public function and an internal twin whose calls are
     dispatched as the public one)."""
@@ -64,11 +65,11 @@ def dispatched_as(func: Callable) -> Callable:
     return public if public is not None and public is not func else func
 
 
-def _qualname(func: Callable) -> str:
+def _qualname(func: Callable[..., Any]) -> str:
     return f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', '')}"
 
 
-def _name(func: Callable) -> str:
+def _name(func: Callable[..., Any]) -> str:
     return f"np.{func.__name__}" if isinstance(func, np.ufunc) else _qualname(func)
 
 
@@ -91,7 +92,7 @@ def derivative_status(rules: Rules | None, mode: str) -> str:
     return "-"
 
 
-def rules_report() -> dict[Callable, dict[str, str]]:
+def rules_report() -> dict[Callable[..., Any], dict[str, str]]:
     """Per overridable NumPy function and ufunc: `batch` (as `coverage()`), `jvp` and
     `vjp` (see `derivative_status`), and `where`: each registered rule kind with the
     `file:line` that registered it."""

@@ -9,13 +9,14 @@ replaces that function's rule.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ._registry import builder
 from .extend import PrimitiveFunction, register_batch_rule, register_jvp, register_vjp
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_vmap"]
 
-VmapRule = Callable
+VmapRule = Callable[..., Any]
 
 
 class custom_vmap(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX's)
@@ -84,7 +85,7 @@ class custom_jvp(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX'
     """
 
     @builder
-    def defjvp(self, jvp: Callable) -> Callable:
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
         """Register `jvp(primals, tangents) -> (primal_out, tangent_out)`."""
         register_jvp(self, jvp, replace=True)  # this function's own rule: the newest
         return jvp
@@ -119,6 +120,6 @@ class custom_vjp(PrimitiveFunction):  # noqa: N801 (a decorator, named like JAX'
     """
 
     @builder
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Register `fwd(*args) -> (out, residuals)` and `bwd(residuals, g) -> cotangents`."""
         register_vjp(self, fwd, bwd, replace=True)  # this function's own rule: the newest

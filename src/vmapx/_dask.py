@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .errors import AxisSizeError, InAxesError, UnsupportedError
 
 
@@ -46,7 +46,7 @@ def is_dask(x: Any) -> bool:
     return module is not None and isinstance(x, module.Array)
 
 
-def any_dask(leaves: list, kwargs: dict) -> bool:
+def any_dask(leaves: list[Any], kwargs: dict[Any, Any]) -> bool:
     """Whether a call has a Dask array among its arguments."""
     if "dask.array" not in sys.modules:
         return False
@@ -54,7 +54,13 @@ def any_dask(leaves: list, kwargs: dict) -> bool:
 
 
 def vmap_blocks(
-    f: Callable, opts: Any, leaves: list, treedef: Any, axes: list, kwargs: dict, size: int
+    f: Callable[..., Any],
+    opts: Any,
+    leaves: list[Any],
+    treedef: Any,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
+    size: int,
 ) -> Any:
     """The call as lazy Dask arrays (see the module)."""
     import dask.array as da
@@ -88,7 +94,7 @@ def vmap_blocks(
     return optree.tree_unflatten(out_tree, moved)
 
 
-def _refuse(opts: Any, leaves: list, axes: list, kwargs: dict) -> None:
+def _refuse(opts: Any, leaves: list[Any], axes: list[Any], kwargs: dict[Any, Any]) -> None:
     if opts.axis_name is not None:
         raise UnsupportedError(
             f"vmap: `axis_name={opts.axis_name!r}` with a Dask array argument: collectives "
@@ -131,15 +137,17 @@ def _refuse(opts: Any, leaves: list, axes: list, kwargs: dict) -> None:
         )
 
 
-def _batch_chunks(leaves: list, axes: list, size: int) -> tuple:
+def _batch_chunks(leaves: list[Any], axes: list[Any], size: int) -> tuple[Any, ...]:
     """The batch axis' chunks: the first mapped Dask argument's (one chunk if none is)."""
     for x, ax in zip(leaves, axes, strict=True):
         if ax is not None and is_dask(x):
-            return x.chunks[ax]
+            return cast("tuple[Any, ...]", x.chunks[ax])
     return (size,)
 
 
-def _block_inputs(da: Any, leaves: list, axes: list, chunks: tuple) -> list:
+def _block_inputs(
+    da: Any, leaves: list[Any], axes: list[Any], chunks: tuple[Any, ...]
+) -> list[Any]:
     """Each argument as the blocks take it: mapped ones Dask arrays with the batch axis
     first, in `chunks`, other axes whole; unmapped Dask arrays in one chunk; the rest
     as they are."""
@@ -156,7 +164,9 @@ def _block_inputs(da: Any, leaves: list, axes: list, chunks: tuple) -> list:
     return inputs
 
 
-def _inner_vmap(f: Callable, opts: Any, axes: list, treedef: Any) -> Callable:
+def _inner_vmap(
+    f: Callable[..., Any], opts: Any, axes: list[Any], treedef: Any
+) -> Callable[..., Any]:
     """`vmap(f)` as each block runs it: every mapped leaf's batch axis first."""
     from ._api import vmap
 
@@ -176,7 +186,13 @@ class _Block:
     outputs of the inner `vmap` out (a tuple where there are several)."""
 
     def __init__(
-        self, inner: Callable, inputs: list, arrays: list, treedef: Any, kwargs: dict, many: bool
+        self,
+        inner: Callable[..., Any],
+        inputs: list[Any],
+        arrays: list[Any],
+        treedef: Any,
+        kwargs: dict[Any, Any],
+        many: bool,
     ) -> None:
         self.inner, self.arrays, self.treedef, self.kwargs, self.many = (
             inner, arrays, treedef, kwargs, many
@@ -194,8 +210,13 @@ class _Block:
 
 
 def _output_structure(
-    inner: Callable, leaves: list, axes: list, treedef: Any, kwargs: dict, size: int
-) -> tuple[list, Any]:
+    inner: Callable[..., Any],
+    leaves: list[Any],
+    axes: list[Any],
+    treedef: Any,
+    kwargs: dict[Any, Any],
+    size: int,
+) -> tuple[list[Any], Any]:
     """The outputs of `f` over an empty batch (shapes and dtypes), and their structure;
     where `f` cannot run on no examples, over the first example (computed)."""
     stand_ins = [_stand_in(x, ax, 0) for x, ax in zip(leaves, axes, strict=True)]
@@ -221,11 +242,11 @@ def _stand_in(x: Any, ax: int | None, n: int) -> Any:
     return np.moveaxis(np.asarray(part.compute() if is_dask(part) else part), ax, 0)
 
 
-def _unflatten(treedef: Any, leaves: list) -> Any:
+def _unflatten(treedef: Any, leaves: list[Any]) -> Any:
     return leaves if treedef is None else optree.tree_unflatten(treedef, leaves)
 
 
-def output_axes(out_axes: Any, out_leaves: list, out_tree: Any) -> list:
+def output_axes(out_axes: Any, out_leaves: list[Any], out_tree: Any) -> list[Any]:
     """Each output's batch axis, made non-negative."""
     from ._api import output_axes as leaf_axes
 
@@ -242,7 +263,7 @@ def output_axes(out_axes: Any, out_leaves: list, out_tree: Any) -> list:
     return result
 
 
-def _signature(inputs: list, arrays: list, axes: list, out_leaves: list) -> str:
+def _signature(inputs: list[Any], arrays: list[Any], axes: list[Any], out_leaves: list[Any]) -> str:
     """`apply_gufunc`'s signature: each example's axes are core dimensions."""
     ins = []
     for i in arrays:

@@ -11,7 +11,7 @@ raises `NotByRule`: then `func` has no composite for this call.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def own_impl(trace: BatchTrace) -> bool:
     return isinstance(trace, DerivativeTrace)
 
 
-def composite_by_rule(func: Callable) -> Callable:
+def composite_by_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """The derivative composite of `func` (see `_autodiff.defcomposite`): its batch rule
     run on a batch of one, so that derivatives follow the rule's own arithmetic."""
     prim = primitive(func)
@@ -51,7 +51,9 @@ def composite_by_rule(func: Callable) -> Callable:
         trace = push_trace(DerivativeTrace(1, None, "silent"))
         try:
             lift = _lifter(trace)
-            out = prim.rules.batch(trace, lift(args), {k: lift(v) for k, v in kwargs.items()})
+            out = cast("Callable[..., Any]", prim.rules.batch)(
+                trace, lift(args), {k: lift(v) for k, v in kwargs.items()}
+            )
         except NotByRule:
             return NotImplemented
         finally:
@@ -69,7 +71,7 @@ def defcomposite_by_rule(funcs: Any) -> None:
         defcomposite(func, composite_by_rule(func))
 
 
-def _lifter(trace: BatchTrace) -> Callable:
+def _lifter(trace: BatchTrace) -> Callable[..., Any]:
     def lift(x: Any) -> Any:
         if isinstance(x, Tracer | np.ndarray):
             return trace.wrap(x[None])

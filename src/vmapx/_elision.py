@@ -48,7 +48,7 @@ _BINARY_OP = dis.opmap.get("BINARY_OP")  # Python >= 3.11 (one instruction for a
 
 def from_binary_op(frame: Any) -> bool:
     """Whether `frame` is executing a binary-operator instruction."""
-    return frame.f_code.co_code[frame.f_lasti] == _BINARY_OP
+    return bool(frame.f_code.co_code[frame.f_lasti] == _BINARY_OP)
 
 
 def refs_of_val(holder: Any) -> int:
@@ -143,7 +143,7 @@ class _Probe:
     __slots__ = ("val",)
 
     def __init__(self) -> None:
-        self.val = np.empty(2)
+        self.val: np.ndarray[Any, Any] = np.empty(2)
 
     def __mul__(self, other: Any) -> tuple[int, bool]:  # the shape of the real operator
         return sys.getrefcount(self), from_binary_op(sys._getframe(1))

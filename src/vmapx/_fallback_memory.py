@@ -35,6 +35,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -62,25 +63,26 @@ class _Record:
 
 
 _lock = threading.Lock()
-_memory: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # f -> {signature: _Record}
+# f -> {signature: _Record}
+_memory: weakref.WeakKeyDictionary[Any, dict[Any, _Record]] = weakref.WeakKeyDictionary()
 # functions that cannot be referred to weakly (SciPy's `scipy.fft.fft`, C functions): held,
 # at most `HELD` of them (the oldest is dropped)
-_held: dict = {}
+_held: dict[Any, dict[Any, _Record]] = {}
 HELD = 256
 
 
 def _call_site() -> Any:
     """`(code, line)` of the innermost frame outside vmapx and NumPy: the user's line."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and _is_library_file(frame.f_code.co_filename):
         frame = frame.f_back
     return None if frame is None else (frame.f_code, frame.f_lineno)
 
 
 def signature(
-    f: Callable, fallback: str, opts: Any, leaves: list, treedef: Any, axes: list,
-    kwargs: dict, size: int,
-) -> tuple | None:  # fmt: skip
+    f: Callable[..., Any], fallback: str, opts: Any, leaves: list[Any], treedef: Any,
+    axes: list[Any], kwargs: dict[Any, Any], size: int,
+) -> tuple[Any, ...] | None:  # fmt: skip
     """The key under which this call's fallback is remembered, or None where it is not
     (keyword arguments, non-array leaves, another transform running, `fallback="error"`):
     the arguments' structure, batch axes, shapes and dtypes, the options that change the
@@ -102,7 +104,7 @@ def signature(
             opts.axis_name, site)  # fmt: skip
 
 
-def _records(f: Callable) -> dict | None:
+def _records(f: Callable[..., Any]) -> dict[Any, _Record] | None:
     try:
         return _memory.get(f)
     except TypeError:  # (not weakly referable, or unhashable)
@@ -112,7 +114,7 @@ def _records(f: Callable) -> dict | None:
             return None
 
 
-def _new_records(f: Callable) -> dict | None:
+def _new_records(f: Callable[..., Any]) -> dict[Any, _Record] | None:
     """The (new) records of `f`, or None where `f` cannot be a key (unhashable)."""
     try:
         return _memory.setdefault(f, {})
@@ -129,7 +131,7 @@ def _new_records(f: Callable) -> dict | None:
     return records
 
 
-def recall(f: Callable, *call: Any) -> tuple[tuple | None, Reason | None]:
+def recall(f: Callable[..., Any], *call: Any) -> tuple[tuple[Any, ...] | None, Reason | None]:
     """`(key, reason)` for a call of `f` (`call`: `signature`'s arguments after `f`): the
     remembered reason to go to the loop directly, or None where the batched run should
     run (nothing remembered, or a re-try is due). `key` is None where nothing is
@@ -152,7 +154,7 @@ def recall(f: Callable, *call: Any) -> tuple[tuple | None, Reason | None]:
         return key, record.reason
 
 
-def remember(f: Callable, key: tuple | None, reason: Reason) -> None:
+def remember(f: Callable[..., Any], key: tuple[Any, ...] | None, reason: Reason) -> None:
     """Note that the batched run of `f` under `key` (from `signature`) fell back."""
     if key is None:
         return
@@ -169,7 +171,7 @@ def remember(f: Callable, key: tuple | None, reason: Reason) -> None:
         records[key] = _Record(reason)
 
 
-def forget(f: Callable, key: tuple | None) -> None:
+def forget(f: Callable[..., Any], key: tuple[Any, ...] | None) -> None:
     """The batched run of `f` under `key` succeeded: batch from now on."""
     if key is None:
         return

@@ -13,14 +13,18 @@ import importlib.util
 import os
 import sys
 import sysconfig
+from typing import TYPE_CHECKING, cast
 
 from ._core import _is_library_file
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 def package_dir(name: str) -> str:
     """The directory of an installed package, with a trailing separator."""
     spec = importlib.util.find_spec(name)
-    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec else os.sep * 3
+    return os.path.dirname(os.path.abspath(cast(str, spec.origin))) + os.sep if spec else os.sep * 3
 
 
 _NUMPY = package_dir("numpy")
@@ -73,7 +77,7 @@ def location(skip: int = 1) -> str:
 
     **Returns** a string such as `"lib.py:594 (called from script.py:12)"`.
     """
-    frame = sys._getframe(skip + 1)
+    frame: FrameType | None = sys._getframe(skip + 1)
     library = None
     while frame is not None:
         filename = frame.f_code.co_filename

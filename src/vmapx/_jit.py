@@ -55,12 +55,12 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import optree
 
 from . import _autochunk, _core, _payload, _replay_memory
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import fresh_arrays, memory_owner
 from ._compat import NUMPY2, astype
 from ._core import Trace, Tracer, pop_trace, push_trace
@@ -92,10 +92,11 @@ class RecordTracer(Tracer):
     """A concrete array, and where the recording keeps it (`slot`)."""
 
     __slots__ = ("value", "slot", "sources", "shaped_by")
+    _trace: RecordTrace
 
     def __init__(
-        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset | None = None,
-        shaped_by: frozenset = frozenset(),
+        self, trace: RecordTrace, value: Any, slot: int, sources: frozenset[Any] | None = None,
+        shaped_by: frozenset[Any] = frozenset(),
     ) -> None:  # fmt: skip
         self._trace = trace
         self._view = None
@@ -118,7 +119,7 @@ class RecordTracer(Tracer):
 
     @property
     def dtype(self) -> np.dtype:
-        return self.value.dtype
+        return cast("np.dtype[Any]", self.value.dtype)
 
     @property
     def size(self) -> int:
@@ -139,13 +140,13 @@ class RecordTracer(Tracer):
         return type(self)(self._trace, view, self.slot, self.sources, self.shaped_by)
 
     def _become(self, other: Tracer) -> None:
-        self.value = other.value
-        self.slot = other.slot
-        self.shaped_by = other.shaped_by
+        self.value = cast(RecordTracer, other).value
+        self.slot = cast(RecordTracer, other).slot
+        self.shaped_by = cast(RecordTracer, other).shaped_by
         self._version += 1
 
     # Python looks at the value: right now, but another value could go another way
-    def _read(self, convert: Callable) -> Any:
+    def _read(self, convert: Callable[..., Any]) -> Any:
         trace = self._trace
         if self.sources:  # a value of number arguments only: record them as constants
             trace.static_needed |= self.sources
@@ -154,11 +155,13 @@ class RecordTracer(Tracer):
             trace.why = f"Python reads a value at {_core.user_frame_location()}"
         return convert(self.value)
 
-    def _leave_trace(self, how: str, convert: Callable | None, args: tuple = ()) -> Any:
+    def _leave_trace(
+        self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
+    ) -> Any:
         if how == "array":
             dtype = args[0]
             return self._read(lambda v: np.asarray(v, dtype=dtype))
-        return self._read(convert)
+        return self._read(cast("Callable[..., Any]", convert))
 
 
 PLAIN_ARRAYS.add(RecordTracer)  # rules' fast paths record their NumPy calls
@@ -180,7 +183,7 @@ class ScalarTracer(RecordTracer):
         return np.result_type(self.value)
 
 
-def _number_operator(op: Callable, reflected: bool) -> Callable:
+def _number_operator(op: Callable[..., Any], reflected: bool) -> Callable[..., Any]:
     fallback = op.__name__
 
     def method(self: ScalarTracer, other: Any) -> Any:
@@ -194,7 +197,7 @@ def _number_operator(op: Callable, reflected: bool) -> Callable:
     return method
 
 
-def _number_unary(op: Callable) -> Callable:
+def _number_unary(op: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: ScalarTracer) -> Any:
         return self._trace.process(_python_primitive(op), (self,), {})
 
@@ -202,6 +205,7 @@ def _number_unary(op: Callable) -> Callable:
 
 
 _NUMBERS = (int, float, complex, bool)
+_op: Callable[..., Any]
 for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
             operator.mod, operator.pow):  # fmt: skip
     _name = _op.__name__.strip("_")
@@ -214,11 +218,11 @@ for _op in (operator.neg, operator.pos, operator.abs):
 
 
 @functools.cache
-def _python_primitive(op: Callable) -> Primitive:
+def _python_primitive(op: Callable[..., Any]) -> Primitive:
     return Primitive(f"operator.{op.__name__}", op)
 
 
-def _is_python_op(impl: Callable) -> bool:
+def _is_python_op(impl: Callable[..., Any]) -> bool:
     return getattr(impl, "__module__", None) in ("_operator", "operator")
 
 
@@ -245,10 +249,10 @@ class RecordTrace(Trace):
         # slots whose shapes Python read, where the shape can depend on the values
         self.shapes_read: set[int] = set()
         self.owners = _replay_memory.Owners()
-        self.layouts: list = []  # per slot (inputs: set by `_record`; never written)
+        self.layouts: list[Any] = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
 
-    def process(self, prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         values = _replace(self, args, _value)
         kw_values = {k: _replace(self, v, _value) for k, v in kwargs.items()} if kwargs else {}
         impl = prim.impl
@@ -271,8 +275,8 @@ class RecordTrace(Trace):
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         operands = {id(v) for v in _arrays_in((values, kw_values))}
         shaped_by = _shaped_by(self, prim, args, kwargs)
-        outs: list = []
-        wrapped: list = []
+        outs: list[Any] = []
+        wrapped: list[Any] = []
         for leaf in leaves:
             if python_op and type(leaf) in _NUMBERS:  # (arithmetic of number arguments)
                 outs.append(self.slots)
@@ -310,7 +314,7 @@ class RecordTrace(Trace):
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
 
-    def record_effect(self, fn: Callable, args: list) -> None:
+    def record_effect(self, fn: Callable[..., Any], args: list[Any]) -> None:
         """Record `fn(*args)`, a call made for what it does (no result): every replay
         makes it (`vmapx.debug.print`)."""
         step = _Step(fn, _replace(self, tuple(args), _slot, _snapshot), {}, [], _NO_RESULT)
@@ -321,7 +325,7 @@ class RecordTrace(Trace):
 _NO_RESULT = optree.tree_structure(None)
 
 # NumPy functions whose result depends on the shape and dtype of their first argument
-_SHAPE_ONLY = frozenset((np.empty_like, np.zeros_like, np.ones_like))
+_SHAPE_ONLY: frozenset[Any] = frozenset((np.empty_like, np.zeros_like, np.ones_like))
 
 
 # NumPy functions whose result shapes follow from their operands' shapes and the other
@@ -341,7 +345,9 @@ _SHAPE_STABLE = frozenset((
 _SHAPE_STABLE_NAMES = frozenset(("ndarray.__setitem__",))
 
 
-def _shaped_by(trace: RecordTrace, prim: Primitive, args: tuple, kwargs: dict) -> frozenset | None:
+def _shaped_by(
+    trace: RecordTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> frozenset[Any] | None:
     """The slots whose shapes fix the shapes of `prim`'s results on these arguments, if
     its result shapes follow from its operands' (else None: the results' own)."""
     impl = prim.impl
@@ -355,14 +361,14 @@ def _shaped_by(trace: RecordTrace, prim: Primitive, args: tuple, kwargs: dict) -
                   or _is_python_op(impl) or prim.name in _SHAPE_STABLE_NAMES)  # fmt: skip
     if not stable:
         return None
-    found: frozenset = frozenset()
+    found: frozenset[Any] = frozenset()
     for t in _tracers_in(trace, (args, kwargs)):
         found |= t.shaped_by
     return found
 
 
 @functools.cache
-def _functional_at(ufunc: np.ufunc) -> Callable:
+def _functional_at(ufunc: np.ufunc) -> Callable[..., Any]:
     """`ufunc.at` on a copy of its target, returning it (NumPy's writes in place)."""
 
     def at(target: Any, *args: Any, **kwargs: Any) -> Any:
@@ -374,10 +380,10 @@ def _functional_at(ufunc: np.ufunc) -> Callable:
     return at
 
 
-def _sources(trace: RecordTrace, x: Any) -> frozenset | None:
+def _sources(trace: RecordTrace, x: Any) -> frozenset[Any] | None:
     """The number arguments the tracers in `x` depend on, if they depend on no array
     argument (else None)."""
-    found: set = set()
+    found: set[Any] = set()
     for t in _tracers_in(trace, x):
         if not t.sources:
             return None
@@ -385,7 +391,7 @@ def _sources(trace: RecordTrace, x: Any) -> frozenset | None:
     return frozenset(found) if found else None
 
 
-def _tracers_in(trace: RecordTrace, x: Any) -> list:
+def _tracers_in(trace: RecordTrace, x: Any) -> list[Any]:
     if type(x) in (RecordTracer, ScalarTracer) and x._trace is trace:
         return [x]
     if type(x) in (list, tuple):
@@ -395,7 +401,7 @@ def _tracers_in(trace: RecordTrace, x: Any) -> list:
     return []
 
 
-def _arrays_in(x: Any) -> list:
+def _arrays_in(x: Any) -> list[Any]:
     """The NumPy arrays in `x` (an argument: lists, tuples and dicts walked)."""
     if type(x) is np.ndarray:
         return [x]
@@ -418,7 +424,7 @@ def _has_tracer(trace: RecordTrace, x: Any) -> bool:
 
 def _replace(
     trace: RecordTrace, x: Any, by: Callable[[RecordTracer], Any],
-    array: Callable | None = None,
+    array: Callable[..., Any] | None = None,
 ) -> Any:  # fmt: skip
     """`x` (an argument, lists and tuples walked) with this trace's tracers `t` replaced
     by `by(t)` (their values to compute, their slots to record) and, if `array` is
@@ -462,7 +468,14 @@ class _Step:
     __slots__ = ("impl", "args", "kwargs", "outs", "treedef", "single", "reads", "positional",
                  "into", "method", "effect")  # fmt: skip
 
-    def __init__(self, impl: Callable, args: tuple, kwargs: dict, outs: list, treedef: Any) -> None:
+    def __init__(
+        self,
+        impl: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[Any, Any],
+        outs: list[Any],
+        treedef: Any,
+    ) -> None:
         self.impl = impl
         self.args = args
         self.kwargs = kwargs or None
@@ -485,8 +498,8 @@ class GeneratedProgram:
     __slots__ = ("replay", "out_tree", "constant", "checked", "text")
 
     def __init__(
-        self, steps: list, n_inputs: int, outputs: list, out_tree: Any, fresh: list[bool],
-        large: frozenset = frozenset(), guards: dict[int, tuple] | None = None,
+        self, steps: list[Any], n_inputs: int, outputs: list[Any], out_tree: Any, fresh: list[bool],
+        large: frozenset[Any] = frozenset(), guards: dict[int, tuple[Any, ...]] | None = None,
     ) -> None:  # fmt: skip
         self.replay, self.text = _compile(steps, n_inputs, outputs, large, guards or {})
         self.out_tree = out_tree
@@ -494,7 +507,7 @@ class GeneratedProgram:
         # outputs the replay always makes as new arrays of their own need no check
         self.checked = not all(fresh)
 
-    def run(self, arrays: list) -> Any:
+    def run(self, arrays: list[Any]) -> Any:
         results = self.replay(*arrays)
         if self.checked:
             results = fresh_arrays(results, arrays, self.constant)
@@ -510,7 +523,7 @@ _METHODS = {
 }
 
 
-def _as_method(impl: Callable, n_args: int, kwargs: dict) -> str | None:
+def _as_method(impl: Callable[..., Any], n_args: int, kwargs: dict[Any, Any]) -> str | None:
     entry = _METHODS.get(impl)
     if entry is None or (impl is not np.sum and n_args > 2):
         return None
@@ -522,7 +535,7 @@ def _is_name(key: Any) -> bool:
     return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
 
 
-def _live(steps: list, results: list[int], layouts: list, guarded: Any = ()) -> list:
+def _live(steps: list[Any], results: list[int], layouts: list[Any], guarded: Any = ()) -> list[Any]:
     """The steps to replay, in order: those whose arrays the results need, and those
     that could raise for other values. The others made values that `f` computed and
     dropped (the value of a loss under `grad`, the primal output of a `vjp` whose
@@ -546,7 +559,7 @@ _DROPPABLE = frozenset((np.sum, np.mean, np.reshape, np.transpose, np.broadcast_
                         np.imag, np.squeeze, np.expand_dims, np.moveaxis, np.swapaxes))  # fmt: skip
 
 
-def _droppable(step: _Step, layouts: list) -> bool:
+def _droppable(step: _Step, layouts: list[Any]) -> bool:
     """Whether leaving `step` out can change nothing but its result (NumPy calls that
     can raise for some values, such as indexing by a computed array, `np.linalg.inv`
     or a `np.frompyfunc` ufunc of Python objects, stay)."""
@@ -566,9 +579,9 @@ class ShapeChanged(Exception):  # noqa: N818 (a signal, not an error)
 
 
 def _compile(
-    steps: list, n_inputs: int, outputs: list, large: frozenset = frozenset(),
-    guards: dict[int, tuple] | None = None,
-) -> tuple[Callable, str]:  # fmt: skip
+    steps: list[Any], n_inputs: int, outputs: list[Any], large: frozenset[Any] = frozenset(),
+    guards: dict[int, tuple[Any, ...]] | None = None,
+) -> tuple[Callable[..., Any], str]:  # fmt: skip
     """`replay(*inputs) -> results`: the steps as Python source, compiled once; and the
     source as a person reads it (NumPy's functions by name, other constants listed).
     The `large` slots are deleted after their last use (`_freed_after`). After a step
@@ -622,7 +635,9 @@ def _compile(
     return names["replay"], _readable(source, names)
 
 
-def _freed_after(steps: list, outputs: list, large: frozenset) -> dict[int, list[int]]:
+def _freed_after(
+    steps: list[Any], outputs: list[Any], large: frozenset[Any]
+) -> dict[int, list[int]]:
     """Per step, the `large` slots (not results) that no later step reads: a replay
     deletes them there, so that the memory of a chunk's intermediates is reused by the
     next chunk's (the locals of a function live until it returns)."""
@@ -645,12 +660,12 @@ def _freed_after(steps: list, outputs: list, large: frozenset) -> dict[int, list
     return freed
 
 
-def _readable(source: str, names: dict) -> str:
+def _readable(source: str, names: dict[Any, Any]) -> str:
     """`source` with NumPy's functions and small constants written out; the other
     constants (arrays, pytree structures) keep their names and are listed below it."""
     listed: list[str] = []
 
-    def show(match: re.Match) -> str:
+    def show(match: re.Match[str]) -> str:
         name = match.group(0)
         value = names[name]
         spelled = _spelled(value)
@@ -682,8 +697,10 @@ def _spelled(value: Any) -> str | None:
         return "..."
     if type(value) in (tuple, list):
         items = [_spelled(v) for v in value]
-        if all(item is not None for item in items):
-            inner = ", ".join(items) + ("," if type(value) is tuple and len(items) == 1 else "")
+        if all(item is not None for item in items):  # (then they are all str)
+            inner = ", ".join(cast("list[str]", items)) + (
+                "," if type(value) is tuple and len(items) == 1 else ""
+            )
             return f"({inner})" if type(value) is tuple else f"[{inner}]"
     if isinstance(value, np.dtype):
         return f"np.dtype({value.str!r})"
@@ -707,7 +724,9 @@ _NAMESPACES = (("np.", np), ("np.linalg.", np.linalg), ("np.fft.", np.fft))
 _NOT_REPLAYABLE = object()
 
 
-def run_plainly(f: Callable, args: tuple, kwargs: dict, arrays: list) -> Any:
+def run_plainly(
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any], arrays: list[Any]
+) -> Any:
     """`f`'s result where no replay runs, its arrays made new as a replay's are."""
     leaves, tree = optree.tree_flatten(f(*args, **kwargs), none_is_leaf=True)
     return optree.tree_unflatten(tree, fresh_arrays(leaves, arrays))
@@ -724,20 +743,22 @@ class NotReplayable:
 
     __slots__ = ("why", "static", "again")
 
-    def __init__(self, why: str, static: frozenset = frozenset(), again: bool = False) -> None:
+    def __init__(self, why: str, static: frozenset[Any] = frozenset(), again: bool = False) -> None:
         self.why = why
         self.static = static
         self.again = again  # (a later call may record again: its `vmap` may run in chunks)
 
 
-def _cache_bound(largest: int, results: list) -> bool:
+def _cache_bound(largest: int, results: list[Any]) -> bool:
     """Whether a call whose largest array had `largest` bytes is one that `vmap` runs in
     chunks (`_autochunk`'s rule): a whole-batch replay would stream it through memory."""
     biggest_result = max((r.nbytes for r in results if isinstance(r, np.ndarray)), default=0)
     return largest >= LARGE_BYTES and largest >= _autochunk.RESULT_RATIO * biggest_result
 
 
-def record(f: Callable, leaves: list, treedef: Any, numbers: frozenset) -> tuple[Any, Any]:
+def record(
+    f: Callable[..., Any], leaves: list[Any], treedef: Any, numbers: frozenset[Any]
+) -> tuple[Any, Any]:
     """Run `f` recording its NumPy calls, with the array leaves and the leaves at the
     positions `numbers` traced: `(GeneratedProgram or NotReplayable, f's result)`."""
     positions = [

@@ -15,12 +15,12 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import numpy as np
-import optree
 
 from . import _core
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._compat import NUMPY2
 from ._core import Tracer
 from ._jit import (
@@ -76,7 +76,7 @@ class Jitted(Generic[P, R]):
         )
         self._recordings: dict[Any, Any] = {}
         # per argument structure: the positions of number leaves that `f` reads
-        self._read_numbers: dict[Any, frozenset] = {}
+        self._read_numbers: dict[Any, frozenset[Any]] = {}
         self._lock = threading.Lock()
         self._warned = False
         self._again: dict[Any, int] = {}  # signatures recorded again so far: how often
@@ -87,7 +87,7 @@ class Jitted(Generic[P, R]):
             return self._f(*args, **kwargs)
         if not kwargs and not self._static_nums and all(type(a) is np.ndarray for a in args):
             leaves, treedef = list(args), _flat_treedef(len(args))
-            static: frozenset = frozenset()
+            static: frozenset[Any] = frozenset()
         else:
             leaves, treedef, static = self._flatten(args, kwargs)
         key, numbers = self._signature(leaves, treedef, static)
@@ -99,7 +99,7 @@ class Jitted(Generic[P, R]):
             except ShapeChanged:  # a shape Python read differs on these values: run `f`
                 return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         if type(recorded) is NotReplayable and recorded.again:
-            return self._record_again(key, leaves, treedef, numbers)  # type: ignore[no-any-return]
+            return self._record_again(cast("tuple[Any, ...]", key), leaves, treedef, numbers)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
             return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         return self._record(key, leaves, treedef, numbers)[1]  # type: ignore[no-any-return]
@@ -132,7 +132,9 @@ class Jitted(Generic[P, R]):
         return Program(recorded)
 
     # -- signatures ----------------------------------------------------------------------
-    def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any, frozenset]:
+    def _flatten(
+        self, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> tuple[list[Any], Any, frozenset[Any]]:
         """The leaves of `(args, kwargs)`, their structure, the positions of static ones."""
         paths, leaves, treedef = optree.tree_flatten_with_path((args, kwargs), none_is_leaf=True)
         nums, names = self._static_nums, self._static_names
@@ -144,11 +146,11 @@ class Jitted(Generic[P, R]):
         return leaves, treedef, static
 
     def _signature(
-        self, leaves: list, treedef: Any, static: frozenset
-    ) -> tuple[tuple | None, frozenset]:
+        self, leaves: list[Any], treedef: Any, static: frozenset[Any]
+    ) -> tuple[tuple[Any, ...] | None, frozenset[Any]]:
         """What a recording depends on (None where nothing can be recorded), and the
         positions of the number leaves it traces."""
-        parts: list = [treedef]
+        parts: list[Any] = [treedef]
         read = self._read_numbers.get(treedef, frozenset())
         numbers = []
         first: dict[int, int] = {}
@@ -173,7 +175,9 @@ class Jitted(Generic[P, R]):
         return tuple(parts), frozenset(numbers)
 
     # -- recordings ----------------------------------------------------------------------
-    def _record(self, key: tuple, leaves: list, treedef: Any, numbers: frozenset) -> tuple:
+    def _record(
+        self, key: tuple[Any, ...], leaves: list[Any], treedef: Any, numbers: frozenset[Any]
+    ) -> tuple[Any, ...]:
         try:
             recorded, out = record(self._f, leaves, treedef, numbers)
         except Exception:
@@ -194,7 +198,9 @@ class Jitted(Generic[P, R]):
             self._recordings[key] = recorded
         return recorded, out
 
-    def _record_again(self, key: tuple, leaves: list, treedef: Any, numbers: frozenset) -> Any:
+    def _record_again(
+        self, key: tuple[Any, ...], leaves: list[Any], treedef: Any, numbers: frozenset[Any]
+    ) -> Any:
         """A later call of a signature whose recording held large intermediates: the
         `vmap` inside may run in chunks by now, whose recording replays. After
         `RECORD_AGAIN` such calls the signature runs `f`, with a warning (once)."""
@@ -217,7 +223,7 @@ class Jitted(Generic[P, R]):
                 )
         return out
 
-    def _room(self, key: tuple, leaves: list) -> bool:
+    def _room(self, key: tuple[Any, ...], leaves: list[Any]) -> bool:
         """Whether another signature may be recorded; warns once where not."""
         if len(self._recordings) < MAX_SIGNATURES:
             return True
@@ -236,10 +242,11 @@ class Jitted(Generic[P, R]):
 
 
 def _static_arguments(
-    f: Callable, nums: tuple[int, ...], names: tuple[str, ...]
-) -> tuple[frozenset, frozenset]:
+    f: Callable[..., Any], nums: tuple[int, ...], names: tuple[str, ...]
+) -> tuple[frozenset[Any], frozenset[Any]]:
     """`static_argnums` and `static_argnames`, each completed from the other where `f`'s
     signature names its positional parameters (as `jax.jit` does)."""
+    n: object  # (an int, then a str: each is checked)
     for n in nums:
         if type(n) is not int:
             raise TypeError(f"jit: `static_argnums` must be ints, got {n!r}")
@@ -272,14 +279,14 @@ def _hashable(x: Any, i: int) -> Any:
     return x
 
 
-def _what_changes(key: tuple, last: tuple) -> str:
+def _what_changes(key: tuple[Any, ...], last: tuple[Any, ...]) -> str:
     if len(key) != len(last) or key[0] != last[0]:
         return "The structure of the arguments changes between calls."
     changed = [i for i, (a, b) in enumerate(zip(key[1:], last[1:], strict=True)) if a != b]
     return f"The last new signature differs in argument leaves {changed}."
 
 
-def _name(f: Callable) -> str:
+def _name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
 

@@ -7,12 +7,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import optree
-
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .errors import KeywordArgumentWarning
 
 
-def looks_mapped(kwargs: dict, size: int) -> list[str]:
+def looks_mapped(kwargs: dict[Any, Any], size: int) -> list[str]:
     """The names of keyword arguments with an array leaf whose leading axis has the
     batch `size` (for a batch of 2 or more: a batch of 1 matches too much)."""
     if size < 2:
@@ -28,7 +27,7 @@ def _leading(leaf: Any) -> int | None:
     return shape[0] if type(shape) is tuple and shape else None
 
 
-def notice(f: Callable, kwargs: dict, size: int, stacklevel: int) -> bool:
+def notice(f: Callable[..., Any], kwargs: dict[Any, Any], size: int, stacklevel: int) -> bool:
     """Warn (`KeywordArgumentWarning`) where a keyword argument looks like a batch;
     whether it warned."""
     names = looks_mapped(kwargs, size)

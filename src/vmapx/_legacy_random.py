@@ -16,7 +16,7 @@ import functools
 import struct
 import sys
 import types
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,7 +26,7 @@ _MT_BYTES = 624 * 4 + 4  # mt19937_state: uint32 key[624]; int pos
 def _find_gauss_cache() -> int | None:
     """The offset of `{int has_gauss; double gauss}` in a `RandomState`, or None."""
     rs = np.random.RandomState(0)
-    head = rs.get_state()[:3]
+    head = cast("tuple[Any, ...]", rs.get_state())[:3]  # (NumPy's stubs: a dict)
     size = sys.getsizeof(rs)
     found = set()
     for value in (0.123456789, -987.654321):
@@ -46,10 +46,10 @@ _GAUSS = _find_gauss_cache()
 _mtrand = np.random.mtrand
 # the global RandomState and views of its state's memory (MT19937 words and position,
 # the cached Gaussian)
-_cache: list = [None, None, None]
+_cache: list[Any] = [None, None, None]
 
 
-def _views(rand: np.random.RandomState) -> list:
+def _views(rand: np.random.RandomState) -> list[Any]:
     if _cache[0] is not rand:
         mt = (ctypes.c_char * _MT_BYTES).from_address(rand._bit_generator.ctypes.state_address)
         gauss = (ctypes.c_char * (16 if _GAUSS is not None else 0)).from_address(
@@ -59,14 +59,14 @@ def _views(rand: np.random.RandomState) -> list:
     return _cache
 
 
-def snapshot() -> tuple:
+def snapshot() -> tuple[Any, ...]:
     """The global legacy generator's state, as raw bytes (cheap)."""
     rand = _mtrand._rand
     _, mt, gauss = _cache if _cache[0] is rand else _views(rand)
     return rand, mt.tobytes(), gauss.tobytes()
 
 
-def moved(saved: tuple) -> bool:
+def moved(saved: tuple[Any, ...]) -> bool:
     """Whether the global legacy generator left the state `saved` by `snapshot`."""
     rand, mt, gauss = _cache
     return (
@@ -75,13 +75,13 @@ def moved(saved: tuple) -> bool:
     )  # fmt: skip
 
 
-def restore(saved: tuple) -> None:
+def restore(saved: tuple[Any, ...]) -> None:
     """Put the global legacy generator back in the state `saved` by `snapshot`."""
     _, mt, aug = saved
     key = np.frombuffer(mt[: 624 * 4], np.uint32).copy()
     pos = struct.unpack("i", mt[624 * 4 :])[0]
     if _GAUSS is None:
-        has_gauss, gauss = np.random.get_state()[3:]
+        has_gauss, gauss = cast("tuple[Any, ...]", np.random.get_state())[3:]
     else:
         has_gauss, gauss = struct.unpack("i", aug[:4])[0], struct.unpack("d", aug[8:])[0]
     np.random.set_state(("MT19937", key, pos, has_gauss, gauss))
@@ -102,7 +102,7 @@ _GENERATOR_TYPES = (np.random.Generator, np.random.RandomState)
 _SEARCH_DEPTH = 3  # f, the plain functions it reads, and theirs
 
 
-_names_by_code: dict[int, tuple] = {}  # id(code) -> (code, its global names)
+_names_by_code: dict[int, tuple[Any, ...]] = {}  # id(code) -> (code, its global names)
 
 
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
@@ -110,7 +110,7 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     read (cached: a code object's hash is computed afresh on each use, a dict by id is not)."""
     entry = _names_by_code.get(id(code))
     if entry is not None and entry[0] is code:
-        return entry[1]
+        return cast("tuple[str, ...]", entry[1])
     names = list(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
@@ -118,7 +118,7 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     if len(_names_by_code) > 4096:
         _names_by_code.clear()
     _names_by_code[id(code)] = (code, tuple(dict.fromkeys(names)))
-    return _names_by_code[id(code)][1]
+    return cast("tuple[str, ...]", _names_by_code[id(code)][1])
 
 
 _GENERATOR_KINDS = frozenset(_GENERATOR_TYPES)
@@ -132,7 +132,7 @@ _MAX_ITEMS = 64  # a larger container or object is not searched (the search stay
 _HOLDER_DEPTH = 2  # `state["rng"]`, `self.model.rng`, `config.streams[0]`
 
 
-def _held_generators(value: Any, depth: int = _HOLDER_DEPTH) -> list:
+def _held_generators(value: Any, depth: int = _HOLDER_DEPTH) -> list[Any]:
     """The generators `value` is, or holds in its containers' entries and plain objects'
     attributes, `depth` levels down."""
     kind = type(value)
@@ -158,7 +158,7 @@ def _plain_attributes(value: Any) -> Any:
     return attributes.values() if type(attributes) is dict else ()
 
 
-def _referenced(f: Any) -> list:
+def _referenced(f: Any) -> list[Any]:
     """The objects a plain function, partial or bound method holds (closure cells, partial
     arguments, the globals it reads). Other objects (ufuncs, builtins, modules, classes)
     are not searched: they cannot hold the user's generator where vmapx could see it."""
@@ -182,7 +182,7 @@ def _referenced(f: Any) -> list:
     return _with_held(found)
 
 
-def _is_own_module(scope: dict) -> bool:
+def _is_own_module(scope: dict[Any, Any]) -> bool:
     """Whether `scope` is the namespace of one of vmapx's modules (not a copy of it)."""
     name = scope.get("__name__")
     if type(name) is not str or not (name == "vmapx" or name.startswith("vmapx.")):
@@ -191,13 +191,13 @@ def _is_own_module(scope: dict) -> bool:
     return module is not None and module.__dict__ is scope
 
 
-def _with_held(values: list) -> list:
+def _with_held(values: list[Any]) -> list[Any]:
     """`values`' functions, partials and methods (searched further), and the generators
     they are or hold."""
     return [g for v in values for g in ([v] if type(v) in _FOLLOWED_KINDS else _held_generators(v))]
 
 
-def hidden_generators(f: Any, passed: list) -> list:
+def hidden_generators(f: Any, passed: list[Any]) -> list[Any]:
     """The generators `f` reaches through closures, globals and partials, that are not
     among `passed` (the call's arguments, which vmap draws from itself)."""
     found: dict[int, Any] = {}
@@ -223,12 +223,12 @@ def _state_of(g: Any) -> Any:
     return g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state()
 
 
-def snapshot_hidden(generators: list) -> list:
+def snapshot_hidden(generators: list[Any]) -> list[Any]:
     """The states of `generators` (from `hidden_generators`)."""
     return [(g, _state_of(g)) for g in generators]
 
 
-def hidden_moved(saved: list) -> bool:
+def hidden_moved(saved: list[Any]) -> bool:
     """Whether any generator of `saved` (by `snapshot_hidden`) left its state."""
     return any(not _same_state(_state_of(g), state) for g, state in saved)
 
@@ -243,7 +243,7 @@ def _same_state(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def restore_hidden(saved: list) -> None:
+def restore_hidden(saved: list[Any]) -> None:
     """Put every generator of `saved` back in its state."""
     for g, state in saved:
         if isinstance(g, np.random.Generator):

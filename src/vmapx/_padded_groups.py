@@ -30,16 +30,16 @@ class Lengths(NamedTuple):
     padded), and the elements each unit of length adds to one example's arrays."""
 
     lengths: np.ndarray
-    pads: list
+    pads: list[Any]
     width: int
 
 
-def plain_lengths(columns: list, specs: list) -> Lengths | None:
+def plain_lengths(columns: list[Any], specs: list[Any]) -> Lengths | None:
     """The `Lengths` of a batch whose mapped arguments are `columns` (one list of NumPy
     arrays per argument) with the `pad_axes` entries `specs`, or None where the batch is
     not the simple case (see the module's docstring)."""
     lengths: np.ndarray | None = None
-    pads: list = []
+    pads: list[Any] = []
     width = 0
     for column, spec in zip(columns, specs, strict=True):
         if len(set(map(_dtype, column))) != 1:
@@ -70,7 +70,7 @@ def plain_lengths(columns: list, specs: list) -> Lengths | None:
     return Lengths(lengths, pads, width)
 
 
-def _dims(shapes: list) -> np.ndarray | None:
+def _dims(shapes: list[Any]) -> np.ndarray | None:
     """The shapes as an (examples, ndim) int array; None where the ndims differ."""
     ndims = set(map(len, shapes))
     if len(ndims) != 1:
@@ -80,7 +80,7 @@ def _dims(shapes: list) -> np.ndarray | None:
     return flat.reshape(len(shapes), nd)
 
 
-def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list]:
+def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list[Any]]:
     """Each example's bucket size, and the groups: (size, example indices in order) by
     increasing size. `sizes_of(values, counts)` gives the bucket size of each distinct
     length `values` (sorted) held by `counts` examples."""

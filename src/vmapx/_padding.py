@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import leaf_axes  # (a pytree prefix of axes to one axis per leaf, as in vmap)
 from .errors import PaddingError
 
@@ -22,7 +22,7 @@ _MAX_CANDIDATES = 128
 # -- which axis of each leaf pads -------------------------------------------------------
 
 
-def leaf_pad_axes(spec: Any, example: Any, treedef: Any, nleaves: int, where: str) -> list:
+def leaf_pad_axes(spec: Any, example: Any, treedef: Any, nleaves: int, where: str) -> list[Any]:
     """The padded axis (int or None) of each leaf of one argument's `example`, from that
     argument's `pad_axes` entry (an int, None, or a pytree prefix of the example)."""
     if spec is None or isinstance(spec, numbers.Integral):
@@ -42,7 +42,7 @@ def leaf_pad_axes(spec: Any, example: Any, treedef: Any, nleaves: int, where: st
     )
 
 
-def width(leaves: list, axes: list) -> int:
+def width(leaves: list[Any], axes: list[Any]) -> int:
     """The elements of an example's padded arrays per unit of its length."""
     return sum(
         math.prod(x.shape[:ax]) * math.prod(x.shape[ax + 1 :])
@@ -51,7 +51,7 @@ def width(leaves: list, axes: list) -> int:
     )
 
 
-def example_length(leaves: list, axes: list, index: int) -> tuple[int, list]:
+def example_length(leaves: list[Any], axes: list[Any], index: int) -> tuple[int, list[Any]]:
     """The true length of example `index` (the size of its padded axes, which must agree)
     and each leaf's padded axis made non-negative (None where the leaf is not padded)."""
     length, normal = None, []
@@ -141,7 +141,7 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
 
 def _best_splits(
     values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None
-) -> tuple:
+) -> tuple[Any, ...]:
     """The least sum(count * top) over sorted `values` with at most 1..kmax buckets, and
     `choices[t][j]`: where the last bucket starts when values[0..j] use t + 2 buckets (-1
     where fewer do as well). With `enough`, it stops at the first bucket that saves no
@@ -167,7 +167,7 @@ def _best_splits(
     return np.array(totals), choices
 
 
-def _tops(choices: list, m: int) -> list:
+def _tops(choices: list[Any], m: int) -> list[Any]:
     """Indices of the bucket tops, from the choices for up to `len(choices) + 1` buckets."""
     tops, top = [], m - 1
     for choice in reversed(choices):
@@ -180,7 +180,7 @@ def _tops(choices: list, m: int) -> list:
 # -- padded stacks and trimmed results ----------------------------------------------------
 
 
-def stack_padded(leaves: list, axis: int, size: int, pad_value: Any) -> Any:
+def stack_padded(leaves: list[Any], axis: int, size: int, pad_value: Any) -> Any:
     """The examples `leaves` stacked on a new axis 0, each padded with `pad_value` at the
     end of `axis` to `size`."""
     first = leaves[0]
@@ -218,7 +218,7 @@ def trim(result: Any, axis: int | None, length: int) -> Any:
     return result[(slice(None),) * (axis % nd) + (slice(0, length),)]
 
 
-def output_pad_axes(spec: Any, out: Any, nleaves: int) -> list:
+def output_pad_axes(spec: Any, out: Any, nleaves: int) -> list[Any]:
     """The padded axis of each output leaf, from `out_pad_axes` (int, None or a prefix)."""
     if spec is None or isinstance(spec, numbers.Integral):
         return [spec] * nleaves
@@ -235,10 +235,10 @@ def output_pad_axes(spec: Any, out: Any, nleaves: int) -> list:
 # -- the check against the unpadded loop ----------------------------------------------
 
 
-def check_sample(padded: list, count: int) -> list:
+def check_sample(padded: list[Any], count: int) -> list[Any]:
     """Up to `count` of the padded examples, `padded` a list of (group, padding, index):
     the most padded example of each group first, then the next most padded of each."""
-    ranked: dict = {}
+    ranked: dict[Any, Any] = {}
     for group, _pad, index in sorted(padded, key=lambda t: (t[0], -t[1])):
         ranked.setdefault(group, []).append(index)
     order = sorted(
@@ -247,7 +247,9 @@ def check_sample(padded: list, count: int) -> list:
     return [index for _, _, index in order[:count]]
 
 
-def check_against_loop(indices: list, results: list, reference: Callable[[int], Any]) -> None:
+def check_against_loop(
+    indices: list[Any], results: list[Any], reference: Callable[[int], Any]
+) -> None:
     """Raise `PaddingError` where a padded result differs from the unpadded call's."""
     for index in indices:
         problem = _difference(results[index], reference(index))

@@ -148,7 +148,7 @@ def map_in_order(
     to the pool, for a thread to start them."""
     pool = _get_pool(workers)
     joins = _InOrder(join)
-    pending: deque[Future] = deque()
+    pending: deque[Future[Any]] = deque()
     chunks = iter(enumerate(bounds))
     spent: list[float] = []  # (list.append is atomic)
     waits: list[float] = []
@@ -201,7 +201,7 @@ class _InOrder:
     def __init__(self, join: Callable[[Any, int, int], None]) -> None:
         self.join = join
         self.lock = threading.Lock()
-        self.ready: dict[int, tuple] = {}
+        self.ready: dict[int, tuple[Any, ...]] = {}
         self.next = 0
         self.joining = False
 

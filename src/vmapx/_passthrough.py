@@ -60,11 +60,11 @@ class _Local(threading.local):
 _local = _Local()
 _lock = threading.Lock()
 _running = 0  # scoped runs on all threads
-_bindings: dict[tuple[int, str], tuple[dict, str, Any]] = {}  # (dict id, name) -> binding
-_wanted: set = set()  # functions (their code objects) that need the scope
+_bindings: dict[tuple[int, str], tuple[dict[Any, Any], str, Any]] = {}  # (dict id, name) -> binding
+_wanted: set[Any] = set()  # functions (their code objects) that need the scope
 # functions whose batched run with the scope could not be trusted: they are left to the
 # loop from then on (a retry would fail the same way, after more work)
-_untrusted: set = set()
+_untrusted: set[Any] = set()
 
 
 # -- the wrappers ------------------------------------------------------------------
@@ -100,7 +100,7 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     return out
 
 
-def _passes(obj: Any, args: tuple, kwargs: dict) -> bool:
+def _passes(obj: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
     """Whether a converter call may pass `obj` through: it holds tracers, asks for a
     numeric dtype on the CPU, and comes from outside vmapx (whose own calls mean to
     reach `__array__`)."""
@@ -114,7 +114,7 @@ def _passes(obj: Any, args: tuple, kwargs: dict) -> bool:
     return not sys._getframe(2).f_code.co_filename.startswith(_VMAPX)
 
 
-def _wrapper(original: Callable, name: str) -> Callable:
+def _wrapper(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def converter(obj: Any, *args: Any, **kwargs: Any) -> Any:
         if _local.depth and _passes(obj, args, kwargs):
             dtype = args[0] if args else kwargs.get("dtype")
@@ -154,7 +154,7 @@ def _replacement(original: Any) -> Any:
 # -- binding names -----------------------------------------------------------------
 
 
-def _bind(namespace: dict, name: str, original: Any) -> None:
+def _bind(namespace: dict[Any, Any], name: str, original: Any) -> None:
     _bindings[(id(namespace), name)] = (namespace, name, original)
     if _running:
         namespace[name] = _replacement(original)
@@ -199,11 +199,11 @@ def learn_caller(frame: Any) -> None:
 # -- the scope of one batched run --------------------------------------------------
 
 
-def _key(f: Callable) -> Any:
+def _key(f: Callable[..., Any]) -> Any:
     return getattr(f, "__code__", f)
 
 
-def call(trace: Trace, f: Callable, args: Any, kwargs: dict) -> Any:
+def call(trace: Trace, f: Callable[..., Any], args: Any, kwargs: dict[Any, Any]) -> Any:
     """`f(*args, **kwargs)`, in scope when `f` (or an enclosing vmap) needs it."""
     if _local.depth == 0:
         key = _key(f)
@@ -237,7 +237,7 @@ def _leave() -> None:
                 _restore()
 
 
-def retry(f: Callable) -> bool:
+def retry(f: Callable[..., Any]) -> bool:
     """Whether the batched run of `f` that just signalled the loop should run again
     (with the scope, now that new converter names are bound)."""
     if not _local.learned or _key(f) in _untrusted:
@@ -247,7 +247,7 @@ def retry(f: Callable) -> bool:
     return True
 
 
-def untrusted(f: Callable) -> bool:
+def untrusted(f: Callable[..., Any]) -> bool:
     """Whether `f` is left to the loop, its batched run with the scope not trusted."""
     return _key(f) in _untrusted
 

@@ -11,9 +11,9 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _padded_groups, _padding
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._config import config
 from ._ragged_random import RandomWatch, passed_values
@@ -35,7 +35,7 @@ _DEFAULT_MIN_GROUP = 8
 
 
 def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
-    f: Callable,
+    f: Callable[..., Any],
     *xs: Any,
     in_axes: Any = 0,
     pad_axes: Any = None,
@@ -48,7 +48,7 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     fallback: str | None = None,
     randomness: str = "error",
     **kwargs: Any,
-) -> list:
+) -> list[Any]:
     """Apply `f` to every example of a ragged batch: `[f(*ex) for ex in zip(*xs)]`, batched.
 
     Examples whose arguments have the same shapes and dtypes (their *signature*) form a
@@ -127,7 +127,7 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
     if not plan.size:
         return []
     plan.group(buckets)
-    results: list = [None] * plan.size
+    results: list[Any] = [None] * plan.size
     runner = _GroupRunner(
         plan, min_group_size, chunk_size, fallback, out_pad_axes, pad_value, bool(check)
     )
@@ -147,7 +147,7 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
 
 
 def _check_options(
-    f: Callable, min_group: Any, buckets: Any, check: Any, randomness: str, fallback: Any
+    f: Callable[..., Any], min_group: Any, buckets: Any, check: Any, randomness: str, fallback: Any
 ) -> None:
     if not callable(f):
         raise TypeError(f"vmapx.map: `f` must be callable, got {type(f).__name__}")
@@ -184,7 +184,7 @@ def _sizes(v: Any) -> bool:
     return isinstance(v, Sequence | np.ndarray) and len(v) > 0 and all(_positive_int(s) for s in v)
 
 
-def _in_axes(in_axes: Any, nargs: int) -> list:
+def _in_axes(in_axes: Any, nargs: int) -> list[Any]:
     if nargs == 0:
         raise TypeError("vmapx.map: give at least one sequence of examples after `f`")
     axes = list(in_axes) if isinstance(in_axes, tuple | list) else [in_axes] * nargs
@@ -207,7 +207,7 @@ def _in_axes(in_axes: Any, nargs: int) -> list:
     return axes
 
 
-def _examples(x: Any, where: str) -> list:
+def _examples(x: Any, where: str) -> list[Any]:
     """The examples of one mapped argument, in order."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         if not len(x.shape):
@@ -241,7 +241,7 @@ def _not_a_sequence(x: Any, where: str) -> RaggedInputError:
     )
 
 
-def _check_sizes(sizes: list) -> None:
+def _check_sizes(sizes: list[Any]) -> None:
     if len({n for _, n in sizes}) > 1:
         lines = "\n".join(f"  * {name} has {n} examples" for name, n in sizes)
         raise AxisSizeError(
@@ -250,7 +250,7 @@ def _check_sizes(sizes: list) -> None:
         )
 
 
-def _flatten(example: Any) -> tuple[list, Any]:
+def _flatten(example: Any) -> tuple[list[Any], Any]:
     if type(example) is np.ndarray:
         return [example], None
     leaves, treedef = optree.tree_flatten(example)
@@ -265,7 +265,7 @@ def _is_array(leaf: Any) -> bool:
     return hasattr(leaf, "shape") and hasattr(leaf, "dtype")
 
 
-def _leaf_key(leaf: Any) -> tuple:
+def _leaf_key(leaf: Any) -> tuple[Any, ...]:
     if type(leaf) is np.ndarray:
         return leaf.shape, leaf.dtype
     if _is_array(leaf):
@@ -284,7 +284,14 @@ def _leaf_key(leaf: Any) -> tuple:
 class _Plan:
     """The flattened examples of one call and their groups by signature."""
 
-    def __init__(self, f: Callable, xs: tuple, axes: list, pad_axes: Any, kwargs: dict) -> None:
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        xs: tuple[Any, ...],
+        axes: list[Any],
+        pad_axes: Any,
+        kwargs: dict[Any, Any],
+    ) -> None:
         self.f, self.axes, self.kwargs = f, axes, kwargs
         self.shared = [None if ax is not None else x for x, ax in zip(xs, axes, strict=True)]
         columns = [
@@ -294,8 +301,8 @@ class _Plan:
         ]
         _check_sizes([(name, len(c)) for name, c in columns])
         self.size = len(columns[0][1])
-        self.leaves: list = []  # per example: the leaves of its mapped arguments
-        self.specs: list = []  # per example: ((treedef, leaf count) per mapped argument)
+        self.leaves: list[Any] = []  # per example: the leaves of its mapped arguments
+        self.specs: list[Any] = []  # per example: ((treedef, leaf count) per mapped argument)
         self.plain = all(set(builtins.map(type, c)) <= {np.ndarray} for _, c in columns)
         self.columns = [c for _, c in columns] if self.plain else None  # (leaf k: column k)
         if self.plain:  # the common case: every example of every argument is one array
@@ -314,7 +321,7 @@ class _Plan:
         self.lengths = self.sizes = None  # per example (padded mode): length, bucket size
         self.has_generator = self._has_generator()
 
-    def _pad_specs(self, pad_axes: Any, xs: tuple) -> list:
+    def _pad_specs(self, pad_axes: Any, xs: tuple[Any, ...]) -> list[Any]:
         specs = list(pad_axes) if type(pad_axes) in (tuple, list) else [pad_axes] * len(xs)
         if len(specs) != len(xs):
             raise InAxesError(
@@ -354,10 +361,10 @@ class _Plan:
         if self.padded and self.plain and self._group_by_length(buckets):
             return
         keys = _plain_keys(self.leaves) if self.plain else _keys(self)
-        exact: dict = {}
+        exact: dict[Any, Any] = {}
         for e, key in enumerate(keys):
             exact.setdefault(key, []).append(e)
-        self.groups: dict = {key: _Group(idxs) for key, idxs in exact.items()}
+        self.groups: dict[Any, Any] = {key: _Group(idxs) for key, idxs in exact.items()}
         if self.padded:
             self._merge_padded(buckets)
 
@@ -401,7 +408,7 @@ class _Plan:
         self.groups = {size: _Group(idxs, size, found.pads) for size, idxs in groups}
         return True
 
-    def _length(self, e: int) -> tuple[int, list]:
+    def _length(self, e: int) -> tuple[int, list[Any]]:
         """Example `e`'s true length and the padded axis of each of its leaves."""
         flat, axes, start = self.leaves[e], [], 0
         for p, (treedef, count) in enumerate(self.specs[e]):
@@ -415,7 +422,7 @@ class _Plan:
             start += count
         return _padding.example_length(flat, axes, e)
 
-    def arguments(self, spec: tuple, flat: list, shared: list) -> list:
+    def arguments(self, spec: tuple[Any, ...], flat: list[Any], shared: list[Any]) -> list[Any]:
         """`f`'s positional arguments from the mapped leaves `flat` and the `shared` values."""
         args, start, parts = [], 0, iter(spec)
         for p, ax in enumerate(self.axes):
@@ -438,18 +445,18 @@ class _Plan:
         return self.f(*args, **self.kwargs)
 
 
-def _gather(plan: _Plan, k: int, idxs: list) -> list | tuple:
+def _gather(plan: _Plan, k: int, idxs: list[Any]) -> list[Any] | tuple[Any, ...]:
     """Leaf `k` of the examples `idxs`."""
     if plan.columns is not None and len(idxs) > 1:
         return itemgetter(*idxs)(plan.columns[k])
     return [plan.leaves[e][k] for e in idxs]
 
 
-def _rows(leaf: Any, n: int) -> list:
+def _rows(leaf: Any, n: int) -> list[Any]:
     return list(leaf) if type(leaf) is np.ndarray else [leaf[j] for j in range(n)]
 
 
-def _keys(plan: _Plan) -> list:
+def _keys(plan: _Plan) -> list[Any]:
     """The signature of each example: its structure and each leaf's key."""
     return [
         (spec, tuple([_leaf_key(leaf) for leaf in flat]))
@@ -457,7 +464,7 @@ def _keys(plan: _Plan) -> list:
     ]
 
 
-def _padded_key(leaf: Any, axis: int | None, size: int) -> tuple:
+def _padded_key(leaf: Any, axis: int | None, size: int) -> tuple[Any, ...]:
     key = _leaf_key(leaf)
     if axis is None:
         return key
@@ -465,14 +472,14 @@ def _padded_key(leaf: Any, axis: int | None, size: int) -> tuple:
     return (*shape[:axis], size, *shape[axis + 1 :]), key[1], axis
 
 
-def _plain_keys(leaves: list) -> list:
+def _plain_keys(leaves: list[Any]) -> list[Any]:
     """The signature of each example whose mapped arguments are all arrays."""
     if len(leaves[0]) == 1:
         return [(x.shape, x.dtype) for (x,) in leaves]
     return [tuple([(x.shape, x.dtype) for x in flat]) for flat in leaves]
 
 
-def _stack(column: list) -> Any:
+def _stack(column: list[Any]) -> Any:
     """The examples `column` (equal shapes and dtypes) stacked on a new axis 0."""
     first = column[0]
     if type(first) is np.ndarray and first.ndim and set(builtins.map(type, column)) == {np.ndarray}:
@@ -486,7 +493,9 @@ class _Group:
 
     __slots__ = ("idxs", "size", "pads", "length")
 
-    def __init__(self, idxs: list, size: int | None = None, pads: list | None = None) -> None:
+    def __init__(
+        self, idxs: list[Any], size: int | None = None, pads: list[Any] | None = None
+    ) -> None:
         self.idxs, self.size, self.pads, self.length = idxs, size, pads, None
 
 
@@ -514,11 +523,11 @@ class _GroupRunner:
         self.min_group = 1 if plan.has_generator else min_group
         self.fallback = fallback or config.fallback
         self.record = record  # keep `padded` (for `check`)
-        self.padded: list = []  # (group number, padding, example) of padded batched runs
+        self.padded: list[Any] = []  # (group number, padding, example) of padded batched runs
         self.count = 0  # groups run batched so far
         self.watch: RandomWatch | None = None  # (the random generators' states at the start)
 
-    def run(self, group: _Group, results: list) -> None:
+    def run(self, group: _Group, results: list[Any]) -> None:
         idxs = group.idxs
         if len(idxs) < self.min_group:
             for e in idxs:
@@ -577,7 +586,7 @@ class _GroupRunner:
         )
         return mapped(*values, **plan.kwargs)
 
-    def _scatter(self, out: Any, idxs: list, results: list) -> None:
+    def _scatter(self, out: Any, idxs: list[Any], results: list[Any]) -> None:
         plan = self.plan
         if plan.padded and self.record:
             padding = (plan.sizes[idxs] - plan.lengths[idxs]).tolist()
@@ -603,7 +612,7 @@ class _GroupRunner:
                 [_padding.trim(part, ax, n) for part, ax in zip(parts, axes, strict=True)]
             )
 
-    def _warn_loop(self, idxs: list, error: Exception) -> None:
+    def _warn_loop(self, idxs: list[Any], error: Exception) -> None:
         # (the group ran with fallback="error" to find out; the caller's mode is "warn")
         cause = str(error).replace(_ERROR_MODE_SENTENCE, "")
         if self.fallback == "warn":

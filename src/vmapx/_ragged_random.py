@@ -23,7 +23,7 @@ class RandomWatch:
     """The states of the legacy global generator and of the generators `f` reads from
     closures and globals (not among `passed`), as they were when the map began."""
 
-    def __init__(self, f: Callable, passed: list) -> None:
+    def __init__(self, f: Callable[..., Any], passed: list[Any]) -> None:
         self.legacy = _legacy_random.snapshot()
         hidden = _legacy_random.hidden_generators(f, passed)
         self.hidden = _legacy_random.snapshot_hidden(hidden)
@@ -49,7 +49,7 @@ class RandomWatch:
         )
 
 
-def passed_values(shared: list, kwargs: dict) -> list[Any]:
+def passed_values(shared: list[Any], kwargs: dict[Any, Any]) -> list[Any]:
     """The values the call passes to every example (generators among them are arguments,
     which the groups' `vmap` refuses to draw from itself)."""
     return [v for v in shared if v is not None] + list(kwargs.values())

@@ -31,8 +31,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import CodeType
-from typing import Any
+from types import CodeType, FrameType
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,6 +47,14 @@ class Rules:
     `sources`: kind -> the `file:line` that registered it."""
 
     __slots__ = (*KINDS, "sources", "defaults")
+    batch: Callable[..., Any] | None
+    jvp: Callable[..., Any] | None
+    vjp: Callable[..., Any] | None
+    composite: Callable[..., Any] | None
+    zero: Any
+    linear: Any
+    partials: Any
+    refused: Any
 
     def __init__(self) -> None:
         for kind in KINDS:
@@ -69,7 +77,7 @@ class Primitive:
 
     __slots__ = ("name", "impl", "may_view", "rules", "__weakref__")
 
-    def __init__(self, name: str, impl: Callable, *, may_view: bool = False) -> None:
+    def __init__(self, name: str, impl: Callable[..., Any], *, may_view: bool = False) -> None:
         self.name = name
         self.impl = impl
         self.may_view = may_view
@@ -83,13 +91,13 @@ class Primitive:
 
 # a function (as `__array_function__` receives it, or registered by `vmapx.extend`)
 # -> its primitive; ufunc methods are keyed by `(ufunc, method)`
-FUNCTIONS: dict[Callable, Primitive] = {}
+FUNCTIONS: dict[Callable[..., Any], Primitive] = {}
 UFUNC_PRIMITIVES: dict[tuple[np.ufunc, str], Primitive] = {}
 # hooks `hook(prim, ufunc, method)` that register family defaults on ufunc primitives
 _UFUNC_DEFAULTS: list[tuple[Callable[[Primitive, np.ufunc, str], None], str]] = []
 
 
-def function_name(func: Callable) -> str:
+def function_name(func: Callable[..., Any]) -> str:
     """How messages name a function: `np.sum`, `np.linalg.inv`, `scipy.special.erf`."""
     if isinstance(func, np.ufunc):
         module = _ufunc_module(func)
@@ -104,7 +112,7 @@ def _ufunc_module(ufunc: np.ufunc) -> str:
     only on newer NumPy, so fall back to looking them up by name."""
     module = getattr(ufunc, "__module__", None)
     if module and module != "numpy":
-        return module
+        return cast(str, module)
     if getattr(np, ufunc.__name__, None) is ufunc:
         return "numpy"
     special = sys.modules.get("scipy.special")
@@ -113,7 +121,7 @@ def _ufunc_module(ufunc: np.ufunc) -> str:
     return "numpy"
 
 
-def primitive(func: Callable, *, may_view: bool = False) -> Primitive:
+def primitive(func: Callable[..., Any], *, may_view: bool = False) -> Primitive:
     """The primitive of a function, created on first use."""
     prim = FUNCTIONS.get(func)
     if prim is None:
@@ -237,7 +245,7 @@ def _as_default(source: str) -> Iterator[None]:
 _BUILDERS: set[CodeType] = set()
 
 
-def builder(func: Callable) -> Callable:
+def builder(func: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a registration helper, so that its callers' lines are recorded as where
     the rules it registers come from."""
     _BUILDERS.add(func.__code__)
@@ -247,7 +255,7 @@ def builder(func: Callable) -> Callable:
 def registration_site() -> str:
     """`file:line` of the line that asked for the current registration (inside vmapx:
     relative to the package's folder, `vmapx/_numpy/ufuncs.py:460`)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     here = __file__
     while frame is not None:
         code = frame.f_code
@@ -272,21 +280,25 @@ def registered() -> Iterator[tuple[Any, Primitive]]:
 # -- reading a call's arguments (for rules of every kind) ----------------------------
 
 
-def get_arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
+def get_arg(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], index: int, name: str, default: Any = None
+) -> Any:
     """A call's argument given positionally (at `index`) or by keyword."""
     if len(args) > index:
         return args[index]
     return kwargs.get(name, default)
 
 
-def set_arg(args: tuple, kwargs: dict, index: int, name: str, value: Any) -> tuple[tuple, dict]:
+def set_arg(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], index: int, name: str, value: Any
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
     """The call's `(args, kwargs)` with one argument replaced (positional or keyword)."""
     if len(args) > index:
         return (*args[:index], value, *args[index + 1 :]), kwargs
     return args, {**kwargs, name: value}
 
 
-def each_function(funcs: Any) -> list:
+def each_function(funcs: Any) -> list[Any]:
     """A builder's `funcs` (one function or a list) as a list, each function once: NumPy
     has aliases that are one object (`np.permute_dims is np.transpose` on NumPy 2)."""
     items = list(funcs) if isinstance(funcs, list | tuple) else [funcs]

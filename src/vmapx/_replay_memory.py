@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class Owners:
     """The arrays that own their memory, by id, to find the slot a view looks into."""
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[weakref.ref, int]] = {}
+        self._by_id: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     def layout(self, value: Any, slot: int, fresh: bool = True) -> Layout:
         """The layout of a step's result `value`, stored in `slot`; `fresh`: False where
@@ -74,7 +74,7 @@ class Owners:
         return Layout(False, owner, value)
 
 
-def plan(steps: list, layouts: list[Layout | None], results: list[int]) -> dict[int, bool]:
+def plan(steps: list[Any], layouts: list[Layout | None], results: list[int]) -> dict[int, bool]:
     """Set `step.into` (the slot whose array takes the result, or None) for each step.
     `layouts[s]` is an input slot's too (not the program's memory: owner None);
     `results` are the slots returned. Returns,
@@ -105,7 +105,7 @@ def plan(steps: list, layouts: list[Layout | None], results: list[int]) -> dict[
                 members.setdefault(g, []).append(o)
     groups = [group.get(s) for s in results]
     return {
-        s: g is not None and groups.count(g) == 1 and _plain_memory(layouts[s])
+        s: g is not None and groups.count(g) == 1 and _plain_memory(cast(Layout, layouts[s]))
         for s, g in zip(results, groups, strict=True)
     }
 
@@ -115,7 +115,12 @@ def _plain_memory(layout: Layout) -> bool:
 
 
 def _operand_to_reuse(
-    step: Any, i: int, layouts: list, group: dict, members: dict, last_read: dict
+    step: Any,
+    i: int,
+    layouts: list[Any],
+    group: dict[Any, Any],
+    members: dict[Any, Any],
+    last_read: dict[Any, Any],
 ) -> int | None:
     impl = step.impl
     if type(impl) is not np.ufunc or impl.nout != 1 or impl.signature is not None:
@@ -133,5 +138,5 @@ def _operand_to_reuse(
         if layout.shape != result.shape or layout.dtype != result.dtype:
             continue
         if all(last_read.get(t, -1) <= i for t in members[g]):
-            return s
+            return cast("int | None", s)
     return None

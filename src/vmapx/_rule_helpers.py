@@ -65,14 +65,22 @@ def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
     return v, shift_one(axis, example_ndim(trace, x))
 
 
-def per_example(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, why: str) -> Any:
+def per_example(
+    trace: BatchTrace,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    why: str,
+) -> Any:
     """Run `func` once per example (with a `PerformanceWarning` that says `why`)."""
     name = f"`{function_name(func)}`"
     warn_fallback(trace, f"{name} {why}")
     return loop_apply(trace, func, args, kwargs, name)
 
 
-def loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+def loop(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """The per-example loop (with its warning), for a case a rule does not batch."""
     if own_impl(trace):  # the loop would call `func` itself, which dispatches back here
         raise NotByRule(func)
@@ -80,7 +88,12 @@ def loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
 
 
 def zero_batch(
-    trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, *, quiet: bool = False
+    trace: BatchTrace,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    *,
+    quiet: bool = False,
 ) -> Any:
     """A data-dependent result for a zero-size batch: one dummy example (ones) gives
     the results' shapes and dtypes. With `quiet`, its warnings (a zero variance, ...),

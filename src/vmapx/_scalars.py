@@ -108,12 +108,12 @@ def _weak_type(x: Any) -> type | None:
     return None
 
 
-def any_weak(operands: tuple) -> bool:
+def any_weak(operands: tuple[Any, ...]) -> bool:
     """Whether a weakly typed tracer is among `operands`."""
     return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
 
 
-def bools_as_ints(operands: tuple) -> tuple:
+def bools_as_ints(operands: tuple[Any, ...]) -> tuple[Any, ...]:
     """Where every operand is a Python bool (one traced at least), the traced ones as
     Python ints: Python's arithmetic on bools is on ints (`~True` is -2, `True + True`
     is 2, where NumPy's bools give False and True)."""
@@ -126,7 +126,7 @@ def bools_as_ints(operands: tuple) -> tuple:
     )
 
 
-def strengthen(operands: tuple) -> tuple[tuple, bool]:
+def strengthen(operands: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
     """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
     the other operands, and whether all are Python numbers (then the result is one)."""
     weak = [_weak_type(x) for x in operands]

@@ -42,7 +42,7 @@ class Scaled:
             return self.base if scale == 1 else -self.base
         return self.base * scale
 
-    def fits(self, shape: tuple, dtype: np.dtype) -> bool:
+    def fits(self, shape: tuple[Any, ...], dtype: np.dtype) -> bool:
         """Whether `base * scale` has exactly `shape` and `dtype` (no broadcast axes to
         sum, no cast), so the product can stay deferred for an operand of that kind."""
         base, scale = self.base, self.scale

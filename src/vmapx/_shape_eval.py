@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _config
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._core import Tracer
 from .errors import AxisSizeError, ConcretizationError, FallbackError
@@ -107,7 +107,7 @@ ShapeDtypeStruct(shape=(), dtype=dtype('float32')))
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_shaped)
     mapped = [_is_shaped(x) and not isinstance(x, numbers.Number) for x in leaves]
     stand_ins = [_empty_batch(x) if m else x for x, m in zip(leaves, mapped, strict=True)]
-    in_axes = treedef.unflatten([0 if m else None for m in mapped])
+    in_axes: Any = treedef.unflatten([0 if m else None for m in mapped])
     if not any(mapped):  # nothing to map: an empty batch of one dummy argument
         stand_ins, in_axes = [*stand_ins, np.empty(0)], (*in_axes, 0)
         g = _drop_last(f)
@@ -134,7 +134,7 @@ def _is_shaped(x: Any) -> bool:
     return _is_array_like(x) or (hasattr(x, "shape") and hasattr(x, "dtype"))
 
 
-def _drop_last(f: Callable) -> Callable:
+def _drop_last(f: Callable[..., Any]) -> Callable[..., Any]:
     def g(*args: Any, **kwargs: Any) -> Any:
         return f(*args[:-1], **kwargs)
 

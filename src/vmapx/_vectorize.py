@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -77,14 +77,14 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
     ```
     """
 
-    def __new__(cls, pyfunc: Callable | None = None, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, pyfunc: Callable[..., Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         if pyfunc is None:  # (`@vectorize(signature=...)`)
             return functools.partial(cls, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(
         self,
-        pyfunc: Callable | None = None,
+        pyfunc: Callable[..., Any] | None = None,
         otypes: Any = None,
         doc: str | None = None,
         excluded: Iterable[int | str] | None = None,
@@ -103,13 +103,17 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         self.cache = cache
         self.signature = signature
         self._core = None if signature is None else parse_signature(signature)
-        self._options = {"chunk_size": chunk_size, "fallback": fallback, "workers": workers}
-        self._cache: dict = {}
+        self._options: dict[str, Any] = {
+            "chunk_size": chunk_size,
+            "fallback": fallback,
+            "workers": workers,
+        }
+        self._cache: dict[Any, Any] = {}
         self.__doc__ = pyfunc.__doc__ if doc is None else doc
         functools.update_wrapper(self, pyfunc, assigned=("__name__", "__qualname__", "__module__"))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        keys = [i for i in range(len(args)) if i not in self.excluded]
+        keys: list[Any] = [i for i in range(len(args)) if i not in self.excluded]
         keys += [k for k in kwargs if k not in self.excluded]
         values = [_as_array(args[k] if type(k) is int else kwargs[k]) for k in keys]
         ins, outs = self._core or ([()] * len(values), None)
@@ -132,15 +136,15 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         out = batched(*values, rest=rest)
         return self._outputs(out, outs, sizes, len(loop))
 
-    def _batched(self, keys: tuple, has: tuple) -> Callable:
+    def _batched(self, keys: tuple[Any, ...], has: tuple[Any, ...]) -> Callable[..., Any]:
         """The nested `vmap`s for arguments `keys` mapped along the loop dimensions
         `has` says (kept: a `vmap` learns about its calls, see `chunk_size="auto"`)."""
         batched = self._cache.get((keys, has))
         if batched is not None:
-            return batched
+            return cast("Callable[..., Any]", batched)
         pyfunc = self.pyfunc
 
-        def one(*example: Any, rest: tuple) -> Any:
+        def one(*example: Any, rest: tuple[Any, ...]) -> Any:
             args, kwargs = list(rest[0]), dict(rest[1])
             for k, v in zip(keys, example, strict=True):
                 if type(k) is int:
@@ -158,7 +162,7 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         self._cache[(keys, has)] = batched
         return batched
 
-    def _outputs(self, out: Any, outs: list | None, sizes: dict, n_loop: int) -> Any:
+    def _outputs(self, out: Any, outs: list[Any] | None, sizes: dict[Any, Any], n_loop: int) -> Any:
         many = outs is not None and len(outs) != 1 or (outs is None and isinstance(out, tuple))
         results = list(out) if many else [out]
         if outs is not None:
@@ -187,9 +191,9 @@ def _as_array(x: Any) -> Any:
     return x if _dask.is_dask(x) or isinstance(x, np.ndarray) else np.asanyarray(x)
 
 
-def _core_sizes(values: list, ins: list, signature: str | None) -> dict:
+def _core_sizes(values: list[Any], ins: list[Any], signature: str | None) -> dict[Any, Any]:
     """The size of every core dimension, checked to agree among the arguments."""
-    sizes: dict = {}
+    sizes: dict[Any, Any] = {}
     for i, (v, core) in enumerate(zip(values, ins, strict=True)):
         if v.ndim < len(core):
             raise ValueError(
@@ -205,7 +209,9 @@ def _core_sizes(values: list, ins: list, signature: str | None) -> dict:
     return sizes
 
 
-def _squeezed(values: list, ins: list, loop: tuple) -> tuple[list, list]:
+def _squeezed(
+    values: list[Any], ins: list[Any], loop: tuple[Any, ...]
+) -> tuple[list[Any], list[Any]]:
     """Each value with the loop dimensions it broadcasts along (missing, or of size 1
     where the loop's is larger) removed (views), and per value which loop dimensions
     it still has."""
@@ -223,7 +229,9 @@ def _squeezed(values: list, ins: list, loop: tuple) -> tuple[list, list]:
     return out, has
 
 
-def _check_core(result: Any, core: tuple, n_loop: int, sizes: dict, signature: str | None) -> None:
+def _check_core(
+    result: Any, core: tuple[Any, ...], n_loop: int, sizes: dict[Any, Any], signature: str | None
+) -> None:
     shape = result.shape[n_loop:]
     if len(shape) != len(core):
         raise ValueError(

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import optree
-
 from . import _config
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .errors import ArgumentError, InAxesError
 
 

@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _payload, _scalars
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
 from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
 from ._registry import Primitive, register
@@ -66,9 +66,9 @@ class _InBranch:
 
     __slots__ = ("names", "index", "sizes")
 
-    def __init__(self, traces: list[BatchTrace], ix: tuple) -> None:
-        self.index: dict = {}
-        self.sizes: dict = {}
+    def __init__(self, traces: list[BatchTrace], ix: tuple[Any, ...]) -> None:
+        self.index: dict[Any, Any] = {}
+        self.sizes: dict[Any, Any] = {}
         for t, i in zip(traces, ix, strict=True):
             if isinstance(t.axis_name, _InBranch):  # a branch inside a branch
                 for name, outer in t.axis_name.index.items():
@@ -80,7 +80,7 @@ class _InBranch:
         self.names = list(self.index)
 
 
-def branch_axis_index(names: tuple) -> Any:
+def branch_axis_index(names: tuple[Any, ...]) -> Any:
     """`axis_index(names)` inside the innermost branch whose sub-batch has all these
     axes: each example's number (row-major over the names); None outside one."""
     for t in reversed(_state.stack):
@@ -95,7 +95,7 @@ def branch_axis_index(names: tuple) -> Any:
     return None
 
 
-def suspended_names(t: Trace) -> list:
+def suspended_names(t: Trace) -> list[Any]:
     """The axis names a partition has suspended at stack slot `t`."""
     if isinstance(t, _Suspended):
         return [t.trace.axis_name]
@@ -121,7 +121,7 @@ def _level(x: Any) -> int:
     return 0
 
 
-def _leaves(tree: Any) -> list:
+def _leaves(tree: Any) -> list[Any]:
     return optree.tree_leaves(tree)
 
 
@@ -134,8 +134,8 @@ def _traced(value: Any) -> bool:
 
 def _traced_cells(fn: Any) -> list[types.CellType]:
     """The closure cells of `fn` (and of functions it closes over) holding traced values."""
-    found: list = []
-    seen: set = set()
+    found: list[Any] = []
+    seen: set[Any] = set()
 
     def visit(f: Any) -> None:
         if id(f) in seen:
@@ -159,7 +159,7 @@ def _traced_cells(fn: Any) -> list[types.CellType]:
     return found
 
 
-def _captured_leaves(fns: Sequence[Callable]) -> list:
+def _captured_leaves(fns: Sequence[Callable[..., Any]]) -> list[Any]:
     leaves = []
     for fn in fns:
         leaves += [x for cell in _traced_cells(fn) for x in _leaves(cell.cell_contents)]
@@ -193,11 +193,11 @@ class _Chain:
                 present.append(j)
         return x, present[::-1]
 
-    def index(self, idx: np.ndarray) -> tuple:
+    def index(self, idx: np.ndarray) -> tuple[Any, ...]:
         """Flat example numbers as one index array per chain level."""
         return np.unravel_index(idx, self.sizes) if len(self.sizes) > 1 else (idx,)
 
-    def gather(self, x: Any, ix: tuple) -> tuple[Any, int]:
+    def gather(self, x: Any, ix: tuple[Any, ...]) -> tuple[Any, int]:
         """`(value, kind)`: the examples `ix` of `x` (batch-front, below the chain)."""
         if isinstance(x, BatchGenerator):
             return x, _GENERATOR if any(x._trace is t for t in self.traces) else _UNBATCHED
@@ -227,7 +227,14 @@ class _Chain:
 
     # -- running a function on part of the batch -------------------------------------
 
-    def run(self, fn: Callable, inputs: list, treedef: Any, ix: tuple, what: str) -> tuple:
+    def run(
+        self,
+        fn: Callable[..., Any],
+        inputs: list[Any],
+        treedef: Any,
+        ix: tuple[Any, ...],
+        what: str,
+    ) -> tuple[Any, ...]:
         """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
         `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
@@ -274,7 +281,7 @@ class _Chain:
             return subbatch_generator(v, self.traces, sub)
         return v
 
-    def _exit(self, sub: BatchTrace, x: Any, what: str) -> tuple | None:
+    def _exit(self, sub: BatchTrace, x: Any, what: str) -> tuple[Any, ...] | None:
         if type(x) is BatchTracer and x._trace is sub:
             if _scalars.is_scalar(x):
                 self.scalars.add(id(x.val))
@@ -287,7 +294,9 @@ class _Chain:
             return None  # a chain value the branch reached some other way
         return x, False
 
-    def _capture(self, fn: Callable, ix: tuple, sub: BatchTrace) -> tuple[Callable, Callable]:
+    def _capture(
+        self, fn: Callable[..., Any], ix: tuple[Any, ...], sub: BatchTrace
+    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """Give the closure cells of `fn` the examples `ix` of their batched values;
         returns the function to call and the undo."""
 
@@ -308,7 +317,7 @@ class _Chain:
 
         return fn, undo
 
-    def stitch(self, parts: list, what: str) -> Any:
+    def stitch(self, parts: list[Any], what: str) -> Any:
         """Put the results of the parts (`(idx, pairs, treedef)`, the examples of each)
         back in example order, as the batched values of every chain level."""
         treedef = parts[0][2]
@@ -322,13 +331,13 @@ class _Chain:
         idxs = [idx for idx, _, _ in parts]
         return treedef.unflatten([self._joined(c, idxs, what) for c in columns])
 
-    def _joined(self, pieces: Sequence, idxs: list, what: str) -> Any:
+    def _joined(self, pieces: Sequence[Any], idxs: list[Any], what: str) -> Any:
         out = self.wrap(self._join(pieces, idxs, what))
         if all(id(v) in self.scalars for v, _ in pieces):  # (`s += y` rebinds a scalar)
             _scalars.mark(out)
         return out
 
-    def _join(self, pieces: Sequence, idxs: list, what: str) -> Any:
+    def _join(self, pieces: Sequence[Any], idxs: list[Any], what: str) -> Any:
         ref = _payload.like(*(v for v, _ in pieces))
         pieces = [
             (v, b) if b or isinstance(v, Tracer) else (np.asarray(v, like=ref), b)
@@ -364,7 +373,9 @@ class _Chain:
 _MIXED = "mixed"  # `_plan`: another transform's trace lies among the levels involved
 
 
-def _plan(pred: Any, trees: Sequence, fns: Sequence[Callable]) -> _Chain | str | None:
+def _plan(
+    pred: Any, trees: Sequence[Any], fns: Sequence[Callable[..., Any]]
+) -> _Chain | str | None:
     """The chain for a partition by `pred`; None when `pred` is not batched, `_MIXED` when
     a trace of another transform lies between the levels involved (`vmap(grad(f))`)."""
     levels = _batched_levels(pred)
@@ -404,7 +415,7 @@ class BranchFn:
 
     __slots__ = ("fn",)
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
 
     def __call__(self, *args: Any) -> Any:
@@ -415,7 +426,7 @@ class _Flat:
     """Branches as functions of flat leaves (their closure values first, then the
     operands) returning flat tuples; `out_def` is the structure of their results."""
 
-    def __init__(self, branches: tuple, operands: tuple, name: str) -> None:
+    def __init__(self, branches: tuple[Any, ...], operands: tuple[Any, ...], name: str) -> None:
         self.cells = list({id(c): c for b in branches for c in _traced_cells(b)}.values())
         captured, self.cap_def = optree.tree_flatten([c.cell_contents for c in self.cells])
         ops, self.op_def = optree.tree_flatten(operands)
@@ -425,7 +436,7 @@ class _Flat:
         self.out_def = None
         self.branches = tuple(BranchFn(functools.partial(self.call, b)) for b in branches)
 
-    def call(self, branch: Callable, *leaves: Any) -> tuple:
+    def call(self, branch: Callable[..., Any], *leaves: Any) -> tuple[Any, ...]:
         old = [c.cell_contents for c in self.cells]
         captured = self.cap_def.unflatten(leaves[: self.n_cap])
         for cell, value in zip(self.cells, captured, strict=True):
@@ -445,14 +456,14 @@ class _Flat:
         return tuple(out_leaves)
 
 
-def _switch_impl(index: Any, *leaves: Any, branches: tuple, name: str) -> tuple:
+def _switch_impl(index: Any, *leaves: Any, branches: tuple[Any, ...], name: str) -> tuple[Any, ...]:
     return branches[_branch_index(index, len(branches), name)](*leaves)
 
 
 SWITCH = Primitive("vmapx.switch", _switch_impl)
 
 
-def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _switch_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     index, *leaves = args
     branches, name = kwargs["branches"], kwargs["name"]
     if is_batched(trace, index):
@@ -460,8 +471,8 @@ def _switch_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     # the index does not depend on this vmap: one level down, with branches re-entering it
     pairs = [unwrap(trace, x) for x in leaves]
 
-    def reenter(branch: Callable) -> BranchFn:
-        def run(*lower: Any) -> tuple:
+    def reenter(branch: Callable[..., Any]) -> BranchFn:
+        def run(*lower: Any) -> tuple[Any, ...]:
             ins = [trace.wrap(v) if b else v for v, (_, b) in zip(lower, pairs, strict=True)]
             return tuple(bcast_batch(trace, o) for o in branch(*ins))
 
@@ -478,7 +489,7 @@ register(SWITCH, "batch", _switch_rule)
 # -- the public functions ----------------------------------------------------------
 
 
-def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """Apply `branches[index]` to `operands`, batched per example under `vmap`.
 
     The index is clamped to `0 .. len(branches) - 1` (as in JAX). Without a transform
@@ -511,7 +522,9 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     return _select(index, branches, operands, "switch")
 
 
-def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
+def cond(
+    pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any
+) -> Any:
     """`true_fn(*operands)` if `pred` else `false_fn(*operands)`, per example under `vmap`.
 
     Without a transform this is a Python `if`. Under `vmap` with a predicate that
@@ -546,7 +559,13 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     return _select(pred, (false_fn, true_fn), operands, "cond")
 
 
-def _select(index: Any, branches: tuple, operands: tuple, name: str, nested: bool = False) -> Any:
+def _select(
+    index: Any,
+    branches: tuple[Any, ...],
+    operands: tuple[Any, ...],
+    name: str,
+    nested: bool = False,
+) -> Any:
     """`branches[index](*operands)`, partitioned where `index` is batched. `nested`: called
     by the batch rule of `SWITCH` (which must not bind `SWITCH` again)."""
     chain = _plan(index, (operands,), branches)
@@ -591,7 +610,7 @@ def _clamp(flat: np.ndarray, n: int) -> np.ndarray:
     return np.clip(flat, 0, n - 1).astype(np.intp)
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: Any) -> Any:
     """Repeat `val = body_fun(val)` while `cond_fun(val)`; per example under `vmap`.
 
     Without a transform this is a Python `while` loop. Under `vmap`, while every
@@ -627,7 +646,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return _while(cond_fun, body_fun, init_val)
 
 
-def _while(cond_fun: Callable, body_fun: Callable, val: Any, nested: bool = False) -> Any:
+def _while(
+    cond_fun: Callable[..., Any], body_fun: Callable[..., Any], val: Any, nested: bool = False
+) -> Any:
     """`while_loop`; `nested`: called by the batch rule of `WHILE` (no binding it again)."""
     while True:
         c = cond_fun(val)
@@ -651,7 +672,11 @@ def _while(cond_fun: Callable, body_fun: Callable, val: Any, nested: bool = Fals
 
 
 def _while_partitioned(
-    chain: _Chain, go: np.ndarray, cond_fun: Callable, body_fun: Callable, val: Any
+    chain: _Chain,
+    go: np.ndarray,
+    cond_fun: Callable[..., Any],
+    body_fun: Callable[..., Any],
+    val: Any,
 ) -> Any:
     """The loop with an active set: finished examples are set aside as they finish."""
     leaves, treedef = optree.tree_flatten(val)
@@ -707,7 +732,7 @@ def _concrete(v: Any, what: str) -> np.ndarray:
     return v
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: Any) -> Any:
     """`for i in range(lower, upper): val = body_fun(i, val)`; per example under `vmap`.
 
     With bounds that do not depend on the batch this is a Python loop of batched
@@ -740,7 +765,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
     trace = (lower if _batched_levels(lower) else upper)._trace
 
-    def body(carry: tuple) -> tuple:
+    def body(carry: tuple[Any, ...]) -> tuple[Any, ...]:
         i, val = carry
         new = body_fun(i, val)
         _check_index_promotion(trace, val, new)
@@ -768,7 +793,11 @@ def _check_index_promotion(trace: Trace, val: Any, new: Any) -> None:
 
 
 def scan(
-    f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+    f: Callable[..., Any],
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
 ) -> tuple[Any, Any]:
     """Loop `carry, y = f(carry, x)` over the leading axis of `xs`, stacking the `y`s.
 
@@ -824,13 +853,13 @@ def scan(
     return carry, y_def.unflatten([np.stack(c) for c in columns])
 
 
-def _pair(out: Any) -> tuple:
+def _pair(out: Any) -> tuple[Any, ...]:
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError(f"scan: `f` must return a pair `(carry, y)`, got {type(out).__name__}")
     return out
 
 
-def _empty_ys(f: Callable, init: Any, x_leaves: list, x_def: Any) -> Any:
+def _empty_ys(f: Callable[..., Any], init: Any, x_leaves: list[Any], x_def: Any) -> Any:
     """Zero steps: the `y`s have length 0; one call on zeros tells their shapes."""
     x = x_def.unflatten([np.zeros_like(v, shape=np.shape(v)[1:]) for v in x_leaves])
     _, y = _pair(f(init, x))
@@ -841,7 +870,9 @@ class _FlatLoop:
     """A loop on flat state: the closure values of `cond_fun`/`body_fun` (carried
     unchanged), then the leaves of the loop value."""
 
-    def __init__(self, cond_fun: Callable, body_fun: Callable, val: Any) -> None:
+    def __init__(
+        self, cond_fun: Callable[..., Any], body_fun: Callable[..., Any], val: Any
+    ) -> None:
         fns = (cond_fun, body_fun)
         self.cells = list({id(c): c for f in fns for c in _traced_cells(f)}.values())
         captured, self.cap_def = optree.tree_flatten([c.cell_contents for c in self.cells])
@@ -853,7 +884,7 @@ class _FlatLoop:
         self.cond = BranchFn(functools.partial(self.call, cond_fun, False))
         self.body = BranchFn(functools.partial(self.call, body_fun, True))
 
-    def call(self, fn: Callable, is_body: bool, *leaves: Any) -> Any:
+    def call(self, fn: Callable[..., Any], is_body: bool, *leaves: Any) -> Any:
         old = [c.cell_contents for c in self.cells]
         captured = self.cap_def.unflatten(leaves[: self.n_cap])
         for cell, value in zip(self.cells, captured, strict=True):
@@ -874,7 +905,9 @@ class _FlatLoop:
         return (*leaves[: self.n_cap], *out_leaves)
 
 
-def _while_impl(*state: Any, cond: Callable, body: Callable, trace: BatchTrace) -> tuple:
+def _while_impl(
+    *state: Any, cond: Callable[..., Any], body: Callable[..., Any], trace: BatchTrace
+) -> tuple[Any, ...]:
     while cond(*state):
         state = body(*state)
     return tuple(state)
@@ -883,14 +916,18 @@ def _while_impl(*state: Any, cond: Callable, body: Callable, trace: BatchTrace) 
 WHILE = Primitive("vmapx.while_loop", _while_impl)
 
 
-def _bind_while(cond_fun: Callable, body_fun: Callable, val: Any, trace: BatchTrace) -> Any:
+def _bind_while(
+    cond_fun: Callable[..., Any], body_fun: Callable[..., Any], val: Any, trace: BatchTrace
+) -> Any:
     loop = _FlatLoop(cond_fun, body_fun, val)
     kwargs = {"cond": loop.cond, "body": loop.body, "trace": trace}
     out = bind(WHILE, tuple(loop.leaves), kwargs)
     return loop.carry_def.unflatten(out[loop.n_cap :])
 
 
-def _while_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> tuple:
+def _while_rule(
+    trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[Any, ...]:
     cond, body = kwargs["cond"], kwargs["body"]
     return tuple(_while(lambda s: cond(*s), lambda s: tuple(body(*s)), tuple(args), True))
 

@@ -15,8 +15,8 @@ import itertools
 from typing import Any
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._autodiff import ADTracer
 from ._batching import BatchTracer
 from ._core import Tracer
@@ -25,7 +25,7 @@ from ._jit import RecordTracer
 __all__ = ["print"]
 
 
-def _bottom(x: Any) -> tuple[Any, list, bool]:
+def _bottom(x: Any) -> tuple[Any, list[Any], bool]:
     """`(value, batch, differentiated)`: the array under the tracer `x` (a `RecordTracer`
     under `jit`), the `BatchTrace`s whose batch axes lead it (outermost first), and
     whether an autodiff tracer was passed on the way (the value is a primal)."""
@@ -42,7 +42,7 @@ def _concrete(value: Any) -> Any:
     return value.value if isinstance(value, RecordTracer) else value
 
 
-def _label(traces: list) -> str:
+def _label(traces: list[Any]) -> str:
     axes = ", ".join(str(i) for i in range(len(traces)))
     what = ", ".join(
         f"vmap of {t.axis_size}" + (f" {t.axis_name!r}" if t.axis_name is not None else "")
@@ -107,7 +107,7 @@ def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # noqa: A001 (as `jax.d
     """
     leaves, treedef = optree.tree_flatten((args, kwargs), none_is_leaf=True)
     parts = [_bottom(x) if isinstance(x, Tracer) else (x, [], False) for x in leaves]
-    traces: list = []
+    traces: list[Any] = []
     for _, batch, _ in parts:
         traces += [t for t in batch if t not in traces]
     traces.sort(key=lambda t: t.level)
@@ -124,7 +124,7 @@ class _Printer:
 
     __slots__ = ("fmt", "treedef", "batches", "sizes", "traces", "__name__")
 
-    def __init__(self, fmt: str, treedef: Any, batches: list, traces: list) -> None:
+    def __init__(self, fmt: str, treedef: Any, batches: list[Any], traces: list[Any]) -> None:
         self.fmt = fmt
         self.treedef = treedef
         self.batches = batches  # per leaf: the traces whose batch axes lead its value

@@ -35,9 +35,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _numpy  # noqa: F401  (vmapx's own rules first: yours must not replace them)
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._autodiff import NoRule, is_float
 from ._batching import BatchTrace, unwrap
@@ -54,16 +54,16 @@ class PrimitiveFunction:
     """A function the transforms see as one step (see `primitive`)."""
 
     @builder
-    def __init__(self, fun: Callable, name: str | None = None) -> None:
+    def __init__(self, fun: Callable[..., Any], name: str | None = None) -> None:
         if not callable(fun):
             raise TypeError(f"primitive: `fun` must be callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.prim = Primitive(name or getattr(fun, "__qualname__", repr(fun)), self._impl)
-        self.vmap_rule: Callable | None = None
-        self.jvp_rule: Callable | None = None
-        self.vjp_rules: tuple[Callable, Callable] | None = None
-        self._batched: dict = {}
+        self.prim = Primitive(name or str(getattr(fun, "__qualname__", repr(fun))), self._impl)
+        self.vmap_rule: Callable[..., Any] | None = None
+        self.jvp_rule: Callable[..., Any] | None = None
+        self.vjp_rules: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+        self._batched: dict[Any, Any] = {}
         register(self.prim, "batch", self._batch, default=True)
         register(self.prim, "composite", self._composite, default=True)
 
@@ -95,14 +95,16 @@ class PrimitiveFunction:
             return NotImplemented
         return self._impl(*leaves, **kwargs)
 
-    def _batch(self, trace: BatchTrace, leaves: tuple, kwargs: dict) -> Any:
+    def _batch(self, trace: BatchTrace, leaves: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         """Under `vmap` without a batch rule: `fun`'s own NumPy calls batch, unless it has
         derivative rules, which must survive (see `_batch_keeping_rules`)."""
         if not self._has_derivative_rules():
             return self._impl(*leaves, **kwargs)
         return self._batch_keeping_rules(trace, leaves, kwargs)
 
-    def _batch_keeping_rules(self, trace: BatchTrace, leaves: tuple, kwargs: dict) -> Any:
+    def _batch_keeping_rules(
+        self, trace: BatchTrace, leaves: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Any:
         """The batched function (its batch rule, or `vmap` of `fun`) as one primitive one
         level down, with `vmap` of its derivative rules as its rules: what an outer
         `grad` of this `vmap` differentiates."""
@@ -116,7 +118,9 @@ class PrimitiveFunction:
         out = batched(*treedef.unflatten([v for v, _ in pairs]), **kwargs)
         return optree.tree_map(trace.wrap, out)
 
-    def _vectorized(self, flags: tuple, treedef: Any, axis_size: int) -> PrimitiveFunction:
+    def _vectorized(
+        self, flags: tuple[Any, ...], treedef: Any, axis_size: int
+    ) -> PrimitiveFunction:
         in_axes = tuple(treedef.unflatten([0 if b else None for b in flags]))
         if self.vmap_rule is None:
             fun = vmap(self.fun, in_axes=in_axes)
@@ -137,7 +141,9 @@ class PrimitiveFunction:
         return out
 
 
-def _all_batched(rule: Callable, axis_size: int, in_batched: list) -> Callable:
+def _all_batched(
+    rule: Callable[..., Any], axis_size: int, in_batched: list[Any]
+) -> Callable[..., Any]:
     """A batch rule as a function whose results all carry the batch on axis 0."""
 
     def fun(*args: Any, **kwargs: Any) -> Any:
@@ -151,7 +157,7 @@ def _all_batched(rule: Callable, axis_size: int, in_batched: list) -> Callable:
 
 
 @builder
-def primitive(fun: Callable, *, name: str | None = None) -> PrimitiveFunction:
+def primitive(fun: Callable[..., Any], *, name: str | None = None) -> PrimitiveFunction:
     """Make `fun` a primitive of vmapx: one step to the transforms, handled by its rules.
 
     Called with plain values, the result is `fun` itself. Called with traced values
@@ -204,7 +210,7 @@ def _prim_and_owner(func: Any) -> tuple[Primitive, PrimitiveFunction | None]:
 
 
 @builder
-def register_batch_rule(func: Any, rule: Callable, *, replace: bool = False) -> None:
+def register_batch_rule(func: Any, rule: Callable[..., Any], *, replace: bool = False) -> None:
     """Give `func` (a `primitive`, a NumPy function or a ufunc) a batching rule.
 
     `rule(axis_size, in_batched, *args, **kwargs) -> (out, out_batched)`: `in_batched`
@@ -217,7 +223,7 @@ def register_batch_rule(func: Any, rule: Callable, *, replace: bool = False) -> 
     _check_callable("register_batch_rule", rule)
     name = prim.name
 
-    def batch(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def batch(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         pairs = [unwrap(trace, x) for x in args]
         if (
             owner is not None and owner._has_derivative_rules()
@@ -264,7 +270,11 @@ def wrap_batched(trace: BatchTrace, out: Any, out_batched: Any, name: str) -> An
 
 @builder
 def register_jvp(
-    func: Any, jvp: Callable, *, nondiff_argnums: tuple[int, ...] = (), replace: bool = False
+    func: Any,
+    jvp: Callable[..., Any],
+    *,
+    nondiff_argnums: tuple[int, ...] = (),
+    replace: bool = False,
 ) -> None:
     """Give `func` (a `primitive`, a NumPy function or a ufunc) its forward-mode rule.
 
@@ -280,7 +290,9 @@ def register_jvp(
     prim, owner = _prim_and_owner(func)
     _check_callable("register_jvp", jvp)
 
-    def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+    def rule(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
         treedef, kwargs = _split_tree(kwargs)
         _positional_only(tangents, "jvp")
         for a in nondiff_argnums:
@@ -297,7 +309,9 @@ def register_jvp(
 
 
 @builder
-def register_vjp(func: Any, fwd: Callable, bwd: Callable, *, replace: bool = False) -> None:
+def register_vjp(
+    func: Any, fwd: Callable[..., Any], bwd: Callable[..., Any], *, replace: bool = False
+) -> None:
     """Give `func` (a `primitive`, a NumPy function or a ufunc) its reverse-mode rule.
 
     As JAX's `custom_vjp`: `fwd(*args, **kwargs) -> (out, residuals)` and
@@ -309,14 +323,16 @@ def register_vjp(func: Any, fwd: Callable, bwd: Callable, *, replace: bool = Fal
     _check_callable("register_vjp", fwd)
     _check_callable("register_vjp", bwd)
 
-    def rule(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def rule(
+        argnums: list[Any], ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         treedef, kwargs = _split_tree(kwargs)
         _positional_only(argnums, "vjp")
         primals = _tree(treedef, args)
         result = fwd(*primals, **kwargs)
         residuals = _pair(result, f"the `fwd` rule of `{prim.name}`", "(out, residuals)")[1]
 
-        def pullback(g: Any) -> list:
+        def pullback(g: Any) -> list[Any]:
             cts = bwd(residuals, g)
             if not (isinstance(cts, tuple | list) and len(cts) == len(primals)):
                 raise OutputError(
@@ -333,7 +349,7 @@ def register_vjp(func: Any, fwd: Callable, bwd: Callable, *, replace: bool = Fal
         owner.vjp_rules = (fwd, bwd)
 
 
-def _split_tree(kwargs: dict) -> tuple[Any, dict]:
+def _split_tree(kwargs: dict[Any, Any]) -> tuple[Any, dict[Any, Any]]:
     """`(treedef, kwargs)`: the positional arguments' structure (None for a NumPy
     function's call) and the call's own keyword arguments."""
     kwargs = dict(kwargs)
@@ -347,7 +363,7 @@ def _positional_only(argnums: Any, mode: str) -> None:
             raise NoRule(a, mode)
 
 
-def _pair(result: Any, what: str, form: str) -> tuple:
+def _pair(result: Any, what: str, form: str) -> tuple[Any, ...]:
     """A rule's result, which must be a pair `form`."""
     if not (isinstance(result, tuple) and len(result) == 2):
         raise OutputError(f"{what} must return a pair `{form}`, got {type(result).__name__}")
@@ -363,13 +379,13 @@ def _zero_tangent(x: Any) -> Any:
     return np.zeros_like(x) if is_float(x) else None
 
 
-def _tree(treedef: Any, leaves: Any) -> tuple:
+def _tree(treedef: Any, leaves: Any) -> tuple[Any, ...]:
     return tuple(leaves) if treedef is None else treedef.unflatten(leaves)
 
 
-def _ct_leaves(primals: tuple, cts: Any) -> list:
+def _ct_leaves(primals: tuple[Any, ...], cts: Any) -> list[Any]:
     """The cotangents as one list of leaves, in the order of the primals' leaves."""
-    out: list = []
+    out: list[Any] = []
     for p, ct in zip(primals, cts, strict=True):
         p_leaves, p_def = optree.tree_flatten(p, none_is_leaf=True)
         out.extend([None] * len(p_leaves) if ct is None else p_def.flatten_up_to(ct))

@@ -40,9 +40,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import optree
 
 from . import _api
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
 from ._core import _state, user_frame_location
@@ -130,7 +130,7 @@ class BatchGenerator:
         size = None if self._trace is None else self._trace.axis_size
         return f"BatchGenerator(randomness={self._mode!r}, batch_size={size}, {_root(self)!r})"
 
-    def _draw(self, name: str, args: tuple, kwargs: dict) -> Any:
+    def _draw(self, name: str, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if self._mode == "error":
             raise RandomnessError(
                 f"vmap: `{name}()` was called on a numpy.random.Generator inside a vmap with "
@@ -166,7 +166,7 @@ class BatchGenerator:
         # `choice` without size= gives a NumPy scalar (`s += y` rebinds it)
         return mark(out) if name == "choice" and a.get("size") is None else out
 
-    def _into(self, name: str, a: dict, out: Any) -> Any:
+    def _into(self, name: str, a: dict[Any, Any], out: Any) -> Any:
         """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it
         (functionally where `out` is traced)."""
         if a.get("size") is not None and _shape(a["size"]) != tuple(out.shape):
@@ -179,10 +179,10 @@ class BatchGenerator:
         out[...] = self._draw(name, (), {**a, "size": tuple(out.shape)})  # (functional if traced)
         return out
 
-    def _parent_draw(self, name: str, kwargs: dict) -> Any:
+    def _parent_draw(self, name: str, kwargs: dict[Any, Any]) -> Any:
         return getattr(self._parent, name)(**kwargs)
 
-    def _elementwise(self, name: str, a: dict) -> Any:
+    def _elementwise(self, name: str, a: dict[Any, Any]) -> Any:
         trace, size = self._trace, a.pop("size")
         params = {k: a.pop(k) for k in _PARAMS[name]}
         vals = {k: unwrap(trace, v) for k, v in params.items()}
@@ -201,7 +201,7 @@ class BatchGenerator:
         out = self._parent_draw(name, {**params, **a, "size": (trace.axis_size, *shape)})
         return trace.wrap(out)
 
-    def _per_example(self, name: str, a: dict) -> Any:
+    def _per_example(self, name: str, a: dict[Any, Any]) -> Any:
         batched = any(is_batched(self._trace, v) for v in a.values())
         if self._mode == "same":
             if not batched:
@@ -210,7 +210,7 @@ class BatchGenerator:
         _check_whole_batch(self._parent, f"`{name}` (drawn once per example)")
         return self._loop(lambda **p: self._parent_draw(name, p), a, name)
 
-    def _same_loop(self, name: str, params: dict, rest: dict) -> Any:
+    def _same_loop(self, name: str, params: dict[Any, Any], rest: dict[Any, Any]) -> Any:
         """Batched parameters with shared randomness: each example draws from one state."""
         gen = _root(self).bit_generator
         start = gen.state
@@ -221,7 +221,7 @@ class BatchGenerator:
 
         return self._loop(one, params, name)
 
-    def _loop(self, fn: Any, params: dict, name: str) -> Any:
+    def _loop(self, fn: Any, params: dict[Any, Any], name: str) -> Any:
         if self._trace.axis_size:
             return loop_apply(self._trace, fn, (), params, name)
         gen = _root(self).bit_generator  # an empty batch draws nothing
@@ -285,7 +285,7 @@ def _check_whole_batch(parent: Any, what: str) -> None:
         )
 
 
-def _splits(name: str, a: dict) -> bool:
+def _splits(name: str, a: dict[Any, Any]) -> bool:
     """8- and 16-bit integers are drawn from a per-call buffer: they do not split."""
     return name != "integers" or np.dtype(a["dtype"]).itemsize >= 4
 
@@ -336,7 +336,7 @@ def batch_aware(rng: Any) -> Any:
     return rng
 
 
-def subbatch_generator(gen: BatchGenerator, traces: list, sub: BatchTrace) -> BatchGenerator:
+def subbatch_generator(gen: BatchGenerator, traces: list[Any], sub: BatchTrace) -> BatchGenerator:
     """`gen`, bound to the vmap levels `traces`, rebound to `sub`: the examples of those
     levels that run one branch of a `cond`/`switch`/`while_loop` (see `control_flow`)."""
     modes = set()
@@ -421,7 +421,7 @@ class SharedDraws:
 
     __slots__ = ("gens", "bits", "start", "ends")
 
-    def __init__(self, leaves: list, traces: list) -> None:
+    def __init__(self, leaves: list[Any], traces: list[Any]) -> None:
         self.gens = [
             g for g in leaves
             if isinstance(g, BatchGenerator) and g._mode == "same"
@@ -429,7 +429,7 @@ class SharedDraws:
         ]  # fmt: skip
         self.bits = list({id(b): b for b in (_root(g).bit_generator for g in self.gens)}.values())
         self.start = [b.state for b in self.bits]
-        self.ends: list = []
+        self.ends: list[Any] = []
 
     def begin(self) -> None:
         for bits, state in zip(self.bits, self.start, strict=True):

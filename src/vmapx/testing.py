@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import optree
 
+from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._ad_api import jvp, vjp
 from ._autodiff import is_float
 
@@ -16,11 +16,11 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def _leaves(tree: Any) -> list:
+def _leaves(tree: Any) -> list[Any]:
     return optree.tree_leaves(tree, is_leaf=_is_leaf)
 
 
-def _pair(a: list, b: list) -> float:
+def _pair(a: list[Any], b: list[Any]) -> float:
     """`Re(sum(a * b))` over the leaves: the pairing the VJP is the transpose for."""
     return float(
         sum(np.real(np.sum(np.asarray(x) * np.asarray(y))) for x, y in zip(a, b, strict=True))
@@ -32,14 +32,16 @@ def _random_like(rng: np.random.Generator, x: Any) -> np.ndarray:
     v = rng.standard_normal(x.shape)
     if x.dtype.kind == "c":
         v = v + 1j * rng.standard_normal(x.shape)
-    return v.astype(x.dtype)
+    return cast("np.ndarray[Any, Any]", v.astype(x.dtype))
 
 
-def _float_outputs(out: Any) -> list:
+def _float_outputs(out: Any) -> list[Any]:
     return [np.asarray(o) for o in _leaves(out) if is_float(np.asarray(o))]
 
 
-def _numerical_jvp(f: Callable, args: list, tangents: list, eps: float) -> list:
+def _numerical_jvp(
+    f: Callable[..., Any], args: list[Any], tangents: list[Any], eps: float
+) -> list[Any]:
     plus = f(*[a + eps * t for a, t in zip(args, tangents, strict=True)])
     minus = f(*[a - eps * t for a, t in zip(args, tangents, strict=True)])
     return [
@@ -53,7 +55,7 @@ def _assert_close(got: Any, want: Any, rtol: float, atol: float, what: str) -> N
 
 
 def check_grads(
-    f: Callable,
+    f: Callable[..., Any],
     args: Sequence[Any],
     order: int = 2,
     modes: Sequence[str] = ("fwd", "rev"),
@@ -119,7 +121,8 @@ def _is_int_like(a: Any) -> bool:
 
 
 def _check(
-    f: Callable, xs: list, order: int, modes: tuple, eps: float, rtol: float, atol: float,
+    f: Callable[..., Any], xs: list[Any], order: int, modes: tuple[Any, ...], eps: float,
+    rtol: float, atol: float,
     rng: np.random.Generator,
 ) -> None:  # fmt: skip
     tangents = [_random_like(rng, x) for x in xs]
@@ -158,7 +161,7 @@ def _check(
                    atol, rng)  # fmt: skip
 
 
-def _float_outputs_aligned(out: Any, tan: Any) -> list:
+def _float_outputs_aligned(out: Any, tan: Any) -> list[Any]:
     return [
         np.asarray(t)
         for o, t in zip(_leaves(out), _leaves(tan), strict=True)
@@ -166,7 +169,7 @@ def _float_outputs_aligned(out: Any, tan: Any) -> list:
     ]
 
 
-def _ct_tree(out: Any, cts: list) -> Any:
+def _ct_tree(out: Any, cts: list[Any]) -> Any:
     """A cotangent with the structure of `out`: `cts` for float leaves, zeros elsewhere."""
     leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
     it = iter(cts)

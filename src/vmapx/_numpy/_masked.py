@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dis
 import threading
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def stand_in(x: Any, mask: Any, frame: Any) -> BatchTracer | None:
     stand_ins = _pending.stand_ins
     for key in [k for k, (t, _) in stand_ins.items() if not t._trace.alive]:
         del stand_ins[key]  # (an assignment that raised midway)
-    t = np.copy(x)
+    t = cast(BatchTracer, np.copy(x))  # (a tracer's copy)
     stand_ins[id(t)] = (t, mask)
     return t
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
     if isinstance(dst, Tracer):  # NumPy's casting check (and error) on a stand-in
         number = type(src) in (int, float, complex, bool)  # (weak in NumPy 2: `copyto(u8, 1)`)
         probe = src if number else np.zeros((), np.result_type(src))
-        np.copyto(np.zeros((), dst.dtype), probe, casting=casting)
+        np.copyto(np.zeros((), dst.dtype), probe, casting=casting)  # type: ignore[arg-type]  # (NumPy checks it)
     if where is not True:
         src = np.where(where, src, dst)
     assign(dst, src)
@@ -82,7 +82,9 @@ IN_PLACE: dict[Any, Any] = {np.copyto: _copyto}
 defbatch(np.copyto, lambda func: lambda trace, args, kwargs: _copyto(*args, **kwargs))
 
 
-def _array_function(self: Tracer, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+def _array_function(
+    self: Tracer, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
@@ -243,7 +245,7 @@ def _power_ufunc(base: Tracer, exponent: Any) -> Any:
     return None
 
 
-def _binary(ufunc: np.ufunc) -> tuple:
+def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
@@ -286,18 +288,18 @@ def _binary(ufunc: np.ufunc) -> tuple:
 
     def iop(self: Tracer, other: Any) -> Tracer:
         if _scalars.is_scalar(self):  # a NumPy scalar is immutable: `s += y` rebinds `s`
-            return op(self, other)
+            return cast(Tracer, op(self, other))
         if _masked._pending.stand_ins:
             _masked.check_operand(self, other)
         if _scalars.SEEN.weak and _scalars.any_weak((other,)):
             other = _scalars.strengthen((self, other))[0][1]
         if power and (fast := _power_ufunc(self, other)) is not None:
-            return assign(self, fast(self))
+            return cast(Tracer, assign(self, fast(self)))
         result = bind(prim, (self, other), {})
         if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
             dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
             ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
-        return assign(self, result)
+        return cast(Tracer, assign(self, result))
 
     return op, rop, iop
 
@@ -354,7 +356,7 @@ def _rdivmod(self: Tracer, other: Any) -> Any:
 
 def _call(func: Any, *args: Any, **kwargs: Any) -> Any:
     """`func(*args, **kwargs)` for a NumPy function of a tracer, dispatched directly."""
-    return _array_function(None, func, None, args, kwargs)
+    return _array_function(None, func, None, args, kwargs)  # type: ignore[arg-type]  # (no tracer)
 
 
 def _forward(func: Any) -> Any:
@@ -381,7 +383,7 @@ def _compress(self: Tracer, condition: Any, axis: Any = None, out: Any = None) -
     return _call(np.compress, condition, self, axis=axis, out=out)
 
 
-def _shape_args(args: tuple) -> Any:
+def _shape_args(args: tuple[Any, ...]) -> Any:
     """`x.reshape(2, 3)` and `x.reshape((2, 3))` mean the same."""
     return args[0] if len(args) == 1 else args
 
@@ -403,12 +405,12 @@ def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
 
 
 def _copy(self: Tracer, order: str = "C") -> Any:
-    out = np.copy(self, order=order)  # (ndarray.copy's order is "C"; np.copy's is "K")
+    out = np.copy(self, order=order)  # type: ignore[call-overload]  # (ndarray.copy's order is "C"; np.copy's is "K")
     return _scalars.mark(out) if _scalars.is_scalar(self) else out  # (a scalar's copy: one)
 
 
 def _flatten(self: Tracer, order: str = "C") -> Any:
-    return np.copy(np.ravel(self, order=order))
+    return np.copy(np.ravel(self, order=order))  # type: ignore[call-overload]  # (a tracer)
 
 
 def _ravel(self: Tracer, order: str = "C") -> Any:
@@ -432,7 +434,7 @@ def _sort(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None) -> 
 
 
 def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect") -> None:
-    assign(self, np.partition(self, kth, axis=axis, kind=kind))
+    assign(self, np.partition(self, kth, axis=axis, kind=kind))  # type: ignore[call-overload]
 
 
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
@@ -445,7 +447,7 @@ def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
 
 
 def _put(self: Tracer, indices: Any, values: Any, mode: str = "raise") -> None:
-    np.put(self, indices, values, mode=mode)
+    np.put(self, indices, values, mode=mode)  # type: ignore[arg-type]  # (a tracer; NumPy checks the mode)
 
 
 # ndarray attributes about memory (or writing it in place in ways a tracer cannot

@@ -88,16 +88,16 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
     """The standard's `sort` (NumPy's has no `descending`)."""
     kind = "stable" if stable else None
     if descending:
-        return np.flip(np.sort(np.flip(x, axis=axis), axis=axis, kind=kind), axis=axis)
-    return np.sort(x, axis=axis, kind=kind)
+        return np.flip(np.sort(np.flip(x, axis=axis), axis=axis, kind=kind), axis=axis)  # type: ignore[arg-type]
+    return np.sort(x, axis=axis, kind=kind)  # type: ignore[arg-type]  # (NumPy checks the kind)
 
 
 def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
     """The standard's `argsort`: descending keeps equal values in their order."""
     kind = "stable" if stable else None
     if not descending:
-        return np.argsort(x, axis=axis, kind=kind)
-    flipped = np.argsort(np.flip(x, axis=axis), axis=axis, kind=kind)
+        return np.argsort(x, axis=axis, kind=kind)  # type: ignore[arg-type]  # (NumPy checks the kind)
+    flipped = np.argsort(np.flip(x, axis=axis), axis=axis, kind=kind)  # type: ignore[arg-type]
     return (x.shape[axis] - 1) - np.flip(flipped, axis=axis)
 
 

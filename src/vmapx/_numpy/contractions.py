@@ -74,7 +74,9 @@ def _is_complex(*vals: Any) -> bool:
     return any(np.iscomplexobj(v) for v in vals)
 
 
-def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+def matmul_vals(
+    va: Any, ba: bool, sa: tuple[Any, ...], vb: Any, bb: bool, sb: tuple[Any, ...]
+) -> Any:
     """`a @ b` for 1-d/2-d examples, as a batch-front value (at least one is batched)."""
     na, nb = len(sa), len(sb)
     if ba and not bb:
@@ -99,7 +101,7 @@ def matmul_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> A
     return va @ vb
 
 
-def _matmul_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _matmul_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     if kwargs or len(args) != 2:
         return _GENERIC_MATMUL(trace, args, kwargs)
     (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args)
@@ -112,13 +114,15 @@ def _conj(v: Any) -> Any:
     return np.conjugate(v) if _is_complex(v) else v
 
 
-def _vector_gufunc_rule(ufunc: np.ufunc, ndims: set, conj_first: bool, b_axis: int) -> Callable:
+def _vector_gufunc_rule(
+    ufunc: np.ufunc, ndims: set[Any], conj_first: bool, b_axis: int
+) -> Callable[..., Any]:
     """`np.vecdot`/`np.matvec`/`np.vecmat` on 1-d/2-d examples as matrix products
     (`vecdot(A, x)` of a matrix is `conj(A) @ x`); stacks and keywords: the gufunc rule.
     `b_axis` is the axis of the second operand summed with the first's last one."""
     generic = gufunc_rule(ufunc)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args)
         if kwargs or (len(sa), len(sb)) not in ndims or sa[-1] != sb[b_axis]:
             return generic(trace, args, kwargs)
@@ -135,7 +139,8 @@ def _vector_gufunc_rule(ufunc: np.ufunc, ndims: set, conj_first: bool, b_axis: i
 
 
 def contract_vals(
-    va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple, a_axes: Sequence[int],
+    va: Any, ba: bool, sa: tuple[Any, ...], vb: Any, bb: bool, sb: tuple[Any, ...],
+    a_axes: Sequence[int],
     b_axes: Sequence[int],
 ) -> Any:  # fmt: skip
     """Per example `np.tensordot(a, b, (a_axes, b_axes))` (axes non-negative), as a
@@ -171,7 +176,9 @@ def contract_vals(
     return np.reshape(out, (n, *(sa[i] for i in a_free), *(sb[i] for i in b_free)))
 
 
-def _outer_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+def _outer_vals(
+    va: Any, ba: bool, sa: tuple[Any, ...], vb: Any, bb: bool, sb: tuple[Any, ...]
+) -> Any:
     """Every product `a[i...] * b[j...]`, shape `(B, *sa, *sb)`."""
     if len(sa) + len(sb) < len(_LABELS):
         a_labels, b_labels = _labels(len(sa), len(sb))
@@ -226,8 +233,8 @@ def _tensordot_axes(axes: Any, na: int, nb: int) -> tuple[list[int], list[int]]:
     return _normalize_axes(axes_a, na), _normalize_axes(axes_b, nb)
 
 
-def _tensordot_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tensordot_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
         axes = get_arg(args, kwargs, 2, "axes", 2)
         a_axes, b_axes = _tensordot_axes(axes, len(sa), len(sb))
@@ -240,7 +247,7 @@ def _tensordot_rule(func: Callable) -> Callable:
     return rule
 
 
-def dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def dot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     na, nb = len(sa), len(sb)
     if na == 0 or nb == 0:
@@ -253,7 +260,7 @@ def dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [b_axis]))
 
 
-def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _inner_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     na, nb = len(sa), len(sb)
     if na == 0 or nb == 0:
@@ -263,13 +270,13 @@ def _inner_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(contract_vals(va, ba, sa, vb, bb, sb, [na - 1], [nb - 1]))
 
 
-def _flat(v: Any, b: bool, shape: tuple) -> tuple[Any, tuple]:
+def _flat(v: Any, b: bool, shape: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
     """An operand flattened per example (C order)."""
     size = math.prod(shape)
     return (np.reshape(v, flat_shape(v)) if b else np.reshape(v, (size,))), (size,)
 
 
-def _vdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vdot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
     (va, sa), (vb, sb) = _flat(va, ba, sa), _flat(vb, bb, sb)
     if sa != sb:
@@ -279,10 +286,10 @@ def _vdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(matmul_vals(va, ba, sa, vb, bb, sb))
 
 
-def _outer_rule(func: Callable) -> Callable:
+def _outer_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.outer` flattens its operands; `np.linalg.outer` requires 1-d ones."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
         if func is getattr(np.linalg, "outer", None) and (len(sa) != 1 or len(sb) != 1):
             raise ValueError(
@@ -295,7 +302,7 @@ def _outer_rule(func: Callable) -> Callable:
     return rule
 
 
-def _kron_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _kron_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """Kronecker product: products with the axes of `a` and `b` interleaved (the shorter
     shape padded with leading ones), each pair of axes then merged."""
     (va, ba, sa), (vb, bb, sb) = (operand_parts(trace, x) for x in args[:2])
@@ -322,11 +329,11 @@ def _kron_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
 _LABELS = string.ascii_uppercase + string.ascii_lowercase
 
 
-def _sublist(sub: Sequence) -> str:
+def _sublist(sub: Sequence[Any]) -> str:
     return "".join("..." if s is Ellipsis else _LABELS[s] for s in sub)
 
 
-def _einsum_form(args: tuple) -> tuple[str, list]:
+def _einsum_form(args: tuple[Any, ...]) -> tuple[str, list[Any]]:
     """`(subscripts, operands)` of either calling form of `np.einsum`."""
     if isinstance(args[0], str):
         return args[0].replace(" ", ""), list(args[1:])
@@ -345,7 +352,7 @@ def _implicit_output(inputs: list[str]) -> str:
     return ellipsis + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
 
 
-def _pair_contraction(inputs: list[str], output: str, ops: list) -> Any:
+def _pair_contraction(inputs: list[str], output: str, ops: list[Any]) -> Any:
     """A two-operand einsum that is a tensor contraction (each label in one operand and
     the output, or in both operands and not the output) as `contract_vals`; else None."""
     x, y = inputs
@@ -367,7 +374,7 @@ def _pair_contraction(inputs: list[str], output: str, ops: list) -> Any:
     return out if perm == sorted(perm) else np.transpose(out, perm)
 
 
-def _einsum_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _einsum_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     subscripts, operands = _einsum_form(args)
     ins, arrow, output = subscripts.partition("->")
     inputs = ins.split(",")
@@ -396,7 +403,7 @@ def _stand_in(trace: BatchTrace, x: Any) -> Any:
     return np.broadcast_to(np.zeros((), dtype=x.dtype, like=like(x)), x.shape)
 
 
-def _einsum_path_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _einsum_path_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """Metadata: the path for one example, from stand-ins of the per-example shapes."""
     return np.einsum_path(*(_stand_in(trace, a) for a in args), **kwargs)
 
@@ -409,7 +416,7 @@ _MODES = {"valid": "valid", "same": "same", "full": "full", 0: "valid", 1: "same
 _WINDOWS_MAX = 1 << 14
 
 
-def _conv_rule(func: Callable) -> Callable:
+def _conv_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.convolve(a, v, mode="full")` and `np.correlate(a, v, mode="valid")` on 1-d
     examples, computed in full mode and cut to `mode` (NumPy's offsets)."""
     conv = func is np.convolve
@@ -419,7 +426,7 @@ def _conv_rule(func: Callable) -> Callable:
     else:
         empty = ("first array argument cannot be empty", "second array argument cannot be empty")
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         mode = get_arg(args, kwargs, 2, "mode", default)
         if mode not in _MODES:  # NumPy's own error (NumPy 1.26: a warning, and the mode)
             mode = {4: "full", 3: "same", 2: "valid"}[len(func(np.ones(3), np.ones(2), mode))]
@@ -471,7 +478,7 @@ def _finite(*values: Any) -> bool:
     )
 
 
-def _as_1d(v: Any, batched: bool, shape: tuple) -> Any:
+def _as_1d(v: Any, batched: bool, shape: tuple[Any, ...]) -> Any:
     if len(shape) == 1:
         return v
     return np.reshape(v, (v.shape[0], 1) if batched else (1,))
@@ -521,7 +528,7 @@ def _full_one(conv: bool, va: Any, ba: bool, vv: Any, n: int, m: int) -> Any:
     return xb @ _padded(k, nx - 1)[idx]
 
 
-def _full_both(func: Callable, va: Any, vv: Any, n: int, m: int) -> Any:
+def _full_both(func: Callable[..., Any], va: Any, vv: Any, n: int, m: int) -> Any:
     """Full-mode result when both operands are batched: windows of the longer operand
     times the shorter one (one einsum); None when the rows are too long for that."""
     plain = type(va) is np.ndarray and type(vv) is np.ndarray  # windows are views
@@ -619,7 +626,7 @@ defcomposite(np.kron, _kron_impl)
 defbatch(np.einsum, lambda f: _einsum_rule)
 
 
-def _explicit_einsum(args: tuple) -> tuple[list[str], str, list]:
+def _explicit_einsum(args: tuple[Any, ...]) -> tuple[list[str], str, list[Any]]:
     """`(inputs, output, operands)` of an einsum call with every axis labelled:
     broadcast (`...`) axes get spare labels, an implicit output is made explicit."""
     subscripts, operands = _einsum_form(args)
@@ -635,13 +642,17 @@ def _explicit_einsum(args: tuple) -> tuple[list[str], str, list]:
     return inputs, output.replace("...", labels), operands
 
 
-def _einsum_jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
-    args = list(args)
-    args[argnum] = t
-    return np.einsum(*args, **kwargs)
+def _einsum_jvp(
+    argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
+    new_args = list(args)
+    new_args[argnum] = t
+    return np.einsum(*new_args, **kwargs)
 
 
-def _einsum_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _einsum_vjp(
+    argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     """The cotangent of operand `i` is the einsum of the cotangent with the other
     operands into `i`'s labels; a label repeated in `i` (a diagonal) takes an identity
     operand, a label only `i` has (summed away) takes ones."""
@@ -705,7 +716,7 @@ def _correlate_impl(a: Any, v: Any, mode: Any = "valid") -> Any:
     return full[start : start + _mode_len(mode, n, m)]
 
 
-def _conv_ct(g: Any, other: Any, shape: tuple) -> Any:
+def _conv_ct(g: Any, other: Any, shape: tuple[Any, ...]) -> Any:
     """Cotangent of one operand of a full convolution: a valid convolution of the
     cotangent with the other operand reversed."""
     return np.reshape(np.convolve(g, np.ravel(other)[::-1], "valid"), shape)

@@ -24,8 +24,8 @@ from .._registry import get_arg, set_arg
 from .._rule_helpers import example_shape, per_example, shift_one
 
 
-def _like_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _like_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         v, batched = unwrap(trace, x)
         if not batched:  # only `fill_value` is batched (full_like)
@@ -51,7 +51,9 @@ def _as_shape(shape: Any) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, int | np.integer) else tuple(shape)
 
 
-def _full_like_batched_fill(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _full_like_batched_fill(
+    trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     x, fill = args[0], unwrap(trace, get_arg(args, kwargs, 1, "fill_value"))[0]
     shape = _as_shape(kwargs.get("shape", np.shape(x)))
     dtype = kwargs.get("dtype") or np.result_type(x)
@@ -60,12 +62,12 @@ def _full_like_batched_fill(trace: BatchTrace, args: tuple, kwargs: dict) -> Any
     return trace.wrap(out)
 
 
-def _like_kwarg_rule(func: Callable) -> Callable:
+def _like_kwarg_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.zeros(..., like=x)` and friends. NumPy drops `like=` before dispatching, so
     this runs only when another argument is batched: `np.full`'s `fill_value` batches,
     a batched size or range gives shapes that differ between examples (a loop)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         fill = get_arg(args, kwargs, 1, "fill_value")
         if func is np.full and is_batched(trace, fill) and not _batched_rest(trace, args, 1):
             shape = get_arg(args, kwargs, 0, "shape")
@@ -79,7 +81,7 @@ def _like_kwarg_rule(func: Callable) -> Callable:
     return rule
 
 
-def _batched_rest(trace: BatchTrace, args: tuple, skip: int) -> bool:
+def _batched_rest(trace: BatchTrace, args: tuple[Any, ...], skip: int) -> bool:
     return any(is_batched(trace, a) for i, a in enumerate(args) if i != skip)
 
 
@@ -100,21 +102,21 @@ defelementwise([np.full_like, np.full], None, 1)
 # -- linspace, logspace, geomspace with batched endpoints ---------------------------------
 
 # per function: the positions and names of its array operands, and of `axis`
-_SPACES: dict[Callable, tuple[tuple[tuple[int, str], ...], int]] = {
+_SPACES: dict[Callable[..., Any], tuple[tuple[tuple[int, str], ...], int]] = {
     np.linspace: (((0, "start"), (1, "stop")), 6),
     np.logspace: (((0, "start"), (1, "stop"), (4, "base")), 6),
     np.geomspace: (((0, "start"), (1, "stop")), 5),
 }
 
 
-def _space_rule(func: Callable) -> Callable:
+def _space_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Batched operands get the batch axis at the front of their broadcast shape, and
     `axis` (where the new axis goes, counted in one example's result) shifts by one.
     (`np.linspace` divides differently when any step is 0: batched, "any" spans the
     batch, so examples then may differ from the loop in the last bit.)"""
     operands, axis_pos = _SPACES[func]
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         present = [(p, n) for p, n in operands if len(args) > p or n in kwargs]
         values = [get_arg(args, kwargs, p, n) for p, n in present]
         if any(is_batched(trace, a) for a in args[2:] if all(a is not v for v in values)):
@@ -203,11 +205,11 @@ defcomposite(np.geomspace, _geomspace)
 # -- meshgrid, vander ----------------------------------------------------------------------
 
 
-def _meshgrid_rule(func: Callable) -> Callable:
+def _meshgrid_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Each input becomes a view shaped to its grid axis; unbatched inputs give
     unbatched outputs (never broadcast to the batch)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         copy, sparse = kwargs.get("copy", True), kwargs.get("sparse", False)
         indexing = kwargs.get("indexing", "xy")
         if indexing not in ("xy", "ij"):
@@ -239,8 +241,8 @@ def _meshgrid_rule(func: Callable) -> Callable:
     return rule
 
 
-def _vander_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vander_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = get_arg(args, kwargs, 0, "x")
         n, increasing = get_arg(args, kwargs, 1, "N"), get_arg(args, kwargs, 2, "increasing")
         if is_batched(trace, n) or not is_batched(trace, x):

@@ -50,21 +50,21 @@ from .joins import join, promote
 from .misc import as_array
 
 try:
-    from numpy.lib._function_base_impl import _i0A, _i0B
+    from numpy.lib._function_base_impl import _i0A, _i0B  # type: ignore[attr-defined]  # (private: not in the stubs)
 except ImportError:  # NumPy 1.x
-    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[no-redef]
+    from numpy.lib.function_base import _i0A, _i0B  # type: ignore[import-not-found]  # (NumPy 1)
 
 _ABSENT = object()
 
 
-def _operand_rule(*operands: tuple[int | None, str]) -> Callable:
+def _operand_rule(*operands: tuple[int | None, str]) -> Callable[..., Any]:
     """Functions elementwise in the arguments named by `operands` ((position, keyword);
     position None: keyword only). Another batched argument makes the call loop. The
     first operand shapes the result (`nan_to_num`'s `x`): it is broadcast to the batch
     when only another operand is batched."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             slots = [(p if p is not None and p < len(args) else None, n) for p, n in operands]
             slots = [(p, n) for p, n in slots if p is not None or n in kwargs]
             taken = {p for p, _ in slots} | {n for _, n in slots}
@@ -135,7 +135,7 @@ def _cephes_series(table: Any) -> Any:
 # nothing cancels: x e^|x| P(|x|/4 - 1) on [0, 8] (A + A'/4 = (x/4 + ...) P: a division
 # by 4 + 4 t), sign(x) e^|x| Q(16/|x| - 1) / sqrt|x| above (Q = B (1 - 1/2x) - 32/x^2 B').
 @functools.cache
-def _i1_series() -> tuple[list, list]:
+def _i1_series() -> tuple[list[Any], list[Any]]:
     """The coefficients of P and Q (computed on first use: `numpy.polynomial` is slow to
     import)."""
     import numpy.polynomial.chebyshev as cheb
@@ -148,7 +148,7 @@ def _i1_series() -> tuple[list, list]:
     return near, far
 
 
-def _chebval(t: Any, c: list) -> Any:
+def _chebval(t: Any, c: list[Any]) -> Any:
     """`numpy.polynomial.chebyshev.chebval(t, c)` in NumPy calls (Clenshaw's recurrence)."""
     t2 = 2 * t
     b1, b2 = 0.0, 0.0
@@ -187,7 +187,7 @@ def _angle_jvp(t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
     return None if d is None else t * d
 
 
-def _angle_vjp(ans: Any, *args: Any, **kwargs: Any) -> Callable:
+def _angle_vjp(ans: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     def pull(g: Any) -> Any:
         d = _angle_partial(ans, *args, **kwargs)
         return None if d is None else g * d
@@ -199,10 +199,10 @@ defjvp(np.angle, _angle_jvp)
 defvjp(np.angle, _angle_vjp)
 
 
-def _nan_to_num_rule(func: Callable) -> Callable:
+def _nan_to_num_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     elementwise = _operand_rule(*_X, (2, "nan"), (3, "posinf"), (4, "neginf"))(func)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = get_arg(args, kwargs, 0, "x")
         fills = [get_arg(args, kwargs, p, n) for p, n in ((2, "nan"), (3, "posinf"), (4, "neginf"))]
         traced = [isinstance(unwrap(trace, f)[0], Tracer) for f in (x, *fills)]
@@ -288,7 +288,7 @@ defcomposite(np.clip, _clip)
 defbatch(np.isclose, _operand_rule((0, "a"), (1, "b"), (2, "rtol"), (3, "atol")))
 
 
-def _nan_to_num(
+def _nan_to_num_in_place(
     x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
 ) -> Any:
     """`np.nan_to_num(x, copy=False)` writes into `x`: functionally when it is traced."""
@@ -298,14 +298,14 @@ def _nan_to_num(
     return _scalars.mark(out)  # (a scalar where 0-d, as NumPy's)
 
 
-IN_PLACE[np.nan_to_num] = _nan_to_num
+IN_PLACE[np.nan_to_num] = _nan_to_num_in_place
 
 
-def _real_if_close_rule(func: Callable) -> Callable:
+def _real_if_close_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """The loop stacks real examples with complex ones: where examples disagree the
     result is complex, with the imaginary part of the close examples dropped."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, tol = args[0], get_arg(args, kwargs, 1, "tol", 100)
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
         if not np.issubdtype(v.dtype, np.complexfloating) or v.shape[0] == 0:
@@ -332,19 +332,19 @@ def _all_per_example(trace: BatchTrace, x: Any) -> Any:
     return trace.wrap(np.all(x, axis=tuple(range(1, x.ndim))))
 
 
-def _allclose_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _allclose_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         names = ("a", "b", "rtol", "atol")
         present = [(p, n) for p, n in enumerate(names) if len(args) > p or n in kwargs]
         values = aligned_operands(trace, [get_arg(args, kwargs, p, n) for p, n in present])
-        close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))
+        close = np.isclose(*values, equal_nan=get_arg(args, kwargs, 4, "equal_nan", False))  # type: ignore[call-overload]  # (two operands)
         return _scalars.mark_weak(_all_per_example(trace, close))  # (a Python bool)
 
     return rule
 
 
-def _array_equal_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _array_equal_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, b = get_arg(args, kwargs, 0, "a1"), get_arg(args, kwargs, 1, "a2")
         sa, sb = example_shape(trace, a), example_shape(trace, b)
         if func is np.array_equal and sa != sb:
@@ -375,8 +375,8 @@ defbatch([np.array_equal, np.array_equiv], _array_equal_rule)
 # -- differences and other functions along an axis ---------------------------------------
 
 
-def _diff_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _diff_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = get_arg(args, kwargs, 0, "a")
         n, axis = get_arg(args, kwargs, 1, "n", 1), get_arg(args, kwargs, 2, "axis", -1)
         if is_batched(trace, n):
@@ -401,7 +401,7 @@ def _diff_rule(func: Callable) -> Callable:
     return rule
 
 
-def _broadcast_example(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+def _broadcast_example(trace: BatchTrace, x: Any, shape: tuple[Any, ...]) -> Any:
     """`np.broadcast_to(x, shape)` of one example, batched or not."""
     v, b = unwrap(trace, x)
     if not b:
@@ -409,7 +409,7 @@ def _broadcast_example(trace: BatchTrace, x: Any, shape: tuple) -> Any:
     return trace.wrap(batch_broadcast(trace, x, shape))
 
 
-def batch_broadcast(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+def batch_broadcast(trace: BatchTrace, x: Any, shape: tuple[Any, ...]) -> Any:
     """The value of `x` broadcast to `(batch, *shape)` (a view), batched or not."""
     v, b = unwrap(trace, x)
     if b:
@@ -419,8 +419,8 @@ def batch_broadcast(trace: BatchTrace, x: Any, shape: tuple) -> Any:
     )
 
 
-def _ediff1d_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _ediff1d_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = get_arg(args, kwargs, 0, "ary")
         flat = bcast_batch(trace, x)
         flat = flat.reshape(flat_shape(flat))
@@ -445,8 +445,8 @@ def _ediff1d_rule(func: Callable) -> Callable:
     return rule
 
 
-def _gradient_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _gradient_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, spacing = args[0], args[1:]
         if any(is_batched(trace, s) for s in spacing) or not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with batched spacing")
@@ -459,8 +459,8 @@ def _gradient_rule(func: Callable) -> Callable:
     return rule
 
 
-def _cross_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _cross_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
         axes = [
             get_arg(args, kwargs, p, n, -1) for p, n in ((2, "axisa"), (3, "axisb"), (4, "axisc"))
@@ -483,13 +483,13 @@ def _cross_rule(func: Callable) -> Callable:
         vector_out = not (dims[0] == 2 and dims[1] == 2)
         valid = dims[0] in (2, 3) and dims[1] in (2, 3)  # else NumPy raises below
         axisc = shift_one(axisc, max(nds) - 1 + vector_out) if vector_out and valid else -1
-        return trace.wrap(np.cross(*vals, axisc=axisc))
+        return trace.wrap(np.cross(*vals, axisc=axisc))  # type: ignore[call-overload]  # (two operands)
 
     return rule
 
 
-def _unwrap_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _unwrap_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         if any(is_batched(trace, a) for a in (*args[1:], *kwargs.values())):
             return per_example(trace, func, args, kwargs, "with a batched `discont`/`period`")
@@ -502,10 +502,10 @@ def _unwrap_rule(func: Callable) -> Callable:
     return rule
 
 
-def _bits_rule(func: Callable) -> Callable:
+def _bits_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`packbits`/`unpackbits`: `axis=None` works on the flattened example."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = get_arg(args, kwargs, 1, "axis")
         if axis is None:
@@ -593,7 +593,7 @@ def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> A
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _spacing(f: Any, axes: tuple, varargs: tuple) -> list | None:
+def _spacing(f: Any, axes: tuple[Any, ...], varargs: tuple[Any, ...]) -> list[Any] | None:
     """NumPy's reading of the spacing arguments: a scalar, or the coordinate differences
     (a scalar again where they are all equal); None where NumPy raises."""
     if not varargs:
@@ -736,11 +736,11 @@ def _moveaxis(trace: BatchTrace, x: Any, src: Any, dst: Any) -> Any:
     return trace.wrap(np.moveaxis(v, shift_axis(src, v.ndim - 1), shift_axis(dst, v.ndim - 1)))
 
 
-def _apply_along_axis_rule(func: Callable) -> Callable:
+def _apply_along_axis_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func1d` runs under `vmap` over every axis but `axis` (no loop); its outputs'
     axes take the place of `axis`, as in NumPy."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         from .._api import vmap
 
         kwargs = dict(kwargs)
@@ -766,17 +766,17 @@ def _apply_along_axis_rule(func: Callable) -> Callable:
     return rule
 
 
-def _apply_over_axes_rule(func: Callable) -> Callable:
+def _apply_over_axes_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """NumPy's own steps, on the traced value (NumPy's version converts it first)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         f, a, axes = (get_arg(args, kwargs, i, n) for i, n in enumerate(("func", "a", "axes")))
         return _over_axes(f, a, axes, example_ndim(trace, a))
 
     return rule
 
 
-def _over_axes(f: Callable, a: Any, axes: Any, n: int) -> Any:
+def _over_axes(f: Callable[..., Any], a: Any, axes: Any, n: int) -> Any:
     """`np.apply_over_axes(f, a, axes)` for `a` of `n` axes, step by step as NumPy does."""
     val = a
     for axis in (axes,) if np.ndim(axes) == 0 else axes:
@@ -793,7 +793,9 @@ def _over_axes(f: Callable, a: Any, axes: Any, n: int) -> Any:
 defbatch(np.apply_along_axis, _apply_along_axis_rule)
 
 
-def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
+def _apply_along_axis(
+    func1d: Callable[..., Any], axis: int, arr: Any, *args: Any, **kwargs: Any
+) -> Any:
     """`np.apply_along_axis` by `vmap` over the other axes: `func1d` is differentiated."""
     from .._api import vmap
 
@@ -822,7 +824,7 @@ defcomposite(np.apply_along_axis, _apply_along_axis)
 defbatch(np.apply_over_axes, _apply_over_axes_rule)
 
 
-def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
+def _apply_over_axes(func: Callable[..., Any], a: Any, axes: Any) -> Any:
     a = as_array(a)
     return _over_axes(func, a, axes, a.ndim)
 
@@ -830,12 +832,12 @@ def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
 defcomposite(np.apply_over_axes, _apply_over_axes)
 
 
-def _piecewise_rule(func: Callable) -> Callable:
+def _piecewise_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Each function receives the selected elements of every example at once, as a
     batched 1-d array, when every example selects as many (always so for unbatched
     conditions); otherwise the call runs once per example."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, condlist, funclist = args[:3]
         nd, shape = example_ndim(trace, x), example_shape(trace, x)
         conds = _conditions(trace, condlist, nd)
@@ -847,7 +849,7 @@ def _piecewise_rule(func: Callable) -> Callable:
         elif len(conds) != len(funclist):
             n = len(conds)
             raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
-        counts = [_selected(trace, c) for c in conds]
+        counts: list[Any] = [_selected(trace, c) for c in conds]  # (ints, once None is ruled out)
         if None in counts or any(not callable(f) and np.ndim(f) for f in funclist):
             if own_impl(trace):  # the loop would call `np.piecewise`, which comes back here
                 raise trace.concretization("`np.piecewise` by its rule", "")
@@ -924,7 +926,7 @@ def _put(y: Any, where: Any, values: Any) -> Any:
     return flat.reshape(y.shape)
 
 
-def _conditions(trace: BatchTrace, condlist: Any, nd: int) -> list:
+def _conditions(trace: BatchTrace, condlist: Any, nd: int) -> list[Any]:
     """`condlist` as a list of boolean conditions, with NumPy's reading of it."""
     if isinstance(condlist, Tracer):  # one example's array: a stack of conditions if 2-d+
         single = example_ndim(trace, condlist) < 2 and nd != 0

@@ -33,10 +33,10 @@ _S_WITHOUT_AXES = (
 )
 
 
-def _fft_rule(func: Callable) -> Callable:
+def _fft_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func(a, n=None, axis=-1, norm=None, out=None)`."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
@@ -45,11 +45,11 @@ def _fft_rule(func: Callable) -> Callable:
     return rule
 
 
-def _fftn_rule(default_axes: tuple[int, ...] | None) -> Callable:
+def _fftn_rule(default_axes: tuple[int, ...] | None) -> Callable[..., Any]:
     """`func(a, s=None, axes=default_axes, norm=None, out=None)`."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
             s = get_arg(args, kwargs, 1, "s")
             axes = get_arg(args, kwargs, 2, "axes", default_axes)
@@ -67,16 +67,16 @@ def _fftn_rule(default_axes: tuple[int, ...] | None) -> Callable:
     return factory
 
 
-def _shift_rule(func: Callable) -> Callable:
+def _shift_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`fftshift(x, axes=None)`: None shifts every per-example axis."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axes = get_arg(args, kwargs, 1, "axes")
         if axes is None:
             axes = tuple(range(1, nd + 1))
         elif isinstance(axes, int | np.integer):
-            axes = shift_one(axes, nd)
+            axes = shift_one(int(axes), nd)
         else:
             axes = tuple(shift_one(a, nd) for a in axes)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axes", axes)
@@ -101,8 +101,10 @@ def _fit_length(x: Any, length: int, axis: int) -> Any:
     return x
 
 
-def _fft_vjp(func: Callable) -> Callable:
-    def maker(ans: Any, a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Callable:
+def _fft_vjp(func: Callable[..., Any]) -> Callable[..., Any]:
+    def maker(
+        ans: Any, a: Any, n: Any = None, axis: int = -1, norm: Any = None
+    ) -> Callable[..., Any]:
         return lambda g: _fit_length(func(g, axis=axis, norm=norm), np.shape(a)[axis], axis)
 
     return maker
@@ -154,7 +156,7 @@ defcomposite(fft.ihfft, _ihfft_impl)
 defbatch([fft.fftn, fft.ifftn, fft.rfftn, fft.irfftn], _fftn_rule(None))
 
 
-def _nd_args(a: Any, s: Any, axes: Any) -> tuple[list, list]:
+def _nd_args(a: Any, s: Any, axes: Any) -> tuple[list[Any], list[Any]]:
     """NumPy's `axes=None`: all axes, or the last `len(s)`; `s=None`: the axes' sizes."""
     nd = np.ndim(a)
     if axes is None:
@@ -164,7 +166,7 @@ def _nd_args(a: Any, s: Any, axes: Any) -> tuple[list, list]:
     return s, axes
 
 
-def _fftn_impl(func: Callable, default: Any) -> Callable:
+def _fftn_impl(func: Callable[..., Any], default: Any) -> Callable[..., Any]:
     def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
         s, axes = _nd_args(a, s, axes)
         for size, ax in zip(s[::-1], axes[::-1], strict=True):
@@ -174,7 +176,7 @@ def _fftn_impl(func: Callable, default: Any) -> Callable:
     return impl
 
 
-def _rfftn_impl(default: Any) -> Callable:
+def _rfftn_impl(default: Any) -> Callable[..., Any]:
     def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
         s, axes = _nd_args(a, s, axes)
         a = _rfft_impl(a, s[-1], axes[-1], norm)
@@ -185,7 +187,7 @@ def _rfftn_impl(default: Any) -> Callable:
     return impl
 
 
-def _irfftn_impl(default: Any) -> Callable:
+def _irfftn_impl(default: Any) -> Callable[..., Any]:
     def impl(a: Any, s: Any = None, axes: Any = default, norm: Any = None) -> Any:
         given = s
         s, axes = _nd_args(a, s, axes)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .._autodiff import (
     NoRule,
     defjvp,
@@ -60,14 +60,22 @@ def example(trace: BatchTrace, tree: Any, i: int) -> Any:
     return optree.tree_map(take, tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
 
 
-def replay_errors(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> None:
+def replay_errors(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> None:
     """Run `func` on each example in turn: the first failing one raises NumPy's own
     error for it. Used on error paths only."""
     for i in range(trace.axis_size):
         func(*example(trace, args, i), **example(trace, kwargs, i))
 
 
-def replaying(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, run: Callable) -> Any:
+def replaying(
+    trace: BatchTrace,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    run: Callable[..., Any],
+) -> Any:
     """`run()`, with an error re-raised as the first failing example raises it."""
     try:
         return run()
@@ -111,8 +119,8 @@ def _flat(trace: BatchTrace, x: Any) -> Any:
 # -- take, take_along_axis, choose, select, compress, extract -----------------------------
 
 
-def _take_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, indices = args[0], get_arg(args, kwargs, 1, "indices")
         axis, mode = get_arg(args, kwargs, 2, "axis"), get_arg(args, kwargs, 4, "mode", "raise")
         ind, ib = unwrap(trace, indices)
@@ -127,9 +135,9 @@ def _take_rule(func: Callable) -> Callable:
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
             # a gather from one array: the batch is an index axis
-            ax = None if axis is None else shift_one(axis, np.ndim(a)) - 1
-            out = replaying(trace, *call, lambda: np.take(a, ind, axis=ax, mode=mode))
-            return trace.wrap(out if not ax else np.moveaxis(out, ax, 0))
+            gather_axis = None if axis is None else shift_one(axis, np.ndim(a)) - 1
+            out = replaying(trace, *call, lambda: np.take(a, ind, axis=gather_axis, mode=mode))
+            return trace.wrap(out if not gather_axis else np.moveaxis(out, gather_axis, 0))
         v, ax = value_and_axis(trace, a, axis)
         index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
@@ -146,8 +154,8 @@ def _mode_index(ind: Any, n: int, mode: str) -> Any:
     return ind
 
 
-def _take_along_axis_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _take_along_axis_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arr, indices = args[0], get_arg(args, kwargs, 1, "indices")
         v, ax = value_and_axis(trace, arr, get_arg(args, kwargs, 2, "axis", -1))
         ind = bcast_batch(trace, indices)
@@ -157,8 +165,8 @@ def _take_along_axis_rule(func: Callable) -> Callable:
     return rule
 
 
-def _choose_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _choose_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, choices = args[0], get_arg(args, kwargs, 1, "choices")
         mode = get_arg(args, kwargs, 3, "mode", "raise")
         if isinstance(choices, list | tuple):  # a sequence of arrays: align them all
@@ -178,8 +186,8 @@ def _choose_rule(func: Callable) -> Callable:
     return rule
 
 
-def _select_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _select_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         conds = list(get_arg(args, kwargs, 0, "condlist"))
         choices = list(get_arg(args, kwargs, 1, "choicelist"))
         default = get_arg(args, kwargs, 2, "default", 0)
@@ -190,8 +198,8 @@ def _select_rule(func: Callable) -> Callable:
     return rule
 
 
-def _compress_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _compress_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         condition, a = args[0], get_arg(args, kwargs, 1, "a")
         if is_batched(trace, condition):
             raise _data_shape(trace, func)
@@ -202,8 +210,8 @@ def _compress_rule(func: Callable) -> Callable:
     return rule
 
 
-def _extract_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _extract_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         condition, arr = args[0], get_arg(args, kwargs, 1, "arr")
         if is_batched(trace, condition):
             raise _data_shape(trace, func)
@@ -216,7 +224,7 @@ def _extract_rule(func: Callable) -> Callable:
     return rule
 
 
-def _data_shape(trace: BatchTrace, func: Callable) -> BaseException:
+def _data_shape(trace: BatchTrace, func: Callable[..., Any]) -> BaseException:
     return trace.concretization(
         f"`np.{func.__name__}` with a batched condition (the result's shape depends on the data)",
         "keep the shape with `np.where(condition, x, fill)`, or select outside the vmapped "
@@ -227,7 +235,7 @@ def _data_shape(trace: BatchTrace, func: Callable) -> BaseException:
 defbatch(np.take, _take_rule)
 
 
-def scatter(g: Any, shape: tuple, index: Any, add: bool = True) -> Any:
+def scatter(g: Any, shape: tuple[Any, ...], index: Any, add: bool = True) -> Any:
     """Zeros of `shape` with `g` added (`add`: an index may repeat) or written at `index`."""
     return bind(SCATTER_ADD if add else SETITEM, (np.zeros_like(g, shape=shape), index, g), {})
 
@@ -241,7 +249,7 @@ def _as_index(ind: Any) -> Any:
 
 
 def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
-              mode: str = "raise") -> Callable:  # fmt: skip
+              mode: str = "raise") -> Callable[..., Any]:  # fmt: skip
     ind = _as_index(indices)
     if axis is None:
         index = (_mode_index(ind, _size(a), mode),)
@@ -262,7 +270,7 @@ defbatch(np.take_along_axis, _take_along_axis_rule)
 # and `select` are where-like: each output element comes from one operand.
 
 
-def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
+def along_axis_index(shape: tuple[Any, ...], indices: Any, axis: int) -> tuple[Any, ...]:
     """The fancy index `np.take_along_axis(x, indices, axis)` reads `x` (of `shape`) with."""
     nd = len(shape)
     return tuple(
@@ -271,7 +279,7 @@ def along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
     )
 
 
-def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Callable:
+def _take_along_axis_vjp(ans: Any, arr: Any, indices: Any, axis: Any = -1) -> Callable[..., Any]:
     if axis is None:
         return lambda g: np.reshape(scatter(g, (_size(arr),), (indices,)), arr.shape)
     ax = normalize_axis_index(axis, arr.ndim)
@@ -283,14 +291,14 @@ defvjp(np.take_along_axis, _take_along_axis_vjp)
 defbatch(np.choose, _choose_rule)
 
 
-def _choice(args: tuple, kwargs: dict) -> tuple[Any, int]:
+def _choice(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> tuple[Any, int]:
     """The choice `np.choose` takes for each element (after `mode`), and how many there are."""
     choices = get_arg(args, kwargs, 1, "choices")
     n = len(choices)
     return _mode_index(_as_index(args[0]), n, get_arg(args, kwargs, 3, "mode", "raise")), n
 
 
-def _choose_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+def _choose_mask(argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     pick, n = _choice(args, kwargs)
     if argnum == 1:  # one array whose first axis enumerates the choices: a mask per choice
         return pick == np.arange(n).reshape((n,) + (1,) * ans.ndim)
@@ -299,13 +307,17 @@ def _choose_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     return pick == argnum[1]
 
 
-def _choose_jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+def _choose_jvp(
+    argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     if argnum == 1:  # `choose` is linear in an array of choices
         return np.choose(args[0], t, mode=get_arg(args, kwargs, 3, "mode", "raise"))
     return np.where(_choose_mask(argnum, ans, args, kwargs), t, 0)
 
 
-def _choose_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _choose_vjp(
+    argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     m = _choose_mask(argnum, ans, args, kwargs)
     if argnum != 1:
         return lambda g: np.where(m, g, 0)
@@ -321,14 +333,16 @@ defbatch(np.select, _select_rule)
 
 
 @builder
-def defwhere(func: Callable, mask: Callable) -> None:
+def defwhere(func: Callable[..., Any], mask: Callable[..., Any]) -> None:
     """Derivatives of a where-like `func`: `mask(argnum, ans, args, kwargs)` tells which
     output elements come from that operand (broadcastable to the result)."""
 
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         return np.where(mask(argnum, ans, args, kwargs), t, 0)
 
-    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def vjp(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         m = mask(argnum, ans, args, kwargs)
         return lambda g: np.where(m, g, 0)
 
@@ -336,10 +350,10 @@ def defwhere(func: Callable, mask: Callable) -> None:
     defvjp_argnum(func, vjp)
 
 
-def _select_mask(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+def _select_mask(argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     conds = get_arg(args, kwargs, 0, "condlist")
     n = len(conds)
-    which = n  # the first condition that holds; `n` for the default
+    which: Any = n  # the first condition that holds; `n` for the default
     for j in range(n - 1, -1, -1):
         which = np.where(conds[j], j, which)
     if argnum in (2, "default"):
@@ -353,7 +367,9 @@ defwhere(np.select, _select_mask)
 defbatch(np.compress, _compress_rule)
 
 
-def _compress_vjp(ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None) -> Callable:
+def _compress_vjp(
+    ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None
+) -> Callable[..., Any]:
     kept = np.nonzero(condition)[0]
     if axis is None:
         return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
@@ -365,7 +381,7 @@ defvjp(np.compress, _compress_vjp, argnums=(1,))
 defbatch(np.extract, _extract_rule)
 
 
-def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable:
+def _extract_vjp(ans: Any, condition: Any, arr: Any) -> Callable[..., Any]:
     kept = np.nonzero(np.ravel(condition))[0]
     return lambda g: np.reshape(scatter(g, (_size(arr),), (kept,), add=False), arr.shape)
 
@@ -401,7 +417,7 @@ def _putmask_impl(a: Any, mask: Any, values: Any) -> Any:
     return out
 
 
-def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _put_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, ind, v = args[:3]
     mode = get_arg(args, kwargs, 3, "mode", "raise")
     flat = _flat(trace, a)
@@ -426,7 +442,7 @@ def _put_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(out.reshape(bcast_batch(trace, a).shape))
 
 
-def _put_along_axis_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _put_along_axis_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     arr, indices, values = args[:3]
     axis = get_arg(args, kwargs, 3, "axis")
     v, ax = value_and_axis(trace, arr, axis)
@@ -443,21 +459,27 @@ def _put_along_axis_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(out.reshape(bcast_batch(trace, arr).shape))
 
 
-def _place_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _place_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """`np.place`: the k-th selected element gets `vals[k % len(vals)]`, where k counts
     the selected elements of the example (a cumulative sum, so batched masks work)."""
     arr, mask, vals = args[:3]
     return _masked_write(trace, _place_impl, args, arr, mask, vals, by_count=True)
 
 
-def _putmask_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _putmask_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """`np.putmask`: element n gets `values[n % len(values)]` where the mask is set."""
     a, mask, values = args[:3]
     return _masked_write(trace, _putmask_impl, args, a, mask, values, by_count=False)
 
 
 def _masked_write(
-    trace: BatchTrace, impl: Callable, args: tuple, x: Any, mask: Any, vals: Any, by_count: bool
+    trace: BatchTrace,
+    impl: Callable[..., Any],
+    args: tuple[Any, ...],
+    x: Any,
+    mask: Any,
+    vals: Any,
+    by_count: bool,
 ) -> Any:
     dtype = np.result_type(x)
     base = bcast_batch(trace, x)
@@ -488,7 +510,7 @@ def _masked_write(
 
 
 @builder
-def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
+def _in_place(func: Callable[..., Any], impl: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """Register an in-place NumPy writer: a functional primitive (its rule), and the
     `IN_PLACE` entry that writes the new value back into a traced target."""
     prim = primitive(func)
@@ -521,10 +543,12 @@ def _in_place(func: Callable, impl: Callable, rule: Callable) -> None:
 # counts, as NumPy leaves it), summed where `values` is repeated to fill the positions.
 
 
-def _write_jvp(func: Callable, name: str) -> Callable:
+def _write_jvp(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     prim = primitive(func)
 
-    def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict) -> Any:
+    def rule(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
         t_target = tangents.get(0)
         t_values = tangents.get(2, tangents.get(name))
         if t_target is None:
@@ -547,7 +571,9 @@ def _fold(w: Any, m: int) -> Any:
     return w if r == 1 else np.sum(np.reshape(w, (r, m)), axis=0)
 
 
-def _put_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _put_vjp(
+    argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     a, v = args[0], get_arg(args, kwargs, 2, "v")
     n, m = _size(a), int(np.size(v)) if not hasattr(v, "shape") else _size(v)
     idx = np.ravel(_as_index(args[1]))
@@ -561,7 +587,9 @@ def _put_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
                                 np.shape(v))  # fmt: skip
 
 
-def _put_along_axis_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _put_along_axis_vjp(
+    argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     arr, indices = args[0], args[1]
     axis = get_arg(args, kwargs, 3, "axis")
     if axis is None:
@@ -576,11 +604,13 @@ def _put_along_axis_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Cal
     return lambda g: bind(GETITEM, (np.reshape(g, shape), index), {}) * won
 
 
-def _masked_write_vjp(by_count: bool, name: str) -> Callable:
+def _masked_write_vjp(by_count: bool, name: str) -> Callable[..., Any]:
     """`place` (`by_count`: the k-th selected element gets `vals[k % m]`) and `putmask`
     (element i gets `values[i % m]` where the mask is set)."""
 
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def maker(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         x, mask = args[0], args[1]
         n = _size(x)
         keep = np.reshape(mask, (n,)) != 0
@@ -618,8 +648,8 @@ _in_place(np.putmask, _putmask_impl, _putmask_rule)
 # -- data-dependent shapes: nonzero, argwhere, flatnonzero -----------------------------
 
 
-def _nonzero_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _nonzero_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         nd = example_ndim(trace, x)
         if trace.axis_size == 0:
@@ -648,8 +678,8 @@ defbatch([np.nonzero, np.argwhere, np.flatnonzero], _nonzero_rule)
 # -- index helpers ------------------------------------------------------------------
 
 
-def _unravel_index_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _unravel_index_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         run = lambda: np.unravel_index(v, *args[1:], **kwargs)  # noqa: E731
         return tuple(trace.wrap(o) for o in replaying(trace, func, args, kwargs, run))
@@ -657,8 +687,8 @@ def _unravel_index_rule(func: Callable) -> Callable:
     return rule
 
 
-def _ravel_multi_index_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _ravel_multi_index_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         multi = args[0]
         if is_batched(trace, multi):  # one array whose first axis enumerates the indices
             multi = [multi[j] for j in range(len(multi))]
@@ -669,11 +699,11 @@ def _ravel_multi_index_rule(func: Callable) -> Callable:
     return rule
 
 
-def _shape_only_rule(func: Callable) -> Callable:
+def _shape_only_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Functions of an array's shape only (`diag_indices_from`, ...): the result does
     not depend on the batch; a free broadcast stands in for one example."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         stand_in = np.broadcast_to(np.zeros((), dtype=x.dtype, like=like(x)), x.shape)
         return func(stand_in, *args[1:], **kwargs)
@@ -681,11 +711,11 @@ def _shape_only_rule(func: Callable) -> Callable:
     return rule
 
 
-def _ix_rule(func: Callable) -> Callable:
+def _ix_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.ix_`: each sequence becomes an open-mesh axis; batched ones keep the batch
     axis in front (boolean ones become their `nonzero()`, when the counts agree)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         nd = len(args)
         out = []
         for k, seq in enumerate(args):
@@ -723,12 +753,12 @@ defbatch(np.ix_, _ix_rule)
 # -- bincount, trim_zeros ----------------------------------------------------------------
 
 
-def _bincount_rule(func: Callable) -> Callable:
+def _bincount_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """One `np.bincount` over the whole batch: example b's values are offset by
     `b * length`, so each example counts into its own bins (and sums its weights in
     the same order as alone). The length depends on the data: it must agree."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         weights = get_arg(args, kwargs, 1, "weights")
         minlength = get_arg(args, kwargs, 2, "minlength", 0)
@@ -758,11 +788,11 @@ def _bincount_rule(func: Callable) -> Callable:
     return rule
 
 
-def _trim_zeros_rule(func: Callable) -> Callable:
+def _trim_zeros_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """The bounding box of each example's nonzero entries; a batched slice when every
     example's box is the same."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         filt = args[0]
         trim = get_arg(args, kwargs, 1, "trim", "fb")
         axis = get_arg(args, kwargs, 2, "axis")
@@ -817,7 +847,7 @@ defbatch(np.trim_zeros, _trim_zeros_rule)
 # bin); `trim_zeros` is a slice whose bounds the primal's zeros fix.
 
 
-def _trim_slices(ans: Any, filt: Any, trim: str = "fb", axis: Any = None) -> tuple:
+def _trim_slices(ans: Any, filt: Any, trim: str = "fb", axis: Any = None) -> tuple[Any, ...]:
     """The slice of `filt` that `np.trim_zeros` returned as `ans`."""
     nonzero = filt != 0
     out = []
@@ -834,7 +864,7 @@ def _trim_zeros_jvp(t: Any, ans: Any, filt: Any, *args: Any, **kwargs: Any) -> A
     return bind(GETITEM, (t, _trim_slices(ans, filt, *args, **kwargs)), {})
 
 
-def _trim_zeros_vjp(ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Callable:
+def _trim_zeros_vjp(ans: Any, filt: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     index = _trim_slices(ans, filt, *args, **kwargs)
     return lambda g: scatter(g, filt.shape, index, add=False)
 

@@ -60,11 +60,11 @@ def _is_bool_array(c: Any) -> bool:
     return _is_array(c) and c.dtype == np.bool_
 
 
-def _has_tracer(seq: list) -> bool:
+def _has_tracer(seq: list[Any]) -> bool:
     return any(isinstance(e, Tracer) or (isinstance(e, list) and _has_tracer(e)) for e in seq)
 
 
-def _list_index(c: list) -> Any:
+def _list_index(c: list[Any]) -> Any:
     """A list in an index is an array (NumPy's rule); one holding tracers is stacked."""
     if _has_tracer(c):
         return np.stack([_list_index(e) if isinstance(e, list) else e for e in c])
@@ -86,7 +86,7 @@ def _consumes(c: Any) -> int:
     return c.ndim if _is_bool_array(c) else 1
 
 
-def _components(trace: BatchTrace, ndim: int, idx: Any) -> list:
+def _components(trace: BatchTrace, ndim: int, idx: Any) -> list[Any]:
     """One example's index as a list of components: lists become arrays, Ellipsis and
     the implicit trailing `:` become explicit slices (so positions can be counted)."""
     comps = [_as_component(c) for c in (idx if isinstance(idx, tuple) else (idx,))]
@@ -112,7 +112,9 @@ def _adv_rank(trace: BatchTrace, c: Any) -> int:
     return example_ndim(trace, c) if _is_array(c) else 0
 
 
-def _plan(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None, int]:
+def _plan(
+    trace: BatchTrace, ndim: int, idx: Any
+) -> tuple[tuple[Any, ...], tuple[Any, ...] | None, int]:
     """`(index, perm, region_rank)`: index the batched value with `index`, then
     transpose by `perm` (when not None) to get the batch-front per-example layout of
     a result with `region_rank` axes per example.
@@ -158,7 +160,9 @@ def _plan(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None, 
     return index, perm, region_rank
 
 
-def batched_index(trace: BatchTrace, ndim: int, idx: Any) -> tuple[tuple, tuple | None]:
+def batched_index(
+    trace: BatchTrace, ndim: int, idx: Any
+) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
     """`(index, perm)`: index the batched value with `index`, then transpose the
     result by `perm` (when not None) to get the batch-front per-example layout."""
     index, perm, _ = _plan(trace, ndim, idx)
@@ -217,7 +221,7 @@ def _only_ints_and_slices(idx: Any) -> bool:
     return type(idx) in _BASIC
 
 
-def getitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def getitem_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x, idx = args
     if _only_ints_and_slices(idx) and type(x) is BatchTracer and x._trace is trace:
         try:
@@ -232,7 +236,7 @@ def getitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(out if perm is None else out.transpose(perm))
 
 
-def setitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def setitem_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x, idx, value = args
     nd = example_ndim(trace, x)
     _check_mask_value(trace, nd, idx, value)
@@ -249,7 +253,7 @@ def setitem_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(_checked(trace, run, x, idx, value))
 
 
-def value_layout(trace: BatchTrace, value: Any, rank: int, perm: tuple | None) -> Any:
+def value_layout(trace: BatchTrace, value: Any, rank: int, perm: tuple[Any, ...] | None) -> Any:
     """The value to write, laid out to broadcast against the batched region: its
     per-example axes aligned to the region's `rank` and transposed like the region."""
     v, vb = unwrap(trace, value)
@@ -318,7 +322,7 @@ register(SETITEM, "batch", setitem_rule)
 
 
 def _where_rule(func: Any) -> Any:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if len(args) == 1:  # np.where(cond) is np.nonzero(cond)
             return np.nonzero(args[0])
         return trace.wrap(np.where(*aligned_operands(trace, args)))
@@ -371,7 +375,7 @@ def _gather_vjp(ans: Any, x: Any, idx: Any) -> Any:
     return lambda g: _core.bind(prim, (np.zeros_like(x), idx, g), {})
 
 
-def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+def _setitem_vjp(argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x, idx, v = args
     if argnum == 0:
         if _covers_all(idx):
@@ -383,7 +387,7 @@ def _setitem_vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
     return lambda g: _core.bind(GETITEM, (g, idx), {}) * won
 
 
-def last_writes(shape: tuple, idx: Any) -> Any:
+def last_writes(shape: tuple[Any, ...], idx: Any) -> Any:
     """Which elements of the region `x[idx]` NumPy's `x[idx] = v` leaves in `x` (with a
     repeated index the last write wins), found by writing their positions."""
     probe = np.broadcast_to(np.zeros((), dtype=np.int64, like=like(idx)), shape)

@@ -8,11 +8,15 @@ NumPy strips before dispatching, so they are refused only for traced file argume
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .._batching import refuse
 
 _SAVE = "save the result that `vmap` returns, outside the vmapped function"
+_func: Callable[..., Any]
 for _func in (np.save, np.savez, np.savez_compressed, np.savetxt):
     refuse(_func, f"it writes a file. Instead, {_SAVE}")
 for _func in (np.loadtxt, np.genfromtxt, np.fromfile):

@@ -12,11 +12,11 @@ is its slice of the cotangent.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .._autodiff import defcomposite, deflinear, defvjp, defvjp_argnum
 from .._batching import (
     BatchTrace,
@@ -36,16 +36,16 @@ from .shapes import atleast_shape, raise_like_numpy
 from .structural import defstructural, operands
 
 
-def join(trace: BatchTrace, arrays: list, axis: int, nd: int, **kwargs: Any) -> Any:
+def join(trace: BatchTrace, arrays: list[Any], axis: int, nd: int, **kwargs: Any) -> Any:
     """`np.concatenate(arrays, axis)` of batched and unbatched arrays of one example
     rank `nd` (the unbatched ones broadcast to the batch: the result holds them)."""
     vals = [moved(bcast_batch(trace, a), *arrays) for a in arrays]
     return trace.wrap(np.concatenate(vals, axis=shift_one(axis, nd), **kwargs))
 
 
-def _join_rule(*, new_axis: bool) -> Callable:
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _join_rule(*, new_axis: bool) -> Callable[..., Any]:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             arrays = list(get_arg(args, kwargs, 0, "arrays"))
             axis = get_arg(args, kwargs, 1, "axis", 0)
             ndims = [example_ndim(trace, a) for a in arrays]
@@ -68,8 +68,10 @@ def _join_rule(*, new_axis: bool) -> Callable:
 defbatch(np.concatenate, _join_rule(new_axis=False))
 
 
-def _join_vjp(stack: bool) -> Callable:
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _join_vjp(stack: bool) -> Callable[..., Any]:
+    def maker(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         arrays = get_arg(args, kwargs, 0, "arrays")
         axis = get_arg(args, kwargs, 1, "axis", 0)
         j = argnum[-1]
@@ -99,18 +101,18 @@ defvjp_argnum(np.stack, _join_vjp(stack=True))
 # -- hstack, vstack, dstack, column_stack: promote each example, then concatenate --------
 
 
-def promote(trace: BatchTrace, x: Any, shape: tuple) -> Any:
+def promote(trace: BatchTrace, x: Any, shape: tuple[Any, ...]) -> Any:
     """`x` reshaped to the per-example `shape` (a view), batched or not."""
     v, b = unwrap(trace, x)
     return trace.wrap(v.reshape((v.shape[0], *shape))) if b else np.reshape(x, shape)
 
 
-def _column_shape(shape: tuple) -> tuple:
+def _column_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """`np.column_stack` turns 0-d and 1-d examples into columns."""
     return {0: (1, 1), 1: (*shape, 1)}.get(len(shape), shape)
 
 
-_STACKERS: dict[Callable, Callable[[tuple], tuple]] = {
+_STACKERS: dict[Callable[..., Any], Callable[[tuple[Any, ...]], tuple[Any, ...]]] = {
     np.hstack: lambda s: atleast_shape(s, 1),
     np.vstack: lambda s: atleast_shape(s, 2),
     np.dstack: lambda s: atleast_shape(s, 3),
@@ -118,10 +120,10 @@ _STACKERS: dict[Callable, Callable[[tuple], tuple]] = {
 }
 
 
-def _stacker_rule(func: Callable) -> Callable:
+def _stacker_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     shape_of = _STACKERS[func]
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arrays = get_arg(args, kwargs, 0, "tup")
         kwargs = {k: w for k, w in kwargs.items() if k != "tup"}
         arrays = [promote(trace, a, shape_of(example_shape(trace, a))) for a in arrays]
@@ -138,7 +140,7 @@ defbatch(list(_STACKERS), _stacker_rule)
 # The stackers, `append` and `block` are computed as reshapes and concatenations (whose
 # VJPs are views of the cotangent); a split's VJP joins the cotangents of its pieces;
 # `insert` and `delete` are structural (derivatives from labels, see `defstructural`).
-def _stacker_impl(func: Callable) -> Callable:
+def _stacker_impl(func: Callable[..., Any]) -> Callable[..., Any]:
     shape_of = _STACKERS[func]
 
     def impl(tup: Any, **kwargs: Any) -> Any:
@@ -173,11 +175,11 @@ def _skeleton(x: Any) -> Any:
     return type(x)(_skeleton(p) for p in x) if type(x) in (list, tuple) else 0
 
 
-def _block_rule(func: Callable) -> Callable:
+def _block_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Every block promoted to the result's rank (axes put after the batch axis), then
     one `np.block`: it joins along the last axes, never the batch axis."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arrays = get_arg(args, kwargs, 0, "arrays")
         depth = _block_depth(arrays)
         nd = max(depth, _max_ndim(trace, arrays))
@@ -228,8 +230,8 @@ defcomposite(np.block, _block_impl)
 # -- unstack and splits: views of one array ------------------------------------------------
 
 
-def _unstack_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _unstack_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         if nd == 0:
             raise_like_numpy(func, 0)
@@ -240,7 +242,7 @@ def _unstack_rule(func: Callable) -> Callable:
 
 
 # per split function: (fewest axes of one example, the axis it splits (None: `axis=`))
-_SPLITS: dict[Callable, tuple[int, int | None]] = {
+_SPLITS: dict[Callable[..., Any], tuple[int, int | None]] = {
     np.split: (0, None),
     np.array_split: (0, None),
     np.hsplit: (1, 1),
@@ -249,10 +251,10 @@ _SPLITS: dict[Callable, tuple[int, int | None]] = {
 }
 
 
-def _split_rule(func: Callable) -> Callable:
+def _split_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     least, fixed = _SPLITS[func]
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, sections = args[0], get_arg(args, kwargs, 1, "indices_or_sections")
         if is_batched(trace, sections) or not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with batched `indices_or_sections`")
@@ -278,15 +280,19 @@ if hasattr(np, "unstack"):  # NumPy 2
 defbatch(list(_SPLITS), _split_rule, may_view=True)
 
 
-def _split_axis(func: Callable, x: Any, args: tuple, kwargs: dict) -> int:
+def _split_axis(
+    func: Callable[..., Any], x: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> int:
     fixed = _SPLITS[func][1]
     if fixed is None:
-        return get_arg(args, kwargs, 2, "axis", 0)
+        return cast(int, get_arg(args, kwargs, 2, "axis", 0))
     return 0 if func is np.hsplit and np.ndim(x) == 1 else fixed
 
 
-def _split_vjp(func: Callable) -> Callable:
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _split_vjp(func: Callable[..., Any]) -> Callable[..., Any]:
+    def maker(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         axis = _split_axis(func, args[0], args, kwargs)
         return lambda g: np.concatenate(list(g), axis=axis)
 
@@ -309,8 +315,8 @@ def traced_sequence(x: Any) -> Any:
     return x
 
 
-def _append_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _append_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arr, values = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "values")
         arr, values = traced_sequence(arr), traced_sequence(values)
         axis = get_arg(args, kwargs, 2, "axis")
@@ -324,12 +330,12 @@ def _append_rule(func: Callable) -> Callable:
     return rule
 
 
-def _insert_rule(func: Callable) -> Callable:
+def _insert_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.insert` by one gather: NumPy inserts the labels of `values`' elements into
     the labels of `arr`'s (one example's worth of integers), which says where every
     element of the result comes from under NumPy's own rules."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arr, obj = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "obj")
         values, axis = get_arg(args, kwargs, 2, "values"), get_arg(args, kwargs, 3, "axis")
         if is_batched(trace, obj):
@@ -352,8 +358,8 @@ def _insert_rule(func: Callable) -> Callable:
     return rule
 
 
-def _delete_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _delete_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         arr, obj = get_arg(args, kwargs, 0, "arr"), get_arg(args, kwargs, 1, "obj")
         axis = get_arg(args, kwargs, 2, "axis")
         if is_batched(trace, obj) or not is_batched(trace, arr):

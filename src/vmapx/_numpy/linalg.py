@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .._autodiff import NoRule, defcomposite, defjvp, defvjp, defzero
 from .._batching import (
     BatchTrace,
@@ -57,7 +57,9 @@ from .contractions import dot_rule, matmul_vals, operand_parts
 LinAlgError = np.linalg.LinAlgError
 
 
-def _numpy_error(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> None:
+def _numpy_error(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> None:
     """Let NumPy raise its own error for invalid per-example shapes: call `func` on
     stand-ins (zeros) of one example."""
 
@@ -69,20 +71,26 @@ def _numpy_error(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -
          **optree.tree_map(stand_in, kwargs, is_leaf=leaf, none_is_leaf=True))  # fmt: skip
 
 
-def _check_rank(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict, core: int) -> None:
+def _check_rank(
+    trace: BatchTrace,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    core: int,
+) -> None:
     """Examples with fewer than `core` axes raise NumPy's error (a batched value would
     otherwise pass for a stack of smaller ones)."""
     if example_ndim(trace, args[0]) < core:
         _numpy_error(trace, func, args, kwargs)
 
 
-def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable:
+def _stacked(core: int, params: tuple[tuple[int, str], ...] = ()) -> Callable[..., Any]:
     """Factory of rules for `func(a, ...)` stacked over the axes of `a` before its last
     `core` ones; `params` name the (position, keyword) arguments that broadcast against
     the stack (`rcond=`, `tol=`, ...), batched or not."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             a = args[0]
             _check_rank(trace, func, args, kwargs, core)
             va, ba = unwrap(trace, a)
@@ -136,11 +144,11 @@ def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
     return ans[0] * (tr - np.real(tr)), np.real(tr)
 
 
-def _transposed(jvp: Callable) -> Callable:
+def _transposed(jvp: Callable[..., Any]) -> Callable[..., Any]:
     """The VJP maker of a function of one matrix from its (linear) JVP rule `jvp(t, ans,
     a, ...)`, by reverse mode through it; absent cotangents of several results are zeros."""
 
-    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
+    def maker(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         from .._ad_api import vjp
 
         multi = isinstance(ans, tuple)
@@ -164,7 +172,7 @@ def _transposed(jvp: Callable) -> Callable:
 
 
 @builder
-def _defjvp_multi(func: Callable, jvp: Callable) -> None:
+def _defjvp_multi(func: Callable[..., Any], jvp: Callable[..., Any]) -> None:
     """JVP and transposed VJP of a function of one matrix with several results."""
     defjvp(func, jvp)
     defvjp(func, _transposed(jvp))
@@ -247,7 +255,7 @@ defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
 def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: str = "L") -> Any:  # noqa: N803
     """dw = diag(V^H dA V): the eigenvectors' derivative (undefined where eigenvalues
     repeat) is not needed."""
-    v = np.linalg.eigh(a, UPLO)[1]
+    v = np.linalg.eigh(a, UPLO)[1]  # type: ignore[call-overload]  # (NumPy checks UPLO)
     da = _from_triangle(t, UPLO.upper() == "U")
     return np.real(_diagonal_impl(np.matmul(_h(v), np.matmul(da, v))))
 
@@ -302,12 +310,14 @@ def _svd_undetermined(a: Any, full_matrices: bool, compute_uv: bool) -> bool:
 
 
 def _svd_vjp(ans: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True,
-             hermitian: bool = False) -> Callable:  # fmt: skip
+             hermitian: bool = False) -> Callable[..., Any]:  # fmt: skip
     """The transposed JVP, refused when the VJP is made (the pullback runs later, where
     the rule's refusal would not be turned into a DifferentiationError)."""
     if _svd_undetermined(a, full_matrices, compute_uv):
         raise NoRule(0, "vjp")
-    return _transposed(_svd_jvp)(ans, a, full_matrices, compute_uv, hermitian)
+    return cast(
+        "Callable[..., Any]", _transposed(_svd_jvp)(ans, a, full_matrices, compute_uv, hermitian)
+    )
 
 
 defbatch([np.linalg.svd, *present(np.linalg, "svdvals")], _stacked(2))
@@ -351,7 +361,7 @@ defcomposite(np.linalg.qr, _qr_impl)
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     absx = np.abs(x)
     if ord == np.inf:  # (0 for an empty vector, as NumPy 2's; NumPy 1.26 raises)
-        return np.max(absx, axis=axis, **({"initial": 0} if NUMPY2 else {}))
+        return np.max(absx, axis=axis, **({"initial": 0} if NUMPY2 else {}))  # type: ignore[call-overload]  # (NumPy 2 only)
     if ord == -np.inf:
         return np.min(absx, axis=axis)
     if ord == 0:
@@ -365,7 +375,7 @@ def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
     return np.sum(absx**ord, axis=axis) ** (1.0 / ord)
 
 
-def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
+def _matrix_norm(x: Any, ord: Any, axis: tuple[Any, ...]) -> Any:  # noqa: A002
     x = np.moveaxis(x, axis, (-2, -1))
     if ord in ("fro", "f"):
         return _vector_norm(x, 2, (-2, -1))
@@ -379,7 +389,7 @@ def _matrix_norm(x: Any, ord: Any, axis: tuple) -> Any:  # noqa: A002
     else:
         return NotImplemented
     if ord in (1, np.inf):  # (0 for an empty matrix, as NumPy 2's; NumPy 1.26 raises)
-        return np.max(sums, axis=-1, **({"initial": 0} if NUMPY2 else {}))
+        return np.max(sums, axis=-1, **({"initial": 0} if NUMPY2 else {}))  # type: ignore[call-overload]  # (NumPy 2 only)
     return np.min(sums, axis=-1)
 
 
@@ -488,10 +498,10 @@ def _truncated_pinv_jvp(t: Any, a: Any, rcond: Any, hermitian: bool, rtol: Any) 
 defjvp(np.linalg.pinv, _pinv_jvp, None, None, None, argnums=(0, 1, "rcond", "rtol"))
 
 
-def _matrix_rank_rule(func: Callable) -> Callable:
+def _matrix_rank_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     stacked = _stacked(2, ((1, "tol"), (3, "rtol")))(func)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a = args[0]
         if example_ndim(trace, a) >= 2 or not is_batched(trace, a):
             return stacked(trace, args, kwargs)
@@ -511,7 +521,9 @@ defzero([np.linalg.matrix_rank])
 # -- solve / lstsq / tensor versions ---------------------------------------------------------
 
 
-def _solve_vals(va: Any, ba: bool, sa: tuple, vb: Any, bb: bool, sb: tuple) -> Any:
+def _solve_vals(
+    va: Any, ba: bool, sa: tuple[Any, ...], vb: Any, bb: bool, sb: tuple[Any, ...]
+) -> Any:
     """Per example `np.linalg.solve(a, b)` as a batch-front value."""
     n_batch = (va if ba else vb).shape[0]
     if len(sb) == 1:  # b is one vector per example
@@ -544,7 +556,7 @@ def _vector_b(nd_a: int, nd_b: int) -> bool:
     return nd_b == 1 if NUMPY2 else nd_b == nd_a - 1
 
 
-def _solve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _solve_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
     vector = _vector_b(len(sa), len(sb))
@@ -607,7 +619,7 @@ _RCOND_WARNING = (
 )
 
 
-def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _lstsq_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     rcond = get_arg(args, kwargs, 2, "rcond", None if NUMPY2 else "warn")
     if isinstance(rcond, str) and rcond == "warn":  # NumPy 1.26's default: the old cutoff
@@ -624,7 +636,9 @@ def _lstsq_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return _lstsq_svd(trace, va, ba, vb, bb, rcond, vector)
 
 
-def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool) -> tuple:
+def _lstsq_columns(
+    trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool
+) -> tuple[Any, ...]:
     """Unbatched `a`: one LAPACK call with every example's right-hand sides as columns;
     the rank and singular values belong to `a` alone (unbatched results)."""
     n_batch, m, k = vb.shape
@@ -638,7 +652,7 @@ def _lstsq_columns(trace: BatchTrace, va: Any, vb: Any, rcond: Any, vector: bool
 
 
 def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
-               vector: bool) -> tuple:  # fmt: skip
+               vector: bool) -> tuple[Any, ...]:  # fmt: skip
     """Batched `a`: the minimum-norm solution from the SVD, singular values at most
     `rcond * s_max` treated as zero (LAPACK `gelsd`), in double precision like NumPy."""
     if not ba:
@@ -683,7 +697,7 @@ defbatch(np.linalg.lstsq, lambda f: _lstsq_rule)
 # -- compositions ---------------------------------------------------------------------
 
 
-def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
+def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple[Any, ...]:
     """The minimum-norm solution through the SVD (what `gelsd` computes); NumPy 1.26's
     default cutoff is the old one (`rcond=-1`)."""
     m, n = np.shape(a)
@@ -706,7 +720,7 @@ def _lstsq_impl(a: Any, b: Any, rcond: Any = None if NUMPY2 else -1) -> tuple:
 defcomposite(np.linalg.lstsq, _lstsq_impl)
 
 
-def _tensorinv_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tensorinv_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a = args[0]
     ind = get_arg(args, kwargs, 1, "ind", 2)
     if ind <= 0:
@@ -732,7 +746,7 @@ def _tensorinv_impl(a: Any, ind: int = 2) -> Any:
 defcomposite(np.linalg.tensorinv, _tensorinv_impl)
 
 
-def _tensorsolve_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tensorsolve_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, b = get_arg(args, kwargs, 0, "a"), get_arg(args, kwargs, 1, "b")
     axes = get_arg(args, kwargs, 2, "axes")
     (va, ba, sa), (vb, bb, sb) = operand_parts(trace, a), operand_parts(trace, b)
@@ -772,7 +786,7 @@ defcomposite(np.linalg.tensorsolve, _tensorsolve_impl)
 # -- norms -----------------------------------------------------------------------------------
 
 
-def _norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x = args[0]
     ord_ = get_arg(args, kwargs, 1, "ord")
     axis = get_arg(args, kwargs, 2, "axis")
@@ -800,7 +814,7 @@ def _flat_two_norm(v: Any) -> Any:
     return np.sqrt(vecdot(flat, flat))
 
 
-def _vector_norm_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vector_norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x = args[0]
     axis, keepdims = kwargs.get("axis"), kwargs.get("keepdims", False)
     ord_ = kwargs.get("ord", 2)
@@ -853,7 +867,7 @@ defcomposite(present(np.linalg, "vector_norm"), _vector_norm_impl)
 # -- multi_dot, cross, vecdot ------------------------------------------------------------------
 
 
-def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) -> Any:
+def _chain_order(shapes: list[tuple[int, ...]], batched: list[bool], size: int) -> Any:
     """The cheapest parenthesization (a nested tuple of indices) of a matrix chain when
     products of batched operands cost `size` times as much."""
     n = len(shapes)
@@ -873,7 +887,7 @@ def _chain_order(shapes: list[tuple[int, int]], batched: list[bool], size: int) 
     return best[(0, n - 1)][1]
 
 
-def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _multi_dot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     arrays = list(get_arg(args, kwargs, 0, "arrays"))
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
@@ -892,7 +906,7 @@ def _multi_dot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
             raise LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
     order = _chain_order([s for _, _, s in ops], [b for _, b, _ in ops], trace.axis_size)
 
-    def product(node: Any) -> tuple:
+    def product(node: Any) -> tuple[Any, ...]:
         if isinstance(node, int):
             return ops[node]
         (va, ba, sa), (vb, bb, sb) = product(node[0]), product(node[1])
@@ -941,7 +955,7 @@ def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
     return out
 
 
-def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _cross_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
     ndims = [example_ndim(trace, x) for x in (x1, x2)]
@@ -959,12 +973,12 @@ def _cross_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
     return trace.wrap(np.cross(v1, v2, axisa=ax1, axisb=ax2, axisc=out_axis))
 
 
-def _vecdot_rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _vecdot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
     ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
     v1, v2 = aligned_operands(trace, (x1, x2))
-    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))
+    return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))  # type: ignore[list-item]
 
 
 defbatch(present(np.linalg, "cross"), lambda f: _cross_rule)
@@ -982,4 +996,4 @@ defcomposite(present(np.linalg, "cross"), _cross_impl)
 defbatch(present(np.linalg, "vecdot"), lambda f: _vecdot_rule)
 
 
-defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))
+defcomposite(present(np.linalg, "vecdot"), lambda x1, x2, axis=-1: np.vecdot(x1, x2, axis=axis))  # type: ignore[call-overload]

@@ -41,11 +41,13 @@ def as_array(x: Any) -> Any:
 
 
 @cache
-def _signature(func: Callable) -> inspect.Signature:
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(func)
 
 
-def call_params(func: Callable, args: tuple, kwargs: dict) -> dict:
+def call_params(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> dict[Any, Any]:
     """The call's arguments by name, defaults filled in (NumPy's own signature)."""
     bound = _signature(func).bind(*args, **kwargs)
     bound.apply_defaults()
@@ -53,14 +55,16 @@ def call_params(func: Callable, args: tuple, kwargs: dict) -> dict:
 
 
 @builder
-def defrules(funcs: Callable | list, factory: Callable, *, zero: bool = True) -> None:
+def defrules(
+    funcs: Callable[..., Any] | list[Any], factory: Callable[..., Any], *, zero: bool = True
+) -> None:
     """`defbatch` for this family: with `zero`, zero-size batches are answered by
     `zero_batch`, so the rule only meets batches with at least one example."""
 
-    def sized(func: Callable) -> Callable:
+    def sized(func: Callable[..., Any]) -> Callable[..., Any]:
         rule = factory(func)
 
-        def run(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        def run(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             if zero and trace.axis_size == 0:
                 return zero_batch(trace, func, args, kwargs, quiet=True)
             return rule(trace, args, kwargs)
@@ -79,7 +83,7 @@ def searchsorted_rows(a: Any, v: Any, side: str = "left") -> Any:
     v = np.broadcast_to(v, (b, v.shape[1]))
     found = search_rows(a, v, side, check=False)
     if found is None:  # a dtype without a known order (objects): NumPy row by row
-        found = np.stack([np.searchsorted(a[i], v[i], side) for i in range(b)])
+        found = np.stack([np.searchsorted(a[i], v[i], side) for i in range(b)])  # type: ignore[call-overload]  # (NumPy checks the side)
     return found
 
 
@@ -126,8 +130,8 @@ def _gather(arr: Any, arr_batched: bool, idx: Any, idx_batched: bool) -> Any:
     return out.reshape(out.shape[:-1] + idx.shape[len(lead) :])
 
 
-def _interp_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _interp_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         x, xp, fp = as_array(p["x"]), as_array(p["xp"]), as_array(p["fp"])
         period = p["period"]
@@ -163,7 +167,7 @@ def _interp_rule(func: Callable) -> Callable:
 
 
 def _periodic(trace: BatchTrace, xv: Any, xpv: Any, xpb: bool, fpv: Any, fpb: bool,
-              period: Any) -> tuple:  # fmt: skip
+              period: Any) -> tuple[Any, ...]:  # fmt: skip
     """`np.interp`'s normalisation of periodic sample points, batched."""
     xv, xpv = xv % period, xpv % period
     order = np.argsort(xpv, axis=-1)
@@ -225,7 +229,7 @@ def _interp_values(trace: BatchTrace, xv: Any, xb: bool, xpv: Any, xpb: bool, fp
     return np.where(np.isnan(xs), nan, res)
 
 
-def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable) -> Any:
+def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable[..., Any]) -> Any:
     """One real part: from the left point; where that is NaN, from the right point
     (`upper()` gives it), else the flat value."""
     res = slope * (x - x0) + y0
@@ -249,8 +253,8 @@ defcomposite_by_rule(np.interp)
 # -- trapezoid ------------------------------------------------------------------------
 
 
-def _trapezoid_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _trapezoid_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         y, x, dx, axis = as_array(p["y"]), p["x"], p["dx"], p["axis"]
         nd = example_ndim(trace, y)
@@ -306,15 +310,15 @@ def _coefficients(trace: BatchTrace, p: Any) -> tuple[Any, bool] | None:
     return v, b
 
 
-def _poly_rule(impl: Callable, arrays: int, scalars: bool = True) -> Callable:
+def _poly_rule(impl: Callable[..., Any], arrays: int, scalars: bool = True) -> Callable[..., Any]:
     """Rules for `np.poly*(p, ...)`: the first `arrays` arguments are coefficients,
     normalised by `_coefficients` (0-d ones only if `scalars`: some functions need a
     sequence); `impl(trace, coefficients, params)` computes the batched result."""
 
-    def factory(func: Callable) -> Callable:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
         names = list(_signature(func).parameters)[:arrays]
 
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             params = call_params(func, args, kwargs)
             coefs = [_coefficients(trace, params[n]) for n in names]
             if any(c is None for c in coefs) or (
@@ -341,8 +345,8 @@ def _padded(v: Any, length: int) -> Any:
     return np.concatenate((zeros, v), axis=-1)
 
 
-def _polyadd(op: Callable) -> Callable:
-    def impl(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polyadd(op: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
         (a, ab), (b, bb) = coefs
         n = max(a.shape[-1], b.shape[-1])
         return trace.wrap(op(_padded(a, n), _padded(b, n)))
@@ -368,12 +372,12 @@ def convolve_full(a: Any, b: Any) -> Any:
     return out
 
 
-def _polymul(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polymul(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     (a, _), (b, _) = coefs
     return trace.wrap(convolve_full(a, b))
 
 
-def _polyval(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polyval(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     (p, pb), x = coefs[0], params["x"]
     if isinstance(x, np.poly1d):
         return loop(trace, np.polyval, (params["p"], x), {})
@@ -387,7 +391,7 @@ def _polyval(trace: BatchTrace, coefs: list, params: dict) -> Any:
     return _wrap_if(trace, y, (pb and p.shape[-1] > 0) or xb)
 
 
-def _polyder(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polyder(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     m = int(params["m"])
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
@@ -398,7 +402,7 @@ def _polyder(trace: BatchTrace, coefs: list, params: dict) -> Any:
     return trace.wrap(p)
 
 
-def _polyint(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polyint(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     m = int(params["m"])
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
@@ -428,7 +432,7 @@ def _polyint(trace: BatchTrace, coefs: list, params: dict) -> Any:
     return trace.wrap(bcast_batch_value(p, p.ndim == 2, b))
 
 
-def _polydiv(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _polydiv(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     (u, ub), (v, vb) = coefs
     u, v = u + 0.0, v + 0.0
     w_dtype = np.result_type(u.dtype, v.dtype)
@@ -457,7 +461,7 @@ def _polydiv(trace: BatchTrace, coefs: list, params: dict) -> Any:
     return trace.wrap(q), trace.wrap(r[:, s:])
 
 
-def _poly(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _poly(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     z = as_array(params["seq_of_zeros"])
     nd = example_ndim(trace, z)
     zv, zb = unwrap(trace, z)
@@ -490,7 +494,7 @@ def _poly(trace: BatchTrace, coefs: list, params: dict) -> Any:
     return trace.wrap(a)
 
 
-def _roots(trace: BatchTrace, coefs: list, params: dict) -> Any:
+def _roots(trace: BatchTrace, coefs: list[Any], params: dict[Any, Any]) -> Any:
     (p, _), = coefs  # fmt: skip
     b, n = p.shape
     nonzero = p != 0
@@ -547,8 +551,8 @@ def _vander(x: Any, order: int) -> Any:
     return np.stack(powers[::-1], axis=-1) if order else np.zeros_like(x, shape=(*x.shape, 0))
 
 
-def _polyfit_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _polyfit_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         x, y, w = as_array(p["x"]), as_array(p["y"]), p["w"]
         w = None if w is None else as_array(w)
@@ -595,7 +599,7 @@ def lstsq_svd(a: Any, b: Any, rcond: Any) -> tuple[Any, Any, Any]:
     return c, np.count_nonzero(keep, axis=-1), s
 
 
-def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
+def _polyfit_shared(trace: BatchTrace, p: dict[Any, Any], x: Any, order: int, rcond: Any,
                     ynd: int) -> Any:  # fmt: skip
     """Only `y` is batched: one least-squares solve with every example's `y` as
     right-hand sides (one SVD of the shared matrix)."""
@@ -630,7 +634,7 @@ def _polyfit_shared(trace: BatchTrace, p: dict, x: Any, order: int, rcond: Any,
     return trace.wrap(c)
 
 
-def _polyfit_cov(trace: BatchTrace, p: dict, vbase: Any, resids: Any, n: int, order: int,
+def _polyfit_cov(trace: BatchTrace, p: dict[Any, Any], vbase: Any, resids: Any, n: int, order: int,
                  ynd: int, vbatched: bool) -> Any:  # fmt: skip
     if p["cov"] == "unscaled":
         out = vbase if ynd == 1 else vbase[..., None] * 1
@@ -644,7 +648,7 @@ def _polyfit_cov(trace: BatchTrace, p: dict, vbase: Any, resids: Any, n: int, or
     return trace.wrap(v * align_rank(fac, 1, v.ndim - (1 if vbatched else 0)))
 
 
-def _polyfit_batched(trace: BatchTrace, p: dict, order: int, rcond: Any) -> Any:
+def _polyfit_batched(trace: BatchTrace, p: dict[Any, Any], order: int, rcond: Any) -> Any:
     """`x` or `w` is batched: one least-squares problem per example, solved by a batched
     SVD with `lstsq`'s cutoff (singular values at most `rcond` times the largest)."""
     size = trace.axis_size

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,8 +41,8 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
     be batched too.
     """
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             x = args[0]
             nd = example_ndim(trace, x)
             extra = {k: kwargs[k] for k in operand_kw if kwargs.get(k) is not None}
@@ -83,7 +83,7 @@ _SHORT_AXIS = 7
 _SHORT_AXIS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _short_last_axis(v: Any, axis: Any, args: tuple, kwargs: dict) -> bool:
+def _short_last_axis(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
     return (
         type(v) in PLAIN_ARRAYS
         and axis in (v.ndim - 1, (v.ndim - 1,))
@@ -101,16 +101,20 @@ def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
             total += v[..., i]
         else:  # under `vmapx.jit`'s recording (`+=` would be a copy and a write)
             total = total + v[..., i]
-    return total[..., None] if keepdims else total
+    return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
 
 
-def _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd):  # noqa: ANN001, ANN202
+def _keepdims_flat(
+    trace: Any, func: Any, v: Any, args: Any, kwargs: Any, axis_pos: Any, nd: Any
+) -> Any:  # noqa: ANN001, ANN202
     args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", 1)
     out = func(*args, **kwargs)
     return trace.wrap(out.reshape((out.shape[0],) + (1,) * nd))
 
 
-def _params(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
+def _params(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], names: tuple[str, ...]
+) -> dict[Any, Any]:
     params = dict(zip(names, args[1:], strict=False))
     params.update(kwargs)
     return params
@@ -123,17 +127,17 @@ def _axes(ndim: int, axis: Any) -> tuple[int, ...]:
     return tuple(sorted(shift_one(a, ndim) - 1 for a in axis))
 
 
-def _kept_shape(shape: tuple, axes: tuple) -> tuple:
+def _kept_shape(shape: tuple[Any, ...], axes: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
-def _count(x: Any, axes: tuple, mask: Any) -> Any:
+def _count(x: Any, axes: tuple[Any, ...], mask: Any) -> Any:
     if mask is True:
         return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     return np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=True)
 
 
-def _others_product(x: Any, axes: tuple) -> Any:
+def _others_product(x: Any, axes: tuple[Any, ...]) -> Any:
     """For each element, the product of the others along `axes` (exact with zeros)."""
     rest = [a for a in range(x.ndim) if a not in axes]
     perm = (*rest, *axes)
@@ -149,27 +153,27 @@ def _others_product(x: Any, axes: tuple) -> Any:
     return np.transpose(w, tuple(np.argsort(perm)))
 
 
-def _w_sum(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_sum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     return None if where is True else where
 
 
-def _w_nansum(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_nansum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     return ~np.isnan(x) & where
 
 
-def _w_mean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_mean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     n = _count(x, axes, where)
     if where is True:
         return 1 / n if n else 0.0  # (an empty mean: no element to weigh)
     return where / n
 
 
-def _w_nanmean(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_nanmean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     mask = ~np.isnan(x) & where
     return mask / np.sum(mask, axis=axes, keepdims=True)
 
 
-def _w_extreme(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_extreme(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     """Ties share the derivative equally (the mask of the extreme, over its count)."""
     mask = x == ans
     if where is not True:
@@ -178,20 +182,20 @@ def _w_extreme(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
     return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
 
 
-def _w_prod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_prod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     if where is True:
         return _others_product(x, axes)
     return _others_product(np.where(where, x, 1), axes) * where
 
 
-def _w_nanprod(x: Any, ans: Any, axes: tuple, where: Any) -> Any:
+def _w_nanprod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     keep = ~np.isnan(x) & where
     return _others_product(np.where(keep, x, 1), axes) * keep
 
 
 @builder
-def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> None:
-    def setup(args: tuple, kwargs: dict, ans: Any) -> tuple:
+def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable[..., Any]) -> None:
+    def setup(args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any) -> tuple[Any, ...]:
         p = _params(args, kwargs, names)
         x = args[0]
         axes = _axes(x.ndim, p.get("axis"))
@@ -200,13 +204,15 @@ def _reduction_rules(funcs: list, names: tuple[str, ...], weights: Callable) -> 
         ans_kept = ans if keepdims else np.reshape(ans, kept)
         return x, axes, keepdims, kept, weights(x, ans_kept, axes, p.get("where", True))
 
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if argnum != 0:
             raise NoRule(argnum, "jvp")
         x, axes, keepdims, kept, w = setup(args, kwargs, ans)
         return np.sum(t if w is None else t * w, axis=axes, keepdims=keepdims)
 
-    def vjp(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def vjp(
+        argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         if argnum != 0:
             raise NoRule(argnum, "vjp")
         x, axes, keepdims, kept, w = setup(args, kwargs, ans)
@@ -240,7 +246,7 @@ defbatch(
 )
 
 
-def _variance(nan: bool, root: bool) -> Callable:
+def _variance(nan: bool, root: bool) -> Callable[..., Any]:
     """`np.var`/`np.std` (and the nan* forms) in differentiable NumPy calls."""
 
     def impl(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
@@ -300,7 +306,9 @@ def _reversed_along(x: Any, axis: int) -> Any:
     return x[(slice(None),) * axis + (slice(None, None, -1),)]
 
 
-def _cumsum_vjp(ans: Any, x: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Callable:
+def _cumsum_vjp(
+    ans: Any, x: Any, axis: Any = None, *args: Any, **kwargs: Any
+) -> Callable[..., Any]:
     def pull(g: Any) -> Any:
         if axis is None:
             return np.reshape(np.cumsum(g[::-1])[::-1], x.shape)
@@ -322,7 +330,7 @@ def _cumprod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> An
     return np.multiply.accumulate(x, axis=axis, dtype=dtype)
 
 
-def _nan_scan(func: Callable, fill: float) -> Callable:
+def _nan_scan(func: Callable[..., Any], fill: float) -> Callable[..., Any]:
     def impl(x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         if out is not None:
             return NotImplemented
@@ -336,11 +344,11 @@ defcomposite(np.nancumsum, _nan_scan(np.cumsum, 0.0))
 defcomposite(np.nancumprod, _nan_scan(np.cumprod, 1.0))
 
 
-def _cumulative_rule(func: Callable) -> Callable:
+def _cumulative_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.cumulative_sum(x, axis=None, ..., include_initial=False)`: axis is optional
     only for 1-d examples."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         axis = get_arg(args, kwargs, 1, "axis")
         nd = example_ndim(trace, args[0])
@@ -357,7 +365,7 @@ def _cumulative_rule(func: Callable) -> Callable:
 defbatch(present(np, "cumulative_sum", "cumulative_prod"), _cumulative_rule)
 
 
-def _cumulative(func: Callable, fill: float) -> Callable:
+def _cumulative(func: Callable[..., Any], fill: float) -> Callable[..., Any]:
     def impl(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
              include_initial: bool = False) -> Any:  # fmt: skip
         if out is not None:

@@ -16,8 +16,8 @@ from numpy.lib import scimath
 from .._batching import BatchTrace, aligned_operands, defbatch
 
 
-def _elementwise_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _elementwise_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         return trace.wrap(func(*aligned_operands(trace, args), **kwargs))
 
     return rule

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .._batching import (
     BatchTrace,
     bcast_batch,
@@ -49,7 +49,9 @@ from .sorting import search_rows
 _SORTABLE = "biufcmMUS"  # dtype kinds sorted and compared natively
 
 
-def _loop(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+def _loop(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     return loop_rule(trace, primitive(func), args, kwargs)
 
 
@@ -107,8 +109,8 @@ def _signed_twins(x: Any) -> bool:
 # -- isin ----------------------------------------------------------------------------
 
 
-def _isin_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _isin_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         element, test = args[0], get_arg(args, kwargs, 1, "test_elements")
         invert = get_arg(args, kwargs, 3, "invert", False)
         if not is_batched(trace, test):
@@ -133,7 +135,7 @@ defbatch(np.isin, _isin_rule)
 
 def _unique_batched(
     trace: BatchTrace, x: Any, index: bool, inverse: bool, counts: bool, equal_nan: bool
-) -> list:
+) -> list[Any]:
     """`np.unique` of each example (flattened) as `[values, index?, inverse?, counts?]`."""
     v = _flat(trace, x)
     perm, aux = _sorted(v)
@@ -153,8 +155,8 @@ def _unique_batched(
     return out
 
 
-def _unique_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _unique_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         names = ("return_index", "return_inverse", "return_counts", "axis")
         index, inverse, counts, axis = (
             get_arg(args, kwargs, i + 1, n) for i, n in enumerate(names)
@@ -181,12 +183,12 @@ def _unique_rule(func: Callable) -> Callable:
     return rule
 
 
-def _unique_api_rule(fields: tuple[bool, bool, bool]) -> Callable:
+def _unique_api_rule(fields: tuple[bool, bool, bool]) -> Callable[..., Any]:
     """`unique_all`/`unique_counts`/`unique_inverse`: `np.unique` with `equal_nan=False`,
     returned as NumPy's named tuples."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             x = args[0]
             if np.result_type(x).kind not in _SORTABLE:
                 return _loop(trace, func, args, kwargs)
@@ -212,13 +214,13 @@ defbatch(present(np, "unique_inverse"), _unique_api_rule((False, True, False)))
 # -- union1d, intersect1d, setdiff1d, setxor1d ------------------------------------------
 
 
-def _setop_rule(keep: Callable) -> Callable:
+def _setop_rule(keep: Callable[..., Any]) -> Callable[..., Any]:
     """A set function of two arrays: `keep(a, b, a_set, b_set, assume_unique)` gives
     `(values, mask)`, the `(B, n)` candidate values (sorted) and which form the result;
     `a`/`b` are the flattened examples, `a_set`/`b_set` what membership is tested in."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             a, b = (_array_operand(x) for x in (args[0], get_arg(args, kwargs, 1, "ar2")))
             if a is None or b is None:  # (a list holding traced values)
                 return _loop(trace, func, args, kwargs)
@@ -255,12 +257,12 @@ def _array_operand(x: Any) -> Any:
     return np.asarray(x)
 
 
-def _union(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple:
+def _union(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple[Any, ...]:
     aux = _sorted(np.concatenate([a, b], axis=1))[1]
     return aux, _first_of_runs(aux, equal_nan=True)
 
 
-def _intersect(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple:
+def _intersect(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple[Any, ...]:
     if assume_unique:  # NumPy's own rule: a value equal to the next sorted one
         aux = _sorted(np.concatenate([a, b], axis=1))[1]
         return aux[:, :-1], aux[:, 1:] == aux[:, :-1]
@@ -268,14 +270,14 @@ def _intersect(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> t
     return aux, _first_of_runs(aux, equal_nan=True) & _is_in(aux, b_set)
 
 
-def _setdiff(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple:
+def _setdiff(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple[Any, ...]:
     if assume_unique:  # `a` keeps its order
         return a, ~_is_in(a, b_set)
     aux = _sorted(a)[1]
     return aux, _first_of_runs(aux, equal_nan=True) & ~_is_in(aux, b_set)
 
 
-def _setxor(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple:
+def _setxor(a: Any, b: Any, a_set: Any, b_set: Any, assume_unique: bool) -> tuple[Any, ...]:
     aux = _sorted(np.concatenate([a, b], axis=1))[1]
     if aux.dtype.kind in "cfmM" and bool(np.any(np.isnan(aux))):
         return None, None

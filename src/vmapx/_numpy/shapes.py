@@ -53,28 +53,28 @@ from .structural import deflinear_in, defstructural, every_positional, operands,
 # -- helpers shared by the shape, join and elementwise families --------------------
 
 
-def raise_like_numpy(func: Callable, ndim: int, *args: Any, **kwargs: Any) -> None:
+def raise_like_numpy(func: Callable[..., Any], ndim: int, *args: Any, **kwargs: Any) -> None:
     """Raise the error NumPy gives for one example with `ndim` axes (a tiny stand-in),
     where the batched call would fail differently or not at all."""
     func(np.zeros((1,) * ndim), *args, **kwargs)
     raise AssertionError(f"{function_name(func)} accepted a {ndim}-d example")  # pragma: no cover
 
 
-def _value_rule(func: Callable) -> Callable:
+def _value_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Elementwise-like functions of one array with no axis: apply as they are."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         return trace.wrap(func(v, *args[1:], **kwargs))
 
     return rule
 
 
-def _meta_rule(attr: str) -> Callable:
+def _meta_rule(attr: str) -> Callable[..., Any]:
     """`np.shape/np.ndim/np.size`: answered from the per-example view, not batched."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             x = args[0]
             axis = get_arg(args, kwargs, 1, "axis")
             if attr == "size" and axis is not None:
@@ -103,8 +103,8 @@ defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 
 
-def _reshape_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _reshape_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         shape = get_arg(args, kwargs, 1, "shape")
         if shape is None:
@@ -116,8 +116,8 @@ def _reshape_rule(func: Callable) -> Callable:
     return rule
 
 
-def _ravel_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _ravel_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         order = get_arg(args, kwargs, 1, "order", "C")
         return trace.wrap(np.reshape(v, flat_shape(v), order=order))
@@ -125,8 +125,8 @@ def _ravel_rule(func: Callable) -> Callable:
     return rule
 
 
-def _broadcast_to_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _broadcast_to_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         shape = resolve_shape((), get_arg(args, kwargs, 1, "shape"))
         v = v.reshape(v.shape[:1] + (1,) * (len(shape) - v.ndim + 1) + v.shape[1:])
@@ -135,7 +135,7 @@ def _broadcast_to_rule(func: Callable) -> Callable:
     return rule
 
 
-def resolve_shape(example_shape: tuple, shape: Any) -> tuple[int, ...]:
+def resolve_shape(example_shape: tuple[Any, ...], shape: Any) -> tuple[int, ...]:
     """A reshape target with its `-1` resolved from one example's size (so that a
     zero-size batch reshapes too)."""
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
@@ -146,8 +146,8 @@ def resolve_shape(example_shape: tuple, shape: Any) -> tuple[int, ...]:
     return shape
 
 
-def _squeeze_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _squeeze_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         axis = get_arg(args, kwargs, 1, "axis")
         nd = v.ndim - 1
@@ -158,8 +158,8 @@ def _squeeze_rule(func: Callable) -> Callable:
     return rule
 
 
-def _transpose_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _transpose_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         nd = v.ndim - 1
         axes = get_arg(args, kwargs, 1, "axes")
@@ -169,12 +169,12 @@ def _transpose_rule(func: Callable) -> Callable:
     return rule
 
 
-def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
+def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable[..., Any]:
     """Functions whose arguments at `positions` (or keywords `names`) are axes of `a`,
     all counted in the input's rank."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             x = args[0]
             v = unwrap(trace, x)[0]
             nd = example_ndim(trace, x)
@@ -191,8 +191,8 @@ def _axes_rule(*positions: int, names: tuple[str, ...]) -> Callable:
     return factory
 
 
-def _expand_dims_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _expand_dims_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         axis = get_arg(args, kwargs, 1, "axis")
         axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
@@ -205,7 +205,7 @@ def _expand_dims_rule(func: Callable) -> Callable:
 defbatch(np.reshape, _reshape_rule, may_view=True)
 
 
-def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     order = get_arg(args, kwargs, 1, "order", "C")
     return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
 
@@ -214,7 +214,7 @@ defvjp(np.reshape, _unreshape)
 defbatch(np.ravel, _ravel_rule, may_view=True)
 
 
-def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     order = get_arg(args, kwargs, 0, "order", "C")
     return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
 
@@ -224,7 +224,7 @@ defbatch([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.
          _transpose_rule, may_view=True)  # fmt: skip
 
 
-def _untranspose(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+def _untranspose(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     axes = get_arg(args, kwargs, 0, "axes")
     if axes is None:
         return lambda g: np.transpose(g)
@@ -248,7 +248,7 @@ defbatch(np.squeeze, _squeeze_rule, may_view=True)
 defbatch(np.expand_dims, _expand_dims_rule, may_view=True)
 
 
-def _unshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable:
+def _unshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     return lambda g: np.reshape(g, x.shape)
 
 
@@ -262,14 +262,14 @@ deflinear(_SHAPE_FUNCS + ([np.permute_dims] if hasattr(np, "permute_dims") else 
 defvjp(np.broadcast_to, lambda ans, x, *args, **kwargs: _identity)
 
 
-def _dtype_rule(func: Callable) -> Callable:
+def _dtype_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """Functions of dtypes only (`result_type`, `can_cast`, ...): answered unbatched,
     with each traced argument standing in as an empty array of its dtype."""
 
     def stand_in(x: Any) -> Any:
         return np.empty(0, dtype=x.dtype) if isinstance(x, Tracer) else x
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         return func(*map(stand_in, args), **{k: stand_in(v) for k, v in kwargs.items()})
 
     return rule
@@ -285,7 +285,7 @@ _ATLEAST = {np.atleast_1d: 1, np.atleast_2d: 2, np.atleast_3d: 3}
 _SEQ = type(np.atleast_1d(0, 0))  # what NumPy returns for several arrays (tuple since 2.0)
 
 
-def atleast_shape(shape: tuple, n: int) -> tuple[int, ...]:
+def atleast_shape(shape: tuple[Any, ...], n: int) -> tuple[int, ...]:
     """The shape `np.atleast_{n}d` gives an array of `shape`."""
     shape = tuple(shape)
     if len(shape) >= n:
@@ -295,10 +295,10 @@ def atleast_shape(shape: tuple, n: int) -> tuple[int, ...]:
     return (1,) * (n - len(shape)) + shape
 
 
-def _atleast_rule(func: Callable) -> Callable:
+def _atleast_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     n = _ATLEAST[func]
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         outs = []
         for x in args:
             v, b = unwrap(trace, x)
@@ -314,8 +314,8 @@ def _atleast_rule(func: Callable) -> Callable:
 _BROADCAST_SEQ = type(np.broadcast_arrays())
 
 
-def _broadcast_arrays_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _broadcast_arrays_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         shapes = [example_shape(trace, x) for x in args]
         shape = np.broadcast_shapes(*shapes)
         outs = []
@@ -357,8 +357,8 @@ defcomposite(
 # -- reversals and rotations: flip, fliplr, flipud, roll, rot90 ------------------------
 
 
-def _flip_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _flip_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = get_arg(args, kwargs, 1, "axis")
         axis = tuple(axis) if isinstance(axis, list) else axis
@@ -367,11 +367,11 @@ def _flip_rule(func: Callable) -> Callable:
     return rule
 
 
-def _flip_fixed_rule(axis: int) -> Callable:
+def _flip_fixed_rule(axis: int) -> Callable[..., Any]:
     """`fliplr` (axis 1) and `flipud` (axis 0)."""
 
-    def factory(func: Callable) -> Callable:
-        def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def factory(func: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
             v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
             if nd <= axis:
                 raise_like_numpy(func, nd)
@@ -382,8 +382,8 @@ def _flip_fixed_rule(axis: int) -> Callable:
     return factory
 
 
-def _roll_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _roll_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         shift = get_arg(args, kwargs, 1, "shift")
         axis = get_arg(args, kwargs, 2, "axis")
@@ -421,8 +421,8 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     return v
 
 
-def _rot90_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _rot90_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         k = get_arg(args, kwargs, 1, "k", 1)
         axes = tuple(get_arg(args, kwargs, 2, "axes", (0, 1)))
@@ -443,7 +443,7 @@ defbatch(np.flipud, _flip_fixed_rule(0), may_view=True)
 deflinear([np.flip, np.fliplr, np.flipud])
 
 
-def _same_on_cotangent(func: Callable) -> Callable:
+def _same_on_cotangent(func: Callable[..., Any]) -> Callable[..., Any]:
     """The VJP maker of a self-adjoint rearrangement (`flip`, `tril`: the same call)."""
     return lambda ans, x, *args, **kwargs: lambda g: func(g, *args, **kwargs)
 
@@ -465,8 +465,8 @@ defvjp(np.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: np.rot90(g, -k, axes
 # -- repetition: tile, repeat, resize --------------------------------------------------
 
 
-def _tile_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _tile_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, reps = args[0], get_arg(args, kwargs, 1, "reps")
         if is_batched(trace, reps) or not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with a batched `reps`")
@@ -478,8 +478,8 @@ def _tile_rule(func: Callable) -> Callable:
     return rule
 
 
-def _repeat_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _repeat_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
         axis = get_arg(args, kwargs, 2, "axis")
         if is_batched(trace, repeats) or not is_batched(trace, x):
@@ -490,8 +490,8 @@ def _repeat_rule(func: Callable) -> Callable:
     return rule
 
 
-def _resize_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _resize_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, new_shape = args[0], get_arg(args, kwargs, 1, "new_shape")
         if not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with a batched `new_shape`")
@@ -515,7 +515,7 @@ defbatch(np.tile, _tile_rule)
 deflinear(np.tile)
 
 
-def _untile(ans: Any, x: Any, reps: Any) -> Callable:
+def _untile(ans: Any, x: Any, reps: Any) -> Callable[..., Any]:
     """`tile`'s VJP: the cotangent split into (reps, example) axis pairs, summed over reps."""
     shape = np.shape(x)
     reps = tuple(reps) if np.iterable(reps) else (reps,)
@@ -538,7 +538,9 @@ first = operands((0, None))
 _repeat_positions = positions_vjp(np.repeat, first)
 
 
-def _repeat_vjp(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+def _repeat_vjp(
+    argnums: list[Any], ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Callable[..., Any]:
     """One repeat count: a reshape and a sum; counts per element: from labels."""
     x, repeats = args[0], get_arg(args, kwargs, 1, "repeats")
     if isinstance(repeats, Tracer) or np.size(repeats) != 1 or argnums != [0]:
@@ -574,8 +576,8 @@ def diag_matrix(v: Any, k: int) -> Any:
     return out
 
 
-def _diag_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _diag_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         k = get_arg(args, kwargs, 1, "k", 0)
         if func is np.diagflat:
@@ -589,10 +591,10 @@ def _diag_rule(func: Callable) -> Callable:
     return rule
 
 
-def _two_axes_rule(func: Callable) -> Callable:
+def _two_axes_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`diagonal(a, offset, axis1=0, axis2=1)` and `trace(...)`: both axes are shifted."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         if nd < 2:
             raise_like_numpy(func, nd)
@@ -605,10 +607,10 @@ def _two_axes_rule(func: Callable) -> Callable:
     return rule
 
 
-def _tri_rule(func: Callable) -> Callable:
+def _tri_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`tril`/`triu` act on the last two axes; a 1-d example is broadcast (as NumPy does)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         k = get_arg(args, kwargs, 1, "k", 0)
         if nd >= 2:
@@ -626,8 +628,8 @@ def _tri_rule(func: Callable) -> Callable:
     return rule
 
 
-def _matrix_transpose_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _matrix_transpose_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         if nd < 2:
             raise_like_numpy(func, nd)
@@ -636,8 +638,8 @@ def _matrix_transpose_rule(func: Callable) -> Callable:
     return rule
 
 
-def _rollaxis_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _rollaxis_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = shift_one(get_arg(args, kwargs, 1, "axis"), nd)
         start = get_arg(args, kwargs, 2, "start", 0)
@@ -680,7 +682,7 @@ if hasattr(np, "matrix_transpose"):
 defbatch(np.rollaxis, _rollaxis_rule, may_view=True)
 
 
-def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable:
+def _unrollaxis(ans: Any, x: Any, axis: int, start: int = 0) -> Callable[..., Any]:
     nd = np.ndim(x)
     axis, start = axis % nd, start + nd if start < 0 else start
     return lambda g: np.moveaxis(g, start - 1 if start > axis else start, axis)
@@ -729,8 +731,8 @@ _FLAGS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGU
           "OWNDATA": "O", "E": "E", "ENSUREARRAY": "E"}  # fmt: skip
 
 
-def _contiguous_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _contiguous_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
         dtype = get_arg(args, kwargs, 1, "dtype")
@@ -779,8 +781,8 @@ def _with_batch_pair(x: Any, nd: int, batch: int = 0) -> Any:
     return np.concatenate([np.full((1, 2), batch, dtype=pairs.dtype, like=like(pairs)), pairs])
 
 
-def _pad_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _pad_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, pad_width = args[0], get_arg(args, kwargs, 1, "pad_width")
         mode = get_arg(args, kwargs, 2, "mode", "constant")
         opts = {k: w for k, w in kwargs.items() if k not in ("array", "pad_width", "mode")}
@@ -848,11 +850,13 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
 _STATS = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
 
 
-def _pad_mode(args: tuple, kwargs: dict) -> Any:
+def _pad_mode(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     return get_arg(args, kwargs, 2, "mode", "constant")
 
 
-def _empty_as_constant(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _empty_as_constant(
+    args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
     """`empty` pads nothing in particular: tangents and labels pad zeros (none)."""
     if _pad_mode(args, kwargs) == "empty":
         args, kwargs = set_arg(args, kwargs, 2, "mode", "constant")
@@ -904,7 +908,7 @@ def _at_axis(y: Any, axis: int, start: int, stop: int) -> Any:
     return y[(slice(None),) * axis + (slice(start, stop),)]
 
 
-def _ramp_sides(y: Any, axis: int, before: int, after: int, ends: Any) -> tuple:
+def _ramp_sides(y: Any, axis: int, before: int, after: int, ends: Any) -> tuple[Any, ...]:
     """Ramps from each end value (included) towards the edge (excluded), as linspace."""
     n = y.shape[axis]
     sides = []
@@ -915,7 +919,9 @@ def _ramp_sides(y: Any, axis: int, before: int, after: int, ends: Any) -> tuple:
     return sides[0], np.flip(sides[1], axis)
 
 
-def _stat_sides(y: Any, axis: int, before: int, after: int, lengths: Any, stat: Callable) -> tuple:
+def _stat_sides(
+    y: Any, axis: int, before: int, after: int, lengths: Any, stat: Callable[..., Any]
+) -> tuple[Any, ...]:
     n = y.shape[axis]
     left, right = (n if m is None or m > n else int(m) for m in lengths)
     if (left == 0 or right == 0) and stat in (np.max, np.min):

@@ -37,10 +37,10 @@ from .gather import along_axis_index, replay_errors, replaying, scatter
 # -- sort, argsort, partition, argpartition --------------------------------------------
 
 
-def _sort_rule(func: Callable) -> Callable:
+def _sort_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func(a, axis=-1, ...)`; `axis=None` sorts each flattened example."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 1, "axis", -1))
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", axis)
         return trace.wrap(func(*args, **kwargs))
@@ -48,10 +48,10 @@ def _sort_rule(func: Callable) -> Callable:
     return rule
 
 
-def _partition_rule(func: Callable) -> Callable:
+def _partition_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func(a, kth, axis=-1, ...)`; a batched `kth` differs per example: loop."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if is_batched(trace, get_arg(args, kwargs, 1, "kth")):
             return loop_rule(trace, primitive(func), args, kwargs)
         v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 2, "axis", -1))
@@ -61,11 +61,11 @@ def _partition_rule(func: Callable) -> Callable:
     return rule
 
 
-def _lexsort_rule(func: Callable) -> Callable:
+def _lexsort_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.lexsort(keys, axis=-1)`: keys are a sequence of arrays (or one array whose
     first axis enumerates them), each shaped like one example's keys."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         keys = get_arg(args, kwargs, 0, "keys")
         axis = get_arg(args, kwargs, 1, "axis", -1)
         if is_batched(trace, keys):  # (B, k, ...) -> (k, B, ...)
@@ -79,8 +79,8 @@ def _lexsort_rule(func: Callable) -> Callable:
     return rule
 
 
-def _sort_complex_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _sort_complex_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if example_ndim(trace, args[0]) == 0:  # NumPy sorts along axis -1: none here
             replay_errors(trace, func, args, kwargs)
         return trace.wrap(func(unwrap(trace, args[0])[0]))
@@ -100,7 +100,7 @@ def _sort_perm(ans: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> A
     return np.argsort(a, axis=axis, kind="stable")
 
 
-def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
+def _write_back(g: Any, perm: Any, shape: tuple[Any, ...], axis: Any) -> Any:
     """`out` of `shape` with `take_along_axis(out, perm, axis) == g` (`perm` a permutation)."""
     if axis is None:
         size = int(np.prod(shape, dtype=np.intp))
@@ -110,17 +110,17 @@ def _write_back(g: Any, perm: Any, shape: tuple, axis: Any) -> Any:
 
 
 @builder
-def defpermutation(func: Callable, perm_of: Callable, axis_at: int) -> None:
+def defpermutation(func: Callable[..., Any], perm_of: Callable[..., Any], axis_at: int) -> None:
     """Derivatives of `func(a, ...)`, which rearranges `a` along its `axis` (argument
     `axis_at`; None flattens): `perm_of(ans, a, ...)` finds where each output came from."""
 
-    def axis_of(args: tuple, kwargs: dict) -> Any:
+    def axis_of(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         return get_arg(args, kwargs, axis_at - 1, "axis", -1)
 
     def jvp(t: Any, ans: Any, a: Any, *args: Any, **kwargs: Any) -> Any:
         return np.take_along_axis(t, perm_of(ans, a, *args, **kwargs), axis_of(args, kwargs))
 
-    def vjp(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable:
+    def vjp(ans: Any, a: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         perm = perm_of(ans, a, *args, **kwargs)
         axis = axis_of(args, kwargs)
         return lambda g: _write_back(g, perm, a.shape, axis)
@@ -179,7 +179,7 @@ def search_rows(a: Any, v: Any, side: str = "left", *, check: bool = True) -> An
     return np.where(missing(v), numbers, found)
 
 
-def _bisect(a: Any, shape: tuple, before: Callable) -> Any:
+def _bisect(a: Any, shape: tuple[Any, ...], before: Callable[..., Any]) -> Any:
     """For each row of `a` (`(B, n)`, `n > 0`) and each query of `shape` (`(B, m)`), how
     many leading entries `x` of the row have `before(x)` (true, then false, along the
     row): a branch-free binary search whose halving steps are the same for every query."""
@@ -203,11 +203,11 @@ def _gather(flat: Any, idx: Any) -> Any:
 _ORDERED = "biufcmMUS"  # dtype kinds with an order `search_rows` knows
 
 
-def _missing(kind: str) -> Callable | None:
+def _missing(kind: str) -> Callable[..., Any] | None:
     return np.isnan if kind == "f" else np.isnat if kind in "mM" else None
 
 
-def _before(kind: str, side: str) -> Callable:
+def _before(kind: str, side: str) -> Callable[..., Any]:
     """Whether data `x` goes before query `y`: `x < y` ("left") or `x <= y` ("right")."""
     if kind == "c":
         return _complex_less if side == "left" else lambda x, y: ~_complex_less(y, x)
@@ -245,21 +245,23 @@ def _complex_less(x: Any, y: Any) -> Any:
     )
 
 
-def _unsorted(trace: BatchTrace, func: Callable, args: tuple, kwargs: dict) -> Any:
+def _unsorted(
+    trace: BatchTrace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """NumPy's own search per example, for arrays that are not sorted (or not ordered)."""
     warn_fallback(trace, f"`np.{func.__name__}` of an array that is not sorted")
     return loop_apply(trace, func, args, kwargs, f"np.{func.__name__}")
 
 
-def _rows(trace: BatchTrace, x: Any) -> tuple[Any, tuple]:
+def _rows(trace: BatchTrace, x: Any) -> tuple[Any, tuple[Any, ...]]:
     """`(B, size)` queries and the per-example shape to give the answer back."""
     v = np.asarray(x) if not hasattr(x, "dtype") else x  # NumPy's own scalar conversion
     v = bcast_batch(trace, v)
     return v.reshape(flat_shape(v)), v.shape[1:]
 
 
-def _searchsorted_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _searchsorted_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, v = args[0], get_arg(args, kwargs, 1, "v")
         side = get_arg(args, kwargs, 2, "side", "left")
         sorter = get_arg(args, kwargs, 3, "sorter")
@@ -283,11 +285,11 @@ def _searchsorted_rule(func: Callable) -> Callable:
     return rule
 
 
-def _digitize_rule(func: Callable) -> Callable:
+def _digitize_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`np.digitize` is a search in `bins`, which may increase or decrease: batched bins
     are checked and searched per example (decreasing ones reversed)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, bins = args[0], get_arg(args, kwargs, 1, "bins")
         right = get_arg(args, kwargs, 2, "right", False)
         if not is_batched(trace, bins):

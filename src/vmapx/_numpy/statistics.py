@@ -50,7 +50,7 @@ def merge_reduced(v: Any, nd: int, axis: Any) -> tuple[Any, tuple[int, ...]]:
     return v.reshape(v.shape[: 1 + len(kept)] + (m,)), axes
 
 
-def _keepdims_shape(shape: tuple, axes: tuple) -> tuple:
+def _keepdims_shape(shape: tuple[Any, ...], axes: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
@@ -79,7 +79,7 @@ _ALPHA_BETA = {
 _DISCRETE = {"inverted_cdf", "closest_observation", "lower", "higher", "nearest"}
 
 
-def _boundaries(index: Any, condition: Callable) -> Any:
+def _boundaries(index: Any, condition: Callable[..., Any]) -> Any:
     previous = np.floor(index)
     gamma = index - previous
     res = np.where(condition(gamma, index), previous, previous + 1).astype(np.intp)
@@ -214,13 +214,13 @@ def nanmedian_sorted(arr: Any) -> Any:
 _PLAIN = {np.nanmedian: np.median, np.nanquantile: np.quantile, np.nanpercentile: np.percentile}
 
 
-def _quantile_rule(func: Callable) -> Callable:
+def _quantile_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """median/percentile/quantile and their NaN-ignoring versions."""
     has_q = func not in (np.median, np.nanmedian)
     omit_nan = func in _PLAIN
     percent = func in (np.percentile, np.nanpercentile)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         a = p["a"]
         q = p["q"] if has_q else None
@@ -278,7 +278,7 @@ def _quantile_rule(func: Callable) -> Callable:
     return rule
 
 
-def _weighted_quantile(trace: BatchTrace, av: Any, ab: bool, shape: tuple, axis: Any,
+def _weighted_quantile(trace: BatchTrace, av: Any, ab: bool, shape: tuple[Any, ...], axis: Any,
                        weights: Any, q: Any, qb: bool, omit_nan: bool) -> Any:  # fmt: skip
     """NumPy's weighted `inverted_cdf` quantile (which loops over slices) for all slices
     at once: the first sorted value whose cumulative weight share reaches `q`."""
@@ -359,7 +359,7 @@ defcomposite_by_rule(
 # -- average --------------------------------------------------------------------------
 
 
-def weights_for(trace: BatchTrace, weights: Any, a_shape: tuple, axes: Any) -> Any:
+def weights_for(trace: BatchTrace, weights: Any, a_shape: tuple[Any, ...], axes: Any) -> Any:
     """NumPy's `_weights_are_valid` per example: weights shaped like `a`, or 1-d along
     `axes`, checked and laid out to broadcast against `a`; returned batch-front with a
     batch axis of size 1 when the weights are shared."""
@@ -381,8 +381,8 @@ def weights_for(trace: BatchTrace, weights: Any, a_shape: tuple, axes: Any) -> A
     return wv if wb else wv[None]
 
 
-def _average_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _average_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         a, axis, weights = as_array(p["a"]), p["axis"], p["weights"]
         nd = example_ndim(trace, a)
@@ -425,7 +425,9 @@ defcomposite_by_rule(np.average)
 # -- covariance -----------------------------------------------------------------------
 
 
-def _rows(trace: BatchTrace, m: Any, dtype: Any, rowvar: bool, transpose_if: Callable) -> Any:
+def _rows(
+    trace: BatchTrace, m: Any, dtype: Any, rowvar: bool, transpose_if: Callable[..., Any]
+) -> Any:
     """`np.array(m, ndmin=2, dtype=dtype)` per example, as `(B, V, N)`, transposed
     when `not rowvar` and `transpose_if(per-example 2-d shape)`."""
     nd = example_ndim(trace, m)
@@ -456,7 +458,7 @@ def _frequency(trace: BatchTrace, w: Any, name: str, n: int, integer: bool) -> A
     return wv
 
 
-def cov_batched(trace: BatchTrace, p: dict) -> tuple[Any, bool]:
+def cov_batched(trace: BatchTrace, p: dict[Any, Any]) -> tuple[Any, bool]:
     """`np.cov` of every example as `(B, V, V)`, and whether one example's result is a
     scalar (NumPy squeezes a 1x1 covariance)."""
     m, y, rowvar, ddof, dtype = p["m"], p.get("y"), p["rowvar"], p.get("ddof"), p["dtype"]
@@ -513,16 +515,16 @@ def cov_batched(trace: BatchTrace, p: dict) -> tuple[Any, bool]:
     return c, c.shape[1] == 1
 
 
-def _cov_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _cov_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         c, scalar = cov_batched(trace, call_params(func, args, kwargs))
         return trace.wrap(c[:, 0, 0] if scalar else c)
 
     return rule
 
 
-def _corrcoef_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _corrcoef_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         for name in ("bias", "ddof"):
             if p.get(name, _NoValue) is not _NoValue:
@@ -702,7 +704,7 @@ def bincount_rows(idx: Any, weights: Any, length: int) -> Any:
     return np.bincount(flat, w, minlength=b * length).reshape(b, length)
 
 
-def _uniform_counts(a: Any, w: Any, edges: Any, uniform: tuple, ntype: Any) -> Any:
+def _uniform_counts(a: Any, w: Any, edges: Any, uniform: tuple[Any, ...], ntype: Any) -> Any:
     """NumPy's equal-bins fast path, block by block as it sums."""
     first, last, n = uniform
     if np.ndim(first):
@@ -759,7 +761,7 @@ def _search_inclusive(sa: Any, edges: Any) -> Any:
     )  # fmt: skip
 
 
-def histogram_batched(trace: BatchTrace, p: dict) -> Any:
+def histogram_batched(trace: BatchTrace, p: dict[Any, Any]) -> Any:
     """`np.histogram` of every example: `(hist, edges, edges_batched)`, or None when
     the bins depend on the data in a way that is not batched (string bin rules)."""
     a, weights = _ravel_checked(trace, p["a"], p["weights"])
@@ -788,8 +790,8 @@ def _has_tracer(trace: BatchTrace, x: Any) -> bool:
     return is_batched(trace, x)
 
 
-def _histogram_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _histogram_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         if (
             isinstance(p["bins"], str)
@@ -811,7 +813,7 @@ defrules([np.histogram, np.histogram_bin_edges], _histogram_rule)
 defcomposite_by_rule([np.histogram, np.histogram_bin_edges])
 
 
-def _sample_columns(trace: BatchTrace, sample: Any) -> list | None:
+def _sample_columns(trace: BatchTrace, sample: Any) -> list[Any] | None:
     """histogramdd's `sample` as D columns of shape (B, N), or None if not batchable."""
     if isinstance(sample, list | tuple):
         if any(example_ndim(trace, s) != 1 for s in sample):
@@ -827,8 +829,8 @@ def _sample_columns(trace: BatchTrace, sample: Any) -> list | None:
     return None
 
 
-def histogramdd_batched(trace: BatchTrace, cols: list, bins: Any, rng: Any, density: Any,
-                        weights: Any) -> tuple[Any, list]:  # fmt: skip
+def histogramdd_batched(trace: BatchTrace, cols: list[Any], bins: Any, rng: Any, density: Any,
+                        weights: Any) -> tuple[Any, list[Any]]:  # fmt: skip
     """`np.histogramdd` of every example, on the sample's D columns (each (B, N))."""
     d = len(cols)
     try:
@@ -888,8 +890,8 @@ def histogramdd_batched(trace: BatchTrace, cols: list, bins: Any, rng: Any, dens
     return hist, edges
 
 
-def _histogramdd_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _histogramdd_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         p = call_params(func, args, kwargs)
         if func is np.histogram2d:
             sample, bins = [p["x"], p["y"]], p["bins"]

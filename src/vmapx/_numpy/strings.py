@@ -27,8 +27,8 @@ _ELEMENTWISE = [
 ]  # fmt: skip
 
 
-def _broadcasting_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _broadcasting_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         names = list(kwargs)
         vals = aligned_operands(trace, (*args, *kwargs.values()))
         keywords = dict(zip(names, vals[len(args) :], strict=True))
@@ -50,7 +50,7 @@ _STRING_FUNCTIONS = present(getattr(np, "strings", None), *_ELEMENTWISE)
 defbatch([f for f in _STRING_FUNCTIONS if not isinstance(f, np.ufunc)], _broadcasting_rule)
 
 
-def _needs_out_buffers(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _needs_out_buffers(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     raise UnsupportedError(
         "vmap: this string ufunc writes fixed-width results only into preallocated "
         "structured `out=` buffers, which cannot be traced; call `np.strings.partition`/"

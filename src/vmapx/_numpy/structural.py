@@ -24,12 +24,14 @@ from .._registry import builder, each_function, register
 from .indexing import SCATTER_ADD
 
 
-def operands(*spec: tuple[int | None, str | None]) -> Callable[[tuple, dict], list]:
+def operands(
+    *spec: tuple[int | None, str | None],
+) -> Callable[[tuple[Any, ...], dict[Any, Any]], list[Any]]:
     """`sources` for `deflinear_in`/`defstructural`: the argnums of the operands at
     `(position, keyword)` that are present in a call."""
 
-    def sources(args: tuple, kwargs: dict) -> list:
-        found = []
+    def sources(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> list[Any]:
+        found: list[Any] = []
         for pos, name in spec:
             if pos is not None and len(args) > pos:
                 found.append(pos)
@@ -40,17 +42,19 @@ def operands(*spec: tuple[int | None, str | None]) -> Callable[[tuple, dict], li
     return sources
 
 
-def every_positional(args: tuple, kwargs: dict) -> list:
+def every_positional(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> list[Any]:
     """`sources` of functions of `*arrays` (`atleast_1d`, `broadcast_arrays`, ...)."""
     return list(range(len(args)))
 
 
-def with_item(args: tuple, kwargs: dict, argnum: Any, value: Any) -> tuple[tuple, dict]:
+def with_item(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], argnum: Any, value: Any
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
     """The call's `(args, kwargs)` with the operand named by `argnum` replaced."""
     path = argnum if isinstance(argnum, tuple) else (argnum,)
     head, rest = path[0], path[1:]
 
-    def put(seq: Any, rest: tuple) -> Any:
+    def put(seq: Any, rest: tuple[Any, ...]) -> Any:
         if not rest:
             return value
         items = list(seq)
@@ -68,7 +72,9 @@ def _zeros_of(x: Any) -> Any:
 
 @builder
 def deflinear_in(
-    funcs: Any, sources: Callable[[tuple, dict], list], adapt: Callable | None = None
+    funcs: Any,
+    sources: Callable[[tuple[Any, ...], dict[Any, Any]], list[Any]],
+    adapt: Callable[..., Any] | None = None,
 ) -> None:
     """`funcs` are linear in the operands `sources(args, kwargs)` jointly: the JVP is the
     function of their tangents (zeros for constant ones), the call fixed by `adapt(args,
@@ -76,7 +82,13 @@ def deflinear_in(
     for func in each_function(funcs):
         prim = register(func, "linear", True)
 
-        def rule(args: tuple, kwargs: dict, ans: Any, tangents: dict, prim: Any = prim) -> Any:
+        def rule(
+            args: tuple[Any, ...],
+            kwargs: dict[Any, Any],
+            ans: Any,
+            tangents: dict[Any, Any],
+            prim: Any = prim,
+        ) -> Any:
             srcs = sources(args, kwargs)
             for a in tangents:
                 if a not in srcs:
@@ -95,9 +107,9 @@ def deflinear_in(
 @builder
 def defstructural(
     funcs: Any,
-    sources: Callable[[tuple, dict], list],
-    labels: Callable | None = None,
-    tangents: Callable | None = None,
+    sources: Callable[[tuple[Any, ...], dict[Any, Any]], list[Any]],
+    labels: Callable[..., Any] | None = None,
+    tangents: Callable[..., Any] | None = None,
 ) -> None:
     """Both derivative modes of functions whose result elements are elements of the
     operands `sources(args, kwargs)` or zeros (see the comment above). `labels(args,
@@ -108,10 +120,14 @@ def defstructural(
         defvjp_argnums(func, positions_vjp(func, sources, labels))
 
 
-def positions_vjp(func: Callable, sources: Callable, adapt: Callable | None = None) -> Callable:
+def positions_vjp(
+    func: Callable[..., Any], sources: Callable[..., Any], adapt: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
     """The VJP maker (for `defvjp_argnums`) of a structural function, from labels."""
 
-    def maker(argnums: list, ans: Any, args: tuple, kwargs: dict) -> Callable:
+    def maker(
+        argnums: list[Any], ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+    ) -> Callable[..., Any]:
         srcs = sources(args, kwargs)
         for a in argnums:
             if a not in srcs:
@@ -127,7 +143,7 @@ def positions_vjp(func: Callable, sources: Callable, adapt: Callable | None = No
                 _SENDERS[key] = found
         send, spans = found
 
-        def pullback(g: Any) -> list:
+        def pullback(g: Any) -> list[Any]:
             ct = send(np.reshape(g, -1))
             return [np.reshape(ct[start : start + size], shape) for start, size, shape in spans]
 
@@ -138,13 +154,14 @@ def positions_vjp(func: Callable, sources: Callable, adapt: Callable | None = No
 
 # (func, traced operands, shapes, other arguments) -> (send, spans): the labels depend on
 # nothing else, so calls with the same static arguments share them
-_SENDERS: dict[tuple, tuple] = {}
+_SENDERS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def _send_plan(
-    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict,
-    adapt: Callable | None,
-) -> tuple[Callable, list]:  # fmt: skip
+    func: Callable[..., Any], argnums: list[Any], srcs: list[Any], shapes: list[Any],
+    args: tuple[Any, ...], kwargs: dict[Any, Any],
+    adapt: Callable[..., Any] | None,
+) -> tuple[Callable[..., Any], list[Any]]:  # fmt: skip
     """Run `func` on labels: `(send, spans)`, the spans `(start, size, shape)` of the
     traced operands (in the order of `argnums`) in the cotangent `send` gives."""
     spans, total = {}, 0
@@ -168,8 +185,13 @@ class _Unhashable(Exception):
 
 
 def _static_key(
-    func: Callable, argnums: list, srcs: list, shapes: list, args: tuple, kwargs: dict
-) -> tuple | None:
+    func: Callable[..., Any],
+    argnums: list[Any],
+    srcs: list[Any],
+    shapes: list[Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+) -> tuple[Any, ...] | None:
     """A key of everything the labels depend on, or None if an argument is not a plain
     static value (a traced or large array)."""
     for a in srcs:
@@ -194,12 +216,12 @@ def _freeze(x: Any) -> Any:
     raise _Unhashable
 
 
-def _sender(source: Any, total: int) -> Callable:
+def _sender(source: Any, total: int) -> Callable[..., Any]:
     """`g -> cotangent` of the `total` labelled elements, where result element `j` is
     labelled element `source[j]` (counted from 1; 0: none): a gather when no label
     repeats."""
     if not isinstance(source, np.ndarray):  # labels traced by an outer transform
-        zeros = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
+        zeros: Callable[[Any], Any] = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
         return lambda g: bind(SCATTER_ADD, (zeros(g), source, g), {})[1:]
     where = np.flatnonzero(source)
     labels = source[where] - 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def call_rule(ufunc: np.ufunc) -> Any:
 
     unary = ufunc.nin == 1 and ufunc.nout == 1 and NUMPY2
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if unary and not kwargs and len(args) == 1:  # the common case, without the helpers
             x = args[0]
             if type(x) is BatchTracer and x._trace is trace:
@@ -82,7 +82,7 @@ _LONG_AXIS = 64  # ...and the one before it this long makes the better inner loo
 _MOVE_MIN_SIZE = 1 << 16
 
 
-def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
+def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list[Any]) -> Any:
     """`ufunc(a, b)` computed with the last axis moved to the front, where broadcasting
     would make NumPy loop over a short last axis (`ys - x` for `ys` (512, 3) and a
     batched `x` (3,): 3 elements per inner loop). The result is the same values in a
@@ -117,7 +117,7 @@ def _with_short_last_axis_moved(ufunc: np.ufunc, vals: list) -> Any:
     return ufunc(*moved).transpose(0, *range(2, rank), 1)
 
 
-def _spread_along_last_only(v: np.ndarray, shape: tuple) -> bool:
+def _spread_along_last_only(v: np.ndarray, shape: tuple[Any, ...]) -> bool:
     """Whether `v` varies along the (short) last axis but is broadcast along the one
     before: NumPy's innermost loop is then the short axis."""
     return v.ndim >= 1 and v.shape[-1] == shape[-1] > 1 and (v.ndim < 2 or v.shape[-2] == 1)
@@ -126,7 +126,9 @@ def _spread_along_last_only(v: np.ndarray, shape: tuple) -> bool:
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion
 
 
-def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: list) -> list:
+def _numpy1_promotion(
+    trace: BatchTrace, ufunc: np.ufunc, args: tuple[Any, ...], vals: list[Any]
+) -> list[Any]:
     """NumPy 1.26 promotes a 0-d operand next to arrays by its value (`int32_array +
     np.int64(1)` stays int32) and 0-d operands among themselves by type. An example's
     0-d values form an array in the batch, which NumPy would promote by type: give it the
@@ -163,7 +165,7 @@ def _numpy1_promotion(trace: BatchTrace, ufunc: np.ufunc, args: tuple, vals: lis
     return out
 
 
-def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype | None:
+def _value_dtype(v: Any, arrays: list[Any], ufunc: np.ufunc) -> np.dtype | None:
     """The dtype NumPy 1.26 gives the 0-d values in `v` next to arrays of `arrays` (the
     same for all their examples, else None). A ufunc with mixed-type loops (`ldexp`)
     keeps integers as they are."""
@@ -175,14 +177,14 @@ def _value_dtype(v: Any, arrays: list, ufunc: np.ufunc) -> np.dtype | None:
     return dtype if _homogeneous(ufunc) else v.dtype
 
 
-def _by_values(v: Any, arrays: list) -> np.dtype | None:
+def _by_values(v: Any, arrays: list[Any]) -> np.dtype | None:
     """What the examples' values promote to next to `arrays`, if the same for all: the
     largest and smallest magnitudes of either sign are the ones to check."""
     data = v
     while isinstance(data, Tracer):  # the values under any transform (all their examples)
         data = getattr(data, "val", getattr(data, "primal", None))
     if data is None:
-        return v.dtype
+        return cast("np.dtype[Any] | None", v.dtype)
     data = np.ravel(data)
     kind = v.dtype.kind
     if kind in "biu":
@@ -200,7 +202,7 @@ def _by_values(v: Any, arrays: list) -> np.dtype | None:
 
 
 @cache
-def _type_decides(arrays: tuple, dtype: np.dtype) -> np.dtype | None:
+def _type_decides(arrays: tuple[Any, ...], dtype: np.dtype) -> np.dtype | None:
     """The dtype NumPy 1.26 gives 0-d values of `dtype` next to `arrays` when their values
     cannot change it (the smallest values give what `dtype` itself gives), else None."""
     smallest = [0, -1] if dtype.kind == "i" else [0]
@@ -221,7 +223,7 @@ def _homogeneous(ufunc: np.ufunc) -> bool:
 
 
 @cache
-def _parse_signature(signature: str) -> tuple[list[list[tuple[str, bool]]], list]:
+def _parse_signature(signature: str) -> tuple[list[list[tuple[str, bool]]], list[Any]]:
     """`"(n?,k),(k,m?)->(n?,m?)"` -> per operand and per output: [(dim, optional)]."""
     ins, outs = signature.replace(" ", "").split("->")
 
@@ -237,7 +239,7 @@ def _parse_signature(signature: str) -> tuple[list[list[tuple[str, bool]]], list
 def gufunc_rule(ufunc: np.ufunc) -> Any:
     in_core, out_core = _parse_signature(ufunc.signature)
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if kwargs.get("axes") is not None or kwargs.get("axis") is not None:
             return _gufunc_with_axes(trace, ufunc, args, kwargs)
         expanded: set[str] = set()  # optional dims we added (to squeeze afterwards)
@@ -275,7 +277,9 @@ def gufunc_rule(ufunc: np.ufunc) -> Any:
     return rule
 
 
-def _gufunc_with_axes(trace: BatchTrace, ufunc: np.ufunc, args: tuple, kwargs: dict) -> Any:
+def _gufunc_with_axes(
+    trace: BatchTrace, ufunc: np.ufunc, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Any:
     """`axes=`/`axis=` name per-example axes: make them absolute, then shift by one."""
     in_core, out_core = _parse_signature(ufunc.signature)
     ranks = [example_ndim(trace, x) for x in args]
@@ -297,7 +301,9 @@ def _gufunc_with_axes(trace: BatchTrace, ufunc: np.ufunc, args: tuple, kwargs: d
 # -- reduce / accumulate / reduceat / outer / at ---------------------------------------
 
 
-def _reduce_kwargs(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
+def _reduce_kwargs(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], names: tuple[str, ...]
+) -> dict[Any, Any]:
     """Positional arguments after the array, turned into keywords."""
     kwargs = dict(kwargs)
     for name, value in zip(names, args[1:], strict=False):
@@ -306,7 +312,7 @@ def _reduce_kwargs(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
 
 
 def reduce_rule(ufunc: np.ufunc) -> Any:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         kwargs = _reduce_kwargs(args, kwargs, ("axis", "dtype", "out", "keepdims", "initial"))
         x = args[0]
         nd = example_ndim(trace, x)
@@ -325,7 +331,7 @@ def reduce_rule(ufunc: np.ufunc) -> Any:
 
 
 def accumulate_rule(ufunc: np.ufunc) -> Any:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         kwargs = _reduce_kwargs(args, kwargs, ("axis", "dtype", "out"))
         v = unwrap(trace, args[0])[0]
         kwargs["axis"] = shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
@@ -335,7 +341,7 @@ def accumulate_rule(ufunc: np.ufunc) -> Any:
 
 
 def reduceat_rule(ufunc: np.ufunc) -> Any:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         kwargs = _reduce_kwargs(args, kwargs, ("indices", "axis", "dtype", "out"))
         indices = kwargs.pop("indices")
         if is_batched(trace, indices):
@@ -351,7 +357,7 @@ def reduceat_rule(ufunc: np.ufunc) -> Any:
 
 
 def outer_rule(ufunc: np.ufunc) -> Any:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         a, b = args
         (va, ba), (vb, bb) = unwrap(trace, a), unwrap(trace, b)
         nb = example_ndim(trace, b)
@@ -369,7 +375,7 @@ def outer_rule(ufunc: np.ufunc) -> Any:
 def at_rule(ufunc: np.ufunc) -> Any:
     """`ufunc.at(a, indices, b)` in place -> the updated copy of `a` (assigned by caller)."""
 
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         from .indexing import batched_index
 
         a, indices, *rest = args
@@ -437,7 +443,7 @@ def _complex_sign(x: Any) -> bool:
     return NUMPY2 and x.dtype.kind == "c"
 
 
-def _sign_parts(ans: Any, x: Any) -> tuple:
+def _sign_parts(ans: Any, x: Any) -> tuple[Any, ...]:
     """d sign(z) = a dz + b conj(dz) with a = 1 / 2|z|, b = -sign(z)^2 / 2|z| (0 at 0)."""
     size = np.abs(x)
     a = np.where(size == 0, 0, 0.5 / np.where(size == 0, 1, size))
@@ -557,12 +563,12 @@ if "clip" in _UMATH:  # the result equals one operand: the derivative goes to it
     )
 
 
-def _modf(x: Any, **kwargs: Any) -> tuple:
+def _modf(x: Any, **kwargs: Any) -> tuple[Any, ...]:
     whole = np.trunc(x)
     return x - whole, whole
 
 
-def _frexp(x: Any, **kwargs: Any) -> tuple:
+def _frexp(x: Any, **kwargs: Any) -> tuple[Any, ...]:
     _, exponent = np.frexp(stop_gradient_leaf(x))
     return x * np.ldexp(np.ones_like(x), -exponent), exponent
 
@@ -574,7 +580,9 @@ defcomposite(np.frexp, _frexp)
 # -- ufunc methods: reduce / accumulate / outer / reduceat ----------------------------
 
 
-def _method_kwargs(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
+def _method_kwargs(
+    args: tuple[Any, ...], kwargs: dict[Any, Any], names: tuple[str, ...]
+) -> dict[Any, Any]:
     kw = _reduce_kwargs(args, kwargs, names)
     return {k: v for k, v in kw.items() if not (k == "out" and v is None)}
 
@@ -608,7 +616,7 @@ def _logsumexp(exp: Any, log: Any) -> Any:
     return impl
 
 
-def _squeeze_axes(axis: Any, ndim: int) -> tuple:
+def _squeeze_axes(axis: Any, ndim: int) -> tuple[Any, ...]:
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
@@ -691,7 +699,7 @@ def _scan_jacobian(ufunc: np.ufunc, x: Any, out: Any) -> Any:
     return np.where(np.arange(n)[:, None] <= np.arange(n), b[..., :, None] * steps, 0)
 
 
-def _scan_args(args: tuple, kwargs: dict) -> tuple[Any, int]:
+def _scan_args(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> tuple[Any, int]:
     kw = _method_kwargs(args, kwargs, ("axis", "dtype", "out"))
     x = args[0]
     return x, kw.get("axis", 0) % max(x.ndim, 1)
@@ -709,7 +717,7 @@ def _scan_apply(ufunc: np.ufunc, x: Any, ans: Any, axis: int, v: Any, *, forward
 
 
 def _scan_jvp(ufunc: np.ufunc) -> Any:
-    def jvp(argnum: Any, t: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if argnum != 0 or _scan_jacobian_missing(ufunc):
             raise NoRule(argnum, "jvp")
         x, axis = _scan_args(args, kwargs)
@@ -719,7 +727,7 @@ def _scan_jvp(ufunc: np.ufunc) -> Any:
 
 
 def _scan_vjp(ufunc: np.ufunc) -> Any:
-    def maker(argnum: Any, ans: Any, args: tuple, kwargs: dict) -> Any:
+    def maker(argnum: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if argnum != 0 or _scan_jacobian_missing(ufunc):
             raise NoRule(argnum, "vjp")
         x, axis = _scan_args(args, kwargs)

@@ -13,8 +13,8 @@ from .._registry import get_arg
 from .._rule_helpers import shift_axis
 
 
-def _window_rule(func: Callable) -> Callable:
-    def rule(trace: BatchTrace, args: tuple, kwargs: dict) -> Any:
+def _window_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x = args[0]
         v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
         shape = get_arg(args, kwargs, 1, "window_shape")

@@ -30,7 +30,7 @@ import importlib.machinery
 import sys
 import threading
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["ADAPTERS", "install", "installed", "load_deferred", "uninstall"]
 
@@ -82,7 +82,7 @@ class _AfterLoad(importlib.abc.Loader):
         self.library = library
 
     def create_module(self, spec: Any) -> ModuleType | None:
-        return self.loader.create_module(spec)
+        return cast("ModuleType | None", self.loader.create_module(spec))
 
     def exec_module(self, module: ModuleType) -> None:
         self.loader.exec_module(module)

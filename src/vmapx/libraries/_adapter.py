@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import optree
 
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .. import extend
 from .._core import Tracer, current_level
 
@@ -38,7 +38,13 @@ class Unsupported(Exception):  # noqa: N818 (a signal: use the library function 
 class LibraryFunction:
     """A library function that becomes a vmapx primitive when given traced values."""
 
-    def __init__(self, original: Callable, lowering: Callable, prim: Any, arrays: tuple) -> None:
+    def __init__(
+        self,
+        original: Callable[..., Any],
+        lowering: Callable[..., Any],
+        prim: Any,
+        arrays: tuple[Any, ...],
+    ) -> None:
         functools.update_wrapper(self, original)
         self.original = original
         self.lowering = lowering
@@ -65,7 +71,7 @@ class LibraryFunction:
             return self
         return types.MethodType(self, instance)
 
-    def _traced(self, args: tuple, kwargs: dict) -> Any:
+    def _traced(self, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError:  # an argument the lowering does not take
@@ -93,19 +99,19 @@ def _traced(tree: Any) -> bool:
 
 
 # every adapter: (library module, attribute, lowering, primitive, array parameters)
-_ADAPTERS: list[tuple[str, str, Callable, Any, tuple]] = []
+_ADAPTERS: list[tuple[str, str, Callable[..., Any], Any, tuple[Any, ...]]] = []
 _REPLACED: list[tuple[Any, str, Any]] = []  # (module, attribute, the library's function)
 _lock = threading.Lock()
 
 
 def adapts(
-    module: str, attr: str, arrays: tuple[str, ...], *, batch: Callable | None = None
-) -> Callable[[Callable], Callable]:
+    module: str, attr: str, arrays: tuple[str, ...], *, batch: Callable[..., Any] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: the function is the lowering of `module.attr`, whose parameters named
     in `arrays` may be traced (the others are static options). `batch`, if given, is its
     batch rule (see `vmapx.extend.register_batch_rule`)."""
 
-    def decorate(lowering: Callable) -> Callable:
+    def decorate(lowering: Callable[..., Any]) -> Callable[..., Any]:
         def by_name(*values: Any, **options: Any) -> Any:  # traced values come positionally
             return lowering(**dict(zip(arrays, values, strict=True)), **options)
 
@@ -145,7 +151,9 @@ def restore_all() -> None:
                 delattr(owner, attr)
 
 
-def batch_by_axis(library_call: Callable, lowering: Callable, out_batched: Any = True) -> Callable:
+def batch_by_axis(
+    library_call: Callable[..., Any], lowering: Callable[..., Any], out_batched: Any = True
+) -> Callable[..., Any]:
     """A batch rule that calls the library once on the whole batch.
 
     `library_call(*args, **kwargs)` computes the batched result from plain arrays, the
@@ -155,7 +163,7 @@ def batch_by_axis(library_call: Callable, lowering: Callable, out_batched: Any =
     differentiates. `out_batched`: which results carry the batch (a pytree prefix).
     """
 
-    def rule(axis_size: int, in_batched: list, *args: Any, **kwargs: Any) -> tuple:
+    def rule(axis_size: int, in_batched: list[Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         if _traced(args):
             from .._api import vmap
 

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
+
+from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 
 __all__ = ["entries", "measure", "summary_table"]
 
-Entry = tuple[str, str, Callable, tuple]
+Entry = tuple[str, str, Callable[..., Any], tuple[Any, ...]]
 B = 16  # the batch size measured
 
 
@@ -29,7 +30,7 @@ def _rng() -> np.random.Generator:
     return np.random.default_rng(0)
 
 
-def _special(add: Callable) -> None:
+def _special(add: Callable[..., Any]) -> None:
     sc = importlib.import_module("scipy.special")
     from .scipy_special import DIFFERENTIATED
 
@@ -47,7 +48,7 @@ def _special(add: Callable) -> None:
     add("scipy.special", "comb", lambda v: sc.comb(10, v), np.floor(x * 10))
 
 
-def _stats(add: Callable) -> None:
+def _stats(add: Callable[..., Any]) -> None:
     st = importlib.import_module("scipy.stats")
     from .scipy_stats import DISTRIBUTIONS, METHODS
 
@@ -62,7 +63,7 @@ def _stats(add: Callable) -> None:
     add("scipy.stats", "t.logpdf", lambda v: st.t.logpdf(v, 3.0), x)
 
 
-def _linalg(add: Callable) -> None:
+def _linalg(add: Callable[..., Any]) -> None:
     sl = importlib.import_module("scipy.linalg")
     m = _rng().normal(size=(B, 4, 4))
     a = m @ np.swapaxes(m, 1, 2) + 4 * np.eye(4)
@@ -82,7 +83,7 @@ def _linalg(add: Callable) -> None:
     add("scipy.linalg", "lu_solve", lambda a, b: sl.lu_solve(sl.lu_factor(a), b), a, v)
 
 
-def _distance(add: Callable) -> None:
+def _distance(add: Callable[..., Any]) -> None:
     sd = importlib.import_module("scipy.spatial.distance")
     p = _rng().normal(size=(B, 6, 3))
     u, w = _rng().normal(size=(B, 5)), _rng().normal(size=(B, 5))
@@ -95,7 +96,7 @@ def _distance(add: Callable) -> None:
     add("scipy.spatial.distance", "hamming", sd.hamming, u > 0, w > 0)
 
 
-def _signal(add: Callable) -> None:
+def _signal(add: Callable[..., Any]) -> None:
     ss = importlib.import_module("scipy.signal")
     y = _rng().normal(size=(B, 64))
     sos = ss.butter(2, 0.2, output="sos")
@@ -116,7 +117,7 @@ def _signal(add: Callable) -> None:
     add("scipy.signal", "find_peaks count", lambda s: len(ss.find_peaks(s)[0]), y)
 
 
-def _integrate_interpolate(add: Callable) -> None:
+def _integrate_interpolate(add: Callable[..., Any]) -> None:
     si = importlib.import_module("scipy.integrate")
     ip = importlib.import_module("scipy.interpolate")
     t = np.linspace(0, 1, 33)
@@ -132,7 +133,7 @@ def _integrate_interpolate(add: Callable) -> None:
     add("scipy.interpolate", "PchipInterpolator", lambda s: ip.PchipInterpolator(t, s)(q), y)
 
 
-def _ndimage_fft_optimize(add: Callable) -> None:
+def _ndimage_fft_optimize(add: Callable[..., Any]) -> None:
     nd = importlib.import_module("scipy.ndimage")
     sf = importlib.import_module("scipy.fft")
     so = importlib.import_module("scipy.optimize")
@@ -150,7 +151,7 @@ def _ndimage_fft_optimize(add: Callable) -> None:
     add("scipy.optimize", "rosen_der", so.rosen_der, y)
 
 
-def _numpy_libs(add: Callable) -> None:
+def _numpy_libs(add: Callable[..., Any]) -> None:
     P = np.polynomial.polynomial
     t = np.linspace(0, 1, 20)
     y = _rng().normal(size=(B, 20))
@@ -168,7 +169,7 @@ def _numpy_libs(add: Callable) -> None:
     add("numpy.fft", "irfft", lambda s: np.fft.irfft(np.fft.rfft(s)), y)
 
 
-def _sklearn(add: Callable) -> None:
+def _sklearn(add: Callable[..., Any]) -> None:
     metrics = importlib.import_module("sklearn.metrics")
     pairwise = importlib.import_module("sklearn.metrics.pairwise")
     pre = importlib.import_module("sklearn.preprocessing")
@@ -184,7 +185,7 @@ def _sklearn(add: Callable) -> None:
         add("sklearn", f"preprocessing.{name}", getattr(pre, name), p)
 
 
-def _user_code(add: Callable) -> None:
+def _user_code(add: Callable[..., Any]) -> None:
     sc = importlib.import_module("scipy.special")
     st = importlib.import_module("scipy.stats")
     sl = importlib.import_module("scipy.linalg")
@@ -216,7 +217,7 @@ def entries() -> list[Entry]:
     return out
 
 
-def _loop(f: Callable, args: tuple) -> Any:
+def _loop(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     outs = [f(*[a[i] for a in args]) for i in range(len(args[0]))]
     return optree.tree_map(lambda *xs: np.stack(xs), *outs)
 
@@ -230,7 +231,7 @@ def _same(got: Any, want: Any) -> bool:
     )  # fmt: skip
 
 
-def _time(fun: Callable, repeat: int = 3) -> float:
+def _time(fun: Callable[..., Any], repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -239,7 +240,7 @@ def _time(fun: Callable, repeat: int = 3) -> float:
     return best
 
 
-def measure(entry: Entry, timing: bool = False) -> dict:
+def measure(entry: Entry, timing: bool = False) -> dict[Any, Any]:
     """Run one entry: `batched` (no PerformanceWarning), `correct` (equals the loop),
     `error` (what vmap raised, if it did) and, with `timing`, `speedup` over the loop."""
     from .. import vmap

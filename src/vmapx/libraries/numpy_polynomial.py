@@ -3,6 +3,8 @@ functions vmapx batches (`as_series` on entry leaves NumPy's dispatch)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _adapter
@@ -10,7 +12,7 @@ from ._adapter import Unsupported, adapts
 
 
 @adapts("numpy.polynomial.polynomial", "polyval", ("x", "c"))
-def polyval(x, c, tensor=True):
+def polyval(x: Any, c: Any, tensor: Any = True) -> Any:
     if np.ndim(c) != 1:
         raise Unsupported
     c = c * 1.0  # NumPy's coefficients are floats (or complex)
@@ -21,7 +23,7 @@ def polyval(x, c, tensor=True):
 
 
 @adapts("numpy.polynomial.polynomial", "polyder", ("c",))
-def polyder(c, m=1, scl=1, axis=0):
+def polyder(c: Any, m: Any = 1, scl: Any = 1, axis: Any = 0) -> Any:
     if np.ndim(c) != 1 or axis != 0 or m < 0:
         raise Unsupported
     dtype = np.result_type(c * 1.0)  # NumPy's: floats, of `c`'s precision
@@ -33,7 +35,7 @@ def polyder(c, m=1, scl=1, axis=0):
 
 
 @adapts("numpy.polynomial.polynomial", "polyfit", ("x", "y", "w"))
-def polyfit(x, y, deg, rcond=None, full=False, w=None):
+def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: Any = False, w: Any = None) -> Any:
     if full or not isinstance(deg, int) or np.ndim(x) != 1 or np.ndim(y) != 1:
         raise Unsupported
     dtype = np.result_type(x * 1.0, y * 1.0, *([] if w is None else [w * 1.0]))  # NumPy's

@@ -8,6 +8,7 @@ the other triangle holds.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -43,8 +44,9 @@ def _check_square(a: Any) -> None:
 
 
 @adapts("scipy.linalg", "solve", ("a", "b"))
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a=None, transposed=False):  # fmt: skip
+def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
     _check_square(a)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
@@ -58,7 +60,14 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
 
 
 @adapts("scipy.linalg", "inv", ("a",))
-def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+def inv(
+    a: Any,
+    overwrite_a: Any = False,
+    check_finite: Any = True,
+    *,
+    assume_a: Any = None,
+    lower: Any = False,
+) -> Any:
     _check_square(a)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
@@ -68,7 +77,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
 
 
 @adapts("scipy.linalg", "det", ("a",))
-def det(a, overwrite_a=False, check_finite=True):
+def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
     dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
     return np.linalg.det(a).astype(dtype)
@@ -81,13 +90,26 @@ def _cholesky_factor(a: Any, lower: bool) -> Any:
 
 
 @adapts("scipy.linalg", "cholesky", ("a",))
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     return _cholesky_factor(a, lower)
 
 
-def _cho_factor_array(a, lower=False, overwrite_a=False, check_finite=True):
+@functools.cache
+def _cho_factor_keeps_other_triangle() -> bool:
+    """Whether this SciPy's `cho_factor` leaves the other triangle as it was (LAPACK's
+    output; SciPy 1.17) or zeroes it (SciPy 1.18): asked of SciPy itself, once."""
+    original = getattr(scipy.linalg.cho_factor, "original", scipy.linalg.cho_factor)
+    c, _ = original(np.array([[4.0, 1.0], [1.0, 4.0]]), lower=False)
+    return bool(c[1, 0] != 0)
+
+
+def _cho_factor_array(
+    a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
+) -> Any:
     factor = _cholesky_factor(a, lower)
-    other = np.triu(a, 1) if lower else np.tril(a, -1)  # LAPACK leaves it as it was
+    if not _cho_factor_keeps_other_triangle():
+        return factor
+    other = np.triu(a, 1) if lower else np.tril(a, -1)
     return factor + other
 
 
@@ -95,7 +117,9 @@ _cho_factor_prim = extend.primitive(_cho_factor_array, name="scipy.linalg.cho_fa
 
 
 @adapts("scipy.linalg", "cho_factor", ("a",))
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+def cho_factor(
+    a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
+) -> Any:
     return _cho_factor_prim(a, lower=lower), lower
 
 
@@ -115,7 +139,7 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
 
 
 @adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
     if not isinstance(lower, bool | np.bool_):
         raise Unsupported
@@ -125,8 +149,9 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 
 
 @adapts("scipy.linalg", "solve_triangular", ("a", "b"))
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True):  # fmt: skip
+def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False, overwrite_b: Any = False,
+                     check_finite: Any = True) -> Any:  # fmt: skip
     _check_square(a)
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
@@ -159,9 +184,11 @@ def _as_library_eigenvectors(a: Any, v: Any, lower: bool, driver: Any) -> Any:
 
 
 @adapts("scipy.linalg", "eigh", ("a",))
-def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
-         driver=None):  # fmt: skip
+def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
+         overwrite_a: Any = False, overwrite_b: Any = False,
+         type: Any = 1, check_finite: Any = True, subset_by_index: Any = None,
+         subset_by_value: Any = None,
+         driver: Any = None) -> Any:  # fmt: skip
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
@@ -173,9 +200,10 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
 
 
 @adapts("scipy.linalg", "eigvalsh", ("a",))
-def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
-             check_finite=True, subset_by_index=None, subset_by_value=None,
-             driver=None):  # fmt: skip
+def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
+             overwrite_b: Any = False, type: Any = 1,
+             check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
+             driver: Any = None) -> Any:  # fmt: skip
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
@@ -183,8 +211,9 @@ def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, typ
 
 
 @adapts("scipy.linalg", "svd", ("a",))
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):  # fmt: skip
+def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: Any = False,
+        check_finite: Any = True,
+        lapack_driver: Any = "gesdd") -> Any:  # fmt: skip
     if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
         raise Unsupported
     if compute_uv:
@@ -194,12 +223,19 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 
 @adapts("scipy.linalg", "svdvals", ("a",))
-def svdvals(a, overwrite_a=False, check_finite=True):
+def svdvals(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     return np.linalg.svd(a, compute_uv=False)
 
 
 @adapts("scipy.linalg", "qr", ("a",))
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(
+    a: Any,
+    overwrite_a: Any = False,
+    lwork: Any = None,
+    mode: Any = "full",
+    pivoting: Any = False,
+    check_finite: Any = True,
+) -> Any:
     if pivoting or mode not in ("full", "r", "economic"):
         raise Unsupported
     q, r = np.linalg.qr(a, mode="complete" if mode in ("full", "r") else "reduced")
@@ -207,48 +243,58 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
 
 
 @adapts("scipy.linalg", "norm", ("a",))
-def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
+def norm(
+    a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
+) -> Any:
     return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
 
 
 @adapts("scipy.linalg", "pinv", ("a",))
-def pinv(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+def pinv(
+    a: Any,
+    *,
+    atol: Any = None,
+    rtol: Any = None,
+    return_rank: Any = False,
+    check_finite: Any = True,
+) -> Any:
     if atol is not None or rtol is not None or return_rank:
         raise Unsupported
     return np.linalg.pinv(a, rcond=max(np.shape(a)) * np.finfo(np.result_type(a, 1.0)).eps)
 
 
 @adapts("scipy.linalg", "lstsq", ("a", "b"))
-def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
-          lapack_driver=None):  # fmt: skip
+def lstsq(a: Any, b: Any, cond: Any = None, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          lapack_driver: Any = None) -> None:  # fmt: skip
     raise Unsupported  # (residues, rank, singular values: SciPy's own conventions)
 
 
-def _expm_batched(in_batched: list, a: Any) -> Any:
+def _expm_batched(in_batched: list[Any], a: Any) -> Any:
     return scipy.linalg.expm(a)  # SciPy's expm takes a stack of matrices
 
 
-def _expm(A):
+def _expm(A: Any) -> None:
     raise Unsupported  # differentiated: the library function (loop)
 
 
 @adapts("scipy.linalg", "expm", ("A",), batch=batch_by_axis(_expm_batched, _expm))
-def expm(A):
+def expm(A: Any) -> Any:
     return _expm(A)
 
 
-def _lu_factor_batched(in_batched: list, a: Any, **kwargs: Any) -> Any:
+def _lu_factor_batched(in_batched: list[Any], a: Any, **kwargs: Any) -> Any:
     lu, piv = scipy.linalg.lu_factor(a)  # SciPy's own batching over leading axes
     return lu, piv
 
 
-def _lu_factor_lowering(a, overwrite_a=False, check_finite=True):
+def _lu_factor_lowering(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> None:
     raise Unsupported
 
 
 @adapts("scipy.linalg", "lu_factor", ("a",),
         batch=batch_by_axis(_lu_factor_batched, _lu_factor_lowering))  # fmt: skip
-def lu_factor(a, overwrite_a=False, check_finite=True):
+def lu_factor(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     return _lu_factor_lowering(a)
 
 

@@ -27,7 +27,7 @@ def _signal_batch(name: str, out_batched: Any = True) -> Any:
     batched float 1-D signal `x` and unbatched other arguments."""
     fun = getattr(ss, name)
 
-    def call(in_batched: list, *args: Any, **kwargs: Any) -> Any:
+    def call(in_batched: list[Any], *args: Any, **kwargs: Any) -> Any:
         signal = _SIGNAL_ARG[name]
         x = args[signal]
         batched_others = [i for i, b in enumerate(in_batched) if i != signal and any_batched(b)]
@@ -48,63 +48,81 @@ _SIGNAL_ARG = {"lfilter": 2, "filtfilt": 2, "sosfilt": 1, "sosfiltfilt": 1, "sav
 
 
 @adapts("scipy.signal", "lfilter", ("b", "a", "x"), batch=_signal_batch("lfilter"))
-def lfilter(b, a, x, axis=-1, zi=None):
+def lfilter(b: Any, a: Any, x: Any, axis: Any = -1, zi: Any = None) -> Any:
     if zi is not None:
         raise Unsupported
     return _no_lowering()
 
 
 @adapts("scipy.signal", "filtfilt", ("b", "a", "x"), batch=_signal_batch("filtfilt"))
-def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+def filtfilt(
+    b: Any,
+    a: Any,
+    x: Any,
+    axis: Any = -1,
+    padtype: Any = "odd",
+    padlen: Any = None,
+    method: Any = "pad",
+    irlen: Any = None,
+) -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "sosfilt", ("sos", "x"), batch=_signal_batch("sosfilt"))
-def sosfilt(sos, x, axis=-1, zi=None):
+def sosfilt(sos: Any, x: Any, axis: Any = -1, zi: Any = None) -> Any:
     if zi is not None:
         raise Unsupported
     return _no_lowering()
 
 
 @adapts("scipy.signal", "sosfiltfilt", ("sos", "x"), batch=_signal_batch("sosfiltfilt"))
-def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
+def sosfiltfilt(sos: Any, x: Any, axis: Any = -1, padtype: Any = "odd", padlen: Any = None) -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "savgol_filter", ("x",), batch=_signal_batch("savgol_filter"))
-def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode="interp",
-                  cval=0.0):  # fmt: skip
+def savgol_filter(x: Any, window_length: Any, polyorder: Any, deriv: Any = 0, delta: Any = 1.0,
+                  axis: Any = -1, mode: Any = "interp",
+                  cval: Any = 0.0) -> Any:  # fmt: skip
     return _no_lowering()
 
 
 @adapts("scipy.signal", "detrend", ("data",), batch=_signal_batch("detrend"))
-def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
+def detrend(
+    data: Any, axis: Any = -1, type: Any = "linear", bp: Any = 0, overwrite_data: Any = False
+) -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "hilbert", ("x",), batch=_signal_batch("hilbert"))
-def hilbert(x, N=None, axis=-1):
+def hilbert(x: Any, N: Any = None, axis: Any = -1) -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "resample", ("x",), batch=_signal_batch("resample"))
-def resample(x, num, t=None, axis=0, window=None, domain="time"):
+def resample(
+    x: Any, num: Any, t: Any = None, axis: Any = 0, window: Any = None, domain: Any = "time"
+) -> Any:
     if t is not None:
         raise Unsupported
     return _no_lowering()
 
 
 @adapts("scipy.signal", "welch", ("x",), batch=_signal_batch("welch", (False, True)))
-def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
-          detrend="constant", return_onesided=True, scaling="density", axis=-1,
-          average="mean"):  # fmt: skip
+def welch(x: Any, fs: Any = 1.0, window: Any = "hann", nperseg: Any = None, noverlap: Any = None,
+          nfft: Any = None,
+          detrend: Any = "constant", return_onesided: Any = True, scaling: Any = "density",
+          axis: Any = -1,
+          average: Any = "mean") -> Any:  # fmt: skip
     return _no_lowering()
 
 
 @adapts("scipy.signal", "periodogram", ("x",),
         batch=_signal_batch("periodogram", (False, True)))  # fmt: skip
-def periodogram(x, fs=1.0, window="boxcar", nfft=None, detrend="constant",
-                return_onesided=True, scaling="density", axis=-1):  # fmt: skip
+def periodogram(x: Any, fs: Any = 1.0, window: Any = "boxcar", nfft: Any = None,
+                detrend: Any = "constant",
+                return_onesided: Any = True, scaling: Any = "density",
+                axis: Any = -1) -> Any:  # fmt: skip
     return _no_lowering()
 
 
@@ -112,7 +130,9 @@ def _convolve_batch(name: str) -> Any:
     """`convolve`/`correlate`/`fftconvolve` of 1-D float signals: one `fftconvolve` over
     the batch axis (`axes=-1`); `correlate` is convolution with the reversed kernel."""
 
-    def call(in_batched: list, in1: Any, in2: Any, mode: str = "full", method: str = "auto"):
+    def call(
+        in_batched: list[Any], in1: Any, in2: Any, mode: str = "full", method: str = "auto"
+    ) -> Any:
         n1 = np.ndim(in1) - in_batched[0]
         n2 = np.ndim(in2) - in_batched[1]
         floats = all(np.issubdtype(np.result_type(v), np.floating) for v in (in1, in2))
@@ -130,17 +150,17 @@ def _convolve_batch(name: str) -> Any:
 
 
 @adapts("scipy.signal", "convolve", ("in1", "in2"), batch=_convolve_batch("convolve"))
-def convolve(in1, in2, mode="full", method="auto"):
+def convolve(in1: Any, in2: Any, mode: Any = "full", method: Any = "auto") -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "correlate", ("in1", "in2"), batch=_convolve_batch("correlate"))
-def correlate(in1, in2, mode="full", method="auto"):
+def correlate(in1: Any, in2: Any, mode: Any = "full", method: Any = "auto") -> Any:
     return _no_lowering()
 
 
 @adapts("scipy.signal", "fftconvolve", ("in1", "in2"), batch=_convolve_batch("fftconvolve"))
-def fftconvolve(in1, in2, mode="full", axes=None):
+def fftconvolve(in1: Any, in2: Any, mode: Any = "full", axes: Any = None) -> Any:
     if axes is not None:
         raise Unsupported
     return _no_lowering()

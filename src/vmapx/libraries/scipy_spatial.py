@@ -3,6 +3,8 @@ differentiable), for the metrics people use most."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.spatial.distance as sd
 
@@ -15,7 +17,7 @@ _METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "cor
 _LIBRARY = {name: getattr(sd, name) for name in (*_METRICS, "minkowski")}
 
 
-def _metric(u, v, metric, p=2.0):
+def _metric(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
     """`metric` between the vectors on the last axis of `u` and `v` (broadcast)."""
     d = u - v
     if metric == "euclidean":
@@ -43,18 +45,18 @@ def _metric(u, v, metric, p=2.0):
     raise Unsupported
 
 
-def _pairwise(u, v, metric, p=2.0):
+def _pairwise(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
     """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
     return _metric(u[:, None, :], v[None, :, :], metric, p)
 
 
-def _check(x):
+def _check(x: Any) -> None:
     if np.ndim(x) != 2 or not np.issubdtype(np.result_type(x), np.floating):
         raise Unsupported
 
 
 @adapts("scipy.spatial.distance", "cdist", ("XA", "XB"))
-def cdist(XA, XB, metric="euclidean", *, out=None, p=2.0):
+def cdist(XA: Any, XB: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) -> Any:
     if out is not None or not isinstance(metric, str):
         raise Unsupported
     _check(XA)
@@ -63,7 +65,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=2.0):
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",))
-def pdist(X, metric="euclidean", *, out=None, p=2.0):
+def pdist(X: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) -> Any:
     if out is not None or not isinstance(metric, str):
         raise Unsupported
     _check(X)
@@ -72,7 +74,7 @@ def pdist(X, metric="euclidean", *, out=None, p=2.0):
 
 
 @adapts("scipy.spatial.distance", "squareform", ("X",))
-def squareform(X, force="no", checks=True):
+def squareform(X: Any, force: Any = "no", checks: Any = True) -> Any:
     if force != "no" or np.ndim(X) != 1:
         raise Unsupported  # (a square matrix to its condensed form: the library)
     m = len(X)
@@ -87,14 +89,14 @@ def squareform(X, force="no", checks=True):
     return out + out.T
 
 
-def _library_dtype(name, u, v):
+def _library_dtype(name: Any, u: Any, v: Any) -> Any:
     """The dtype SciPy's `name` gives for vectors of `u`'s and `v`'s dtypes."""
     one, two = (np.arange(1, 3, dtype=np.result_type(x)) for x in (u, v))
     return np.result_type(_LIBRARY[name](one, two[::-1]))
 
 
-def _vector_metric(name):
-    def lowering(u, v, w=None):
+def _vector_metric(name: Any) -> Any:
+    def lowering(u: Any, v: Any, w: Any = None) -> Any:
         if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
             raise Unsupported
         return _metric(u * 1.0, v * 1.0, name).astype(_library_dtype(name, u, v))
@@ -108,7 +110,7 @@ for _name in _METRICS:
 
 
 @adapts("scipy.spatial.distance", "minkowski", ("u", "v", "w"))
-def minkowski(u, v, p=2, w=None):
+def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
         raise Unsupported
     dtype = _library_dtype("minkowski", u, v)

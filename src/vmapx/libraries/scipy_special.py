@@ -12,6 +12,7 @@ declared with `nondiff_argnums`: differentiating with respect to it raises a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.special as sc
@@ -37,7 +38,7 @@ def elementwise(ufunc: np.ufunc, partials: Sequence[Partial]) -> None:
     """
     nondiff = tuple(i for i, p in enumerate(partials) if p is None)
 
-    def jvp(primals: tuple, tangents: tuple) -> tuple:
+    def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
         out = ufunc(*primals)
         terms = [
             p(*primals, out) * t
@@ -52,7 +53,7 @@ def elementwise(ufunc: np.ufunc, partials: Sequence[Partial]) -> None:
     extend.register_jvp(ufunc, jvp, nondiff_argnums=nondiff)
 
 
-def _unary(ufunc: np.ufunc, partial: Callable) -> None:
+def _unary(ufunc: np.ufunc, partial: Callable[..., Any]) -> None:
     elementwise(ufunc, [partial])
 
 
@@ -95,7 +96,7 @@ elementwise(
 )
 
 
-def _gamma_density(a: object, x: object, out: object) -> object:
+def _gamma_density(a: Any, x: Any, out: Any) -> Any:
     """d/dx of the regularized lower incomplete gamma function: the Gamma(a) density."""
     return np.exp((a - 1) * np.log(x) - x - sc.gammaln(a))
 
@@ -107,7 +108,7 @@ elementwise(sc.gammaincc, [None, lambda a, x, out: -_gamma_density(a, x, out)])
 _unary(sc.gammasgn, lambda x, out: np.zeros_like(out))  # piecewise constant
 
 
-def _beta_density(a: object, b: object, x: object, out: object) -> object:
+def _beta_density(a: Any, b: Any, x: Any, out: Any) -> Any:
     """d/dx of the regularized incomplete beta function: the Beta(a, b) density."""
     return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - sc.betaln(a, b))
 
@@ -163,7 +164,7 @@ _unary(sc.ellipk, lambda m, out: (sc.ellipe(m) - (1 - m) * out) / (2 * m * (1 - 
 _unary(sc.ellipe, lambda m, out: (out - sc.ellipk(m)) / (2 * m))
 
 
-def _pseudo_huber_root(delta: object, r: object) -> object:
+def _pseudo_huber_root(delta: Any, r: Any) -> Any:
     return np.sqrt(1 + (r / delta) ** 2)
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.special as sc
 
@@ -10,7 +12,7 @@ from . import _adapter
 from ._adapter import Unsupported, adapts
 
 
-def _max_for_shift(a, axis):
+def _max_for_shift(a: Any, axis: Any) -> Any:
     """The maximum used to shift exponents (not differentiated: it cancels)."""
     from .. import stop_gradient
 
@@ -19,7 +21,9 @@ def _max_for_shift(a, axis):
 
 
 @adapts("scipy.special", "logsumexp", ("a", "b"))
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+def logsumexp(
+    a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False
+) -> Any:
     if return_sign or np.iscomplexobj(a):
         raise Unsupported
     m = _max_for_shift(a, axis)
@@ -29,7 +33,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 
 @adapts("scipy.special", "softmax", ("x",))
-def softmax(x, axis=None):
+def softmax(x: Any, axis: Any = None) -> Any:
     from .. import stop_gradient
 
     e = np.exp(x - stop_gradient(np.max(x, axis=axis, keepdims=True)))  # SciPy's shift
@@ -37,13 +41,13 @@ def softmax(x, axis=None):
 
 
 @adapts("scipy.special", "log_softmax", ("x",))
-def log_softmax(x, axis=None):
+def log_softmax(x: Any, axis: Any = None) -> Any:
     shifted = x - _max_for_shift(x, axis)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 @adapts("scipy.special", "polygamma", ("n", "x"))
-def polygamma(n, x):
+def polygamma(n: Any, x: Any) -> Any:
     fac2 = (-1.0) ** (n + 1) * sc.gamma(n + 1.0) * sc.zeta(n + 1, x)
     return np.where(n == 0, sc.psi(x), fac2)
 

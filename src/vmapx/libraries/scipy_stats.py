@@ -10,6 +10,7 @@ arrays: `f((x - loc) / scale)`, rescaled, NaN where `scale <= 0`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,9 @@ def _log_tail(dist: Any, formula: str) -> Any:
     minus the other tail above), in NumPy calls."""
     median = float(dist._ppf(0.5))
     near, far = (dist._cdf, dist._sf) if formula == "_logcdf" else (dist._sf, dist._cdf)
-    below = (lambda z: z < median) if formula == "_logcdf" else (lambda z: z > median)
+    below: Callable[[Any], Any] = (
+        (lambda z: z < median) if formula == "_logcdf" else (lambda z: z > median)
+    )
     return lambda z: _split(below(z), z, median, lambda u: np.log(near(u)),
                             lambda u: np.log1p(-far(u)))  # fmt: skip
 
@@ -67,7 +70,7 @@ def _standard_formula(dist: Any, formula: str) -> Any:
 def _method(dist: Any, formula: str, rescale: Any) -> Any:
     standard = _standard_formula(dist, formula)
 
-    def lowering(x, loc=0, scale=1):
+    def lowering(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
         safe_scale = np.where(scale > 0, scale, 1.0)
         value = rescale(standard((x - loc) / safe_scale), safe_scale)
         return np.where(scale > 0, value, np.nan) * 1.0
