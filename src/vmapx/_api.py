@@ -16,6 +16,7 @@ from . import (
     _autochunk,
     _config,
     _dask,
+    _fallback_memory,
     _kwargs_notice,
     _legacy_random,
     _parallel,
@@ -243,9 +244,12 @@ def _auto_chunked(
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
+    recalled = _recall(f, opts, leaves, treedef, axes, kwargs, size)
+    if recalled[2] is not None:  # fell back before: the loop, with nothing to observe
+        return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, recalled[2])
     made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
-    out = _run(f, opts, leaves, treedef, axes, kwargs, size, made)
+    out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
     cpu = time.thread_time() - cpu
     if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
@@ -386,13 +390,19 @@ def _run(
     f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
     kwargs: dict[Any, Any], size: int,
     made: list[Any] | None = None, dtypes: list[Any] | None = None, watch_hidden: bool = True,
+    recalled: tuple[Any, ...] | None = None,
 ) -> Any:  # fmt: skip
     """One batched run of `f` (or the whole-function loop); `made` (if given) gets the
     run's trace, which counts the bytes of the batched arrays it made, and `dtypes` (if
     given) the dtypes of each output's examples where the loop ran. `watch_hidden`:
     whether this run checks the generators `f` reads from closures and globals (a caller
-    running chunks on several threads checks them around all of its chunks instead)."""
+    running chunks on several threads checks them around all of its chunks instead);
+    `recalled`: what `_recall` said for this call, where the caller asked it."""
     fallback = opts.fallback or _config.config.fallback
+    call, memo, reason = recalled or _recall(f, opts, leaves, treedef, axes, kwargs, size)
+    if reason is not None:  # fell back before with this signature: the loop directly
+        return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, reason, dtypes)
+    untrusted = _passthrough.untrusted(f)
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
         inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
@@ -429,20 +439,41 @@ def _run(
                 raise
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             pending = trace.pending
+            pending.__traceback__ = None  # (its frames hold `f` and the arguments)
             pop_trace(trace)
             trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
             _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
             if _passthrough.retry(f):  # with tracers passing the converters just found
                 return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
+            if _passthrough.untrusted(f) == untrusted:  # (else the next run differs)
+                reason = _fallback_memory.Reason(pending.what, pending.fix, pending.location)
+                _fallback_memory.remember(f, memo or _fallback_memory.signature(f, *call), reason)
             return _whole_function_loop(
                 f, opts, leaves, treedef, axes, kwargs, size, pending, dtypes
             )
         if made is not None:
             made.append(trace)
+        _fallback_memory.forget(f, memo)  # (a re-try that batched)
         return _unbatch_outputs(trace, out, opts.out_axes, size, leaves)
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _recall(
+    f: Callable[..., Any],
+    opts: _Options,
+    leaves: list[Any],
+    treedef: Any,
+    axes: list[Any],
+    kwargs: dict[Any, Any],
+    size: int,
+) -> tuple[Any, ...]:
+    """`(call, key, reason)`: `_fallback_memory.recall` for this call, and its arguments
+    (`call`) for `remember`."""
+    fallback = opts.fallback or _config.config.fallback
+    call = (fallback, opts, leaves, treedef, axes, kwargs, size)
+    return (call, *_fallback_memory.recall(f, *call))
 
 
 def _rerun(f: Callable[..., Any], opts: _Options, leaves: list[Any], *rest: Any) -> Any:
@@ -835,11 +866,11 @@ def _whole_function_loop(
     axes: list[Any],
     kwargs: dict[Any, Any],
     size: int,
-    signal: ConcretizationSignal,
+    signal: ConcretizationSignal | _fallback_memory.Reason,
     dtypes: list[Any] | None = None,
 ) -> Any:
     """Re-run `f` once per example and stack: the answer of the loop, by the loop
-    (`dtypes`, if given, gets the dtypes of each output's examples)."""
+    (`dtypes`, if given, gets the dtypes of each output's examples). `signal` says why."""
     fallback = opts.fallback or _config.config.fallback
     if fallback == "warn":
         warnings.warn(
@@ -854,16 +885,47 @@ def _whole_function_loop(
             f"{signal.location}) and the batch is empty, so the output shape is unknown"
         )
 
-    results = []
-    for i in range(size):
-        example = [
-            _special_example(x, i) if ax is None else _take(x, ax, i)
-            for x, ax in zip(leaves, axes, strict=True)
-        ]
-        example_kwargs = optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
-        results.append(f(*_arguments(treedef, example), **example_kwargs))
+    examples = _plain_examples(leaves, treedef, axes, kwargs, size)
+    if examples is not None:  # the common case: arrays mapped on axis 0, no keywords
+        results = [f(*example) for example in examples]
+        first = results[0]
+        if dtypes is None and opts.out_axes == 0 and isinstance(first, _PLAIN_OUTPUTS):
+            return np.stack(results)  # (what `_stack_outputs` gives for one array output)
+    else:
+        results = []
+        for i in range(size):
+            example = [
+                _special_example(x, i) if ax is None else _take(x, ax, i)
+                for x, ax in zip(leaves, axes, strict=True)
+            ]
+            example_kwargs = (
+                optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
+                if kwargs else kwargs
+            )  # fmt: skip
+            results.append(f(*_arguments(treedef, example), **example_kwargs))
     stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
+
+
+_PLAIN_OUTPUTS = (np.ndarray, np.generic, float, int, complex)
+
+
+def _plain_examples(
+    leaves: list[Any], treedef: Any, axes: list[Any], kwargs: dict[Any, Any], size: int
+) -> Any:  # fmt: skip
+    """The loop's examples, one argument tuple each, where the arguments are NumPy arrays
+    mapped along axis 0 (or not mapped) and there are no keyword arguments; else None.
+    Each mapped array is copied once (`f` may write into its example, as a batched run
+    may; the caller's array must not see it) and example `i` is its `[i]`, as the loop's
+    `x[i]`; an unmapped one is read-only, as `_special_example` gives it."""
+    if kwargs or treedef is not None:
+        return None
+    columns: list[list[Any]] = []
+    for x, ax in zip(leaves, axes, strict=True):
+        if type(x) is not np.ndarray or ax not in (0, None):
+            return None
+        columns.append([_read_only(x)] * size if ax is None else list(x.copy()))
+    return zip(*columns, strict=True)
 
 
 def _take(x: Any, axis: int, i: int) -> Any:

@@ -311,13 +311,10 @@ def warn_fallback(trace: BatchTrace, what: str) -> None:
 
 def user_stacklevel() -> int:
     """The stacklevel of the innermost frame outside vmapx and NumPy."""
-    import sys
-
-    from ._core import _is_library_file
-
+    is_library_file = _core._is_library_file
     frame: FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and _is_library_file(frame.f_code.co_filename):
+    while frame is not None and is_library_file(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 

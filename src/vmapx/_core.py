@@ -284,7 +284,15 @@ _LIBRARY_DIRS = (_package_dir("vmapx"), _package_dir("numpy"))
 
 
 def _is_library_file(filename: str) -> bool:
-    return filename.startswith(_LIBRARY_DIRS) or filename.startswith("<__array_function__")
+    known = _LIBRARY_FILES.get(filename)
+    if known is None:  # (remembered per file: warnings walk the stack at each fallback)
+        known = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<__array_function__")
+        if len(_LIBRARY_FILES) < 4096:
+            _LIBRARY_FILES[filename] = known
+    return known
+
+
+_LIBRARY_FILES: dict[str, bool] = {}
 
 
 class ConcretizationSignal(BaseException):  # noqa: N818 (a signal, not an error)

@@ -42,6 +42,20 @@ def _installed_dirs() -> tuple[str, ...]:
 _INSTALLED = _installed_dirs()
 
 
+def _kind(filename: str) -> tuple[bool, bool]:
+    """`(machinery, users)` of a frame's file, remembered per file (`location` walks the
+    whole stack at each fallback)."""
+    kind = _KINDS.get(filename)
+    if kind is None:
+        kind = (_is_machinery(filename), _is_users(filename))
+        if len(_KINDS) < 4096:
+            _KINDS[filename] = kind
+    return kind
+
+
+_KINDS: dict[str, tuple[bool, bool]] = {}
+
+
 def _is_machinery(filename: str) -> bool:
     return (
         filename.startswith((_VMAPX, *_NUMPY_CORE))
@@ -67,12 +81,12 @@ def location(skip: int = 1) -> str:
     library = None
     while frame is not None:
         filename = frame.f_code.co_filename
-        here = f"{filename}:{frame.f_lineno}"
-        if library is None and not _is_machinery(filename):
-            if _is_users(filename):
-                return here
-            library = here
-        elif library is not None and _is_users(filename):
-            return f"{library} (called from {here})"
+        machinery, users = _kind(filename)
+        if library is None and not machinery:
+            if users:
+                return f"{filename}:{frame.f_lineno}"
+            library = f"{filename}:{frame.f_lineno}"
+        elif library is not None and users:
+            return f"{library} (called from {filename}:{frame.f_lineno})"
         frame = frame.f_back
     return library or "<unknown>"

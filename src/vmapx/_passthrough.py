@@ -247,6 +247,11 @@ def retry(f: Callable[..., Any]) -> bool:
     return True
 
 
+def untrusted(f: Callable[..., Any]) -> bool:
+    """Whether `f` is left to the loop, its batched run with the scope not trusted."""
+    return _key(f) in _untrusted
+
+
 def check_untrusted(trace: Trace, error: Exception) -> None:
     """After `error` ended a batched run: if a tracer passed a converter in it, have
     the outermost vmap on this thread re-run the function per example."""

@@ -56,6 +56,8 @@ def check_vmap_arguments(
 
 def check_axes_spec(spec: Any, what: str) -> None:
     """`in_axes`/`out_axes` must be an int, None or a pytree of those."""
+    if spec is None or type(spec) is int:  # (the common case, without a tree walk)
+        return
     for leaf in optree.tree_leaves(spec, none_is_leaf=True):
         if leaf is not None and (not isinstance(leaf, numbers.Integral) or isinstance(leaf, bool)):
             raise InAxesError(
