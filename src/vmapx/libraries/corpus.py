@@ -280,7 +280,7 @@ def summary_table(timing: bool = True) -> str:
         if timing:
             fast = [r["speedup"] for r in rs if r["batched"] and "speedup" in r]
             slow = [r["speedup"] for r in rs if not r["batched"] and "speedup" in r]
-            row += f" {np.median(fast) if fast else float('nan'):>7.1f}x"
-            row += f" {np.median(slow) if slow else float('nan'):>7.2f}x"
+            row += f" {f'{np.median(fast):.1f}x' if fast else '-':>8}"
+            row += f" {f'{np.median(slow):.2f}x' if slow else '-':>8}"
         rows.append(row)
     return "\n".join(rows)
