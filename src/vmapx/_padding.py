@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,7 +54,8 @@ def width(leaves: list[Any], axes: list[Any]) -> int:
 def example_length(leaves: list[Any], axes: list[Any], index: int) -> tuple[int, list[Any]]:
     """The true length of example `index` (the size of its padded axes, which must agree)
     and each leaf's padded axis made non-negative (None where the leaf is not padded)."""
-    length, normal = None, []
+    length: Any = None
+    normal: list[int | None] = []
     for leaf, ax in zip(leaves, axes, strict=True):
         if ax is None or not hasattr(leaf, "shape"):
             normal.append(None)
@@ -96,8 +97,8 @@ MAX_AUTO_BUCKETS = 16
 
 
 def bucket_sizes(
-    lengths: Sequence[int], buckets: int | str | Sequence[int],
-    weights: Sequence[float] | None = None,
+    lengths: Sequence[int] | np.ndarray, buckets: int | str | Sequence[int],
+    weights: Sequence[float] | np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """The padded size of each length: the length rounded up to a bucket size.
 
@@ -187,13 +188,15 @@ def stack_padded(leaves: list[Any], axis: int, size: int, pad_value: Any) -> Any
     shape = list(first.shape)
     shape[axis] = size
     if set(map(type, leaves)) == {np.ndarray}:
-        shape = (len(leaves), *shape)
-        zero = isinstance(pad_value, numbers.Number) and pad_value == 0
+        stacked = (len(leaves), *shape)
+        # (typeshed's Number defines no `==` with int; pad_value is any number here)
+        zero = isinstance(pad_value, numbers.Number) and cast(Any, pad_value) == 0
         # (zeros: pages the kernel gives zeroed, touched only where examples are written)
-        out = np.zeros(shape, first.dtype) if zero else np.full(shape, pad_value, first.dtype)
+        out = np.zeros(stacked, first.dtype) if zero else np.full(stacked, pad_value, first.dtype)
         head = (slice(None),) * axis
         for i, x in enumerate(leaves):
-            out[(i, *head, slice(0, x.shape[axis]))] = x
+            at: tuple[int | slice, ...] = (i, *head, slice(0, x.shape[axis]))
+            out[at] = x
         return out
     return np.stack([_pad_one(x, axis, size, pad_value) for x in leaves])
 
