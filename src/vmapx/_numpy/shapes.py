@@ -13,7 +13,7 @@ is done by the engine).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def resolve_shape(example_shape: tuple[Any, ...], shape: Any) -> tuple[int, ...]
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         size = int(np.prod(example_shape, dtype=np.int64))
         shape = tuple(size // known if known and d == -1 else d for d in shape)
-    return shape
+    return cast(tuple[int, ...], shape)
 
 
 def _squeeze_rule(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -282,7 +282,8 @@ defbatch([np.result_type, np.can_cast, np.common_type, np.iscomplexobj, np.isrea
 # -- promotions: atleast_*d, broadcast_arrays ------------------------------------------
 
 _ATLEAST = {np.atleast_1d: 1, np.atleast_2d: 2, np.atleast_3d: 3}
-_SEQ = type(np.atleast_1d(0, 0))  # what NumPy returns for several arrays (tuple since 2.0)
+# what NumPy returns for several arrays (tuple since 2.0)
+_SEQ: type[tuple[Any, ...]] | type[list[Any]] = type(np.atleast_1d(0, 0))
 
 
 def atleast_shape(shape: tuple[Any, ...], n: int) -> tuple[int, ...]:
@@ -318,7 +319,7 @@ def _broadcast_arrays_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         shapes = [example_shape(trace, x) for x in args]
         shape = np.broadcast_shapes(*shapes)
-        outs = []
+        outs: list[Any] = []
         for x, s in zip(args, shapes, strict=True):
             v, b = unwrap(trace, x)
             if b:  # unbatched ones broadcast to one example's shape only
@@ -411,9 +412,9 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     count = np.broadcast_shapes(s.shape[1:], axes.shape)
     k = int(np.prod(count, dtype=np.int64))
     s = np.broadcast_to(s, (b, *count)).reshape(b, k)
-    axes = [shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
-    for ax in dict.fromkeys(axes):
-        total = sum(s[:, j] for j, a in enumerate(axes) if a == ax)
+    rolled = [shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
+    for ax in dict.fromkeys(rolled):
+        total = sum(s[:, j] for j, a in enumerate(rolled) if a == ax)
         n = v.shape[ax]
         ramp = np.arange(n, like=like(v)).reshape((1,) * ax + (n,) + (1,) * (nd - ax))
         index = (ramp - total.reshape((b,) + (1,) * nd)) % max(n, 1)
@@ -617,12 +618,14 @@ def _tri_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             return trace.wrap(func(v, k=k))
         shape = v.shape[1:]
         zero = np.zeros_like(v, shape=())
+        # (np.tri's N and M unpacked from a shape, as np.tril does: mypy cannot tell that
+        # they leave `k` to the keyword)
         if func is np.tril:
             return trace.wrap(
-                np.where(np.tri(*shape[-2:], k=k, dtype=bool, like=like(v)), v[:, None], zero)
+                np.where(np.tri(*shape[-2:], k=k, dtype=bool, like=like(v)), v[:, None], zero)  # type: ignore[call-overload]
             )
         return trace.wrap(
-            np.where(np.tri(*shape[-2:], k=k - 1, dtype=bool, like=like(v)), zero, v[:, None])
+            np.where(np.tri(*shape[-2:], k=k - 1, dtype=bool, like=like(v)), zero, v[:, None])  # type: ignore[call-overload]
         )
 
     return rule
@@ -847,7 +850,12 @@ def _pad_traced_constant(trace: BatchTrace, v: Any, pairs: Any, values: Any) -> 
 # pad: the modes that copy elements (and fill constants) are structural; linear_ramp, the
 # statistics and odd reflections are computed axis by axis, in NumPy's order, with
 # differentiable calls
-_STATS = {"maximum": np.max, "minimum": np.min, "mean": np.mean, "median": np.median}
+_STATS: dict[str, Callable[..., Any]] = {
+    "maximum": np.max,
+    "minimum": np.min,
+    "mean": np.mean,
+    "median": np.median,
+}
 
 
 def _pad_mode(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:

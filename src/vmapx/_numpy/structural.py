@@ -122,7 +122,7 @@ def defstructural(
 
 def positions_vjp(
     func: Callable[..., Any], sources: Callable[..., Any], adapt: Callable[..., Any] | None = None
-) -> Callable[..., Any]:
+) -> Callable[..., Callable[..., Any]]:
     """The VJP maker (for `defvjp_argnums`) of a structural function, from labels."""
 
     def maker(
