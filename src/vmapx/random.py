@@ -37,7 +37,8 @@ independent per example, but not in the loop's order.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -78,7 +79,7 @@ _PARAMS = {
 def _root(gen: Any) -> np.random.Generator:
     while isinstance(gen, BatchGenerator):
         gen = gen._parent
-    return gen
+    return cast(np.random.Generator, gen)
 
 
 def _shape(size: Any) -> tuple[int, ...]:
@@ -107,6 +108,7 @@ class BatchGenerator:
     """
 
     __slots__ = ("_trace", "_parent", "_mode", "_diverged")
+    permutation: Callable[..., Any]  # (the distribution methods are set below the class)
 
     def __init__(self, trace: BatchTrace | None, parent: Any, mode: str) -> None:
         self._trace = trace
@@ -115,6 +117,12 @@ class BatchGenerator:
         self._diverged = False  # randomness="same", after branches that drew unevenly
         if trace is not None:  # its draws are the trace's own (see vmapx._legacy_random)
             trace.aware = (trace.aware or set()) | {id(_root(parent))}
+
+    @property
+    def _batch(self) -> BatchTrace:
+        """The vmap's trace (a generator without one has randomness="error": it never draws)."""
+        assert self._trace is not None
+        return self._trace
 
     @property
     def bit_generator(self) -> np.random.BitGenerator:
@@ -141,7 +149,7 @@ class BatchGenerator:
         if self._trace is not None and self._trace.like is not None:
             raise _off_host_error(name, self._trace.like)
         if self._diverged:
-            raise self._trace.concretization(
+            raise self._batch.concretization(
                 f"`{name}()` with randomness='same' after the branches of a `cond`/`switch` "
                 "drew different amounts of random numbers (the examples' generators are no "
                 "longer in the same state)",
@@ -183,7 +191,7 @@ class BatchGenerator:
         return getattr(self._parent, name)(**kwargs)
 
     def _elementwise(self, name: str, a: dict[Any, Any]) -> Any:
-        trace, size = self._trace, a.pop("size")
+        trace, size = self._batch, a.pop("size")
         params = {k: a.pop(k) for k in _PARAMS[name]}
         vals = {k: unwrap(trace, v) for k, v in params.items()}
         if self._mode == "same":
@@ -202,7 +210,7 @@ class BatchGenerator:
         return trace.wrap(out)
 
     def _per_example(self, name: str, a: dict[Any, Any]) -> Any:
-        batched = any(is_batched(self._trace, v) for v in a.values())
+        batched = any(is_batched(self._batch, v) for v in a.values())
         if self._mode == "same":
             if not batched:
                 return self._parent_draw(name, a)
@@ -222,20 +230,21 @@ class BatchGenerator:
         return self._loop(one, params, name)
 
     def _loop(self, fn: Any, params: dict[Any, Any], name: str) -> Any:
-        if self._trace.axis_size:
-            return loop_apply(self._trace, fn, (), params, name)
+        if self._batch.axis_size:
+            return loop_apply(self._batch, fn, (), params, name)
         gen = _root(self).bit_generator  # an empty batch draws nothing
         start = gen.state
         try:
-            return loop_apply(self._trace, fn, (), params, name)
+            return loop_apply(self._batch, fn, (), params, name)
         finally:
             gen.state = start
 
     def _shuffle(self, x: Any, axis: int = 0) -> None:
-        trace = self._trace
+        trace = self._batch
         if not is_batched(trace, x):
             if self._mode == "same":
-                return self._parent.shuffle(x, axis=axis)
+                self._parent.shuffle(x, axis=axis)
+                return
             raise trace.concretization(
                 "`shuffle` with randomness='different' of an array that is the same for "
                 "every example (each example would shuffle it differently)",
@@ -297,7 +306,7 @@ def _method(name: str) -> Any:
     method.__name__ = name
     method.__qualname__ = f"BatchGenerator.{name}"
     method.__doc__ = f"`numpy.random.Generator.{name}`, drawn as the vmap's `randomness` says."
-    method.__signature__ = _SIGNATURES[name]
+    cast(Any, method).__signature__ = _SIGNATURES[name]  # (read by inspect.signature)
     return method
 
 
