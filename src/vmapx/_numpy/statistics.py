@@ -203,7 +203,7 @@ def nanmedian_sorted(arr: Any) -> Any:
     high = _take_last(arr, np.minimum(count // 2, arr.shape[-1] - 1), 0)
     even = np.mean(np.stack([low, high]), axis=0)
     odd = np.mean(low[None], axis=0)
-    result = np.where(count % 2 == 1, odd, even)
+    result: Any = np.where(count % 2 == 1, odd, even)
     empty = count == 0
     if np.any(empty):
         _warn("All-NaN slice encountered")
@@ -211,7 +211,11 @@ def nanmedian_sorted(arr: Any) -> Any:
     return result
 
 
-_PLAIN = {np.nanmedian: np.median, np.nanquantile: np.quantile, np.nanpercentile: np.percentile}
+_PLAIN: dict[Any, Callable[..., Any]] = {
+    np.nanmedian: np.median,
+    np.nanquantile: np.quantile,
+    np.nanpercentile: np.percentile,
+}
 
 
 def _quantile_rule(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -725,6 +729,7 @@ def _uniform_counts(a: Any, w: Any, edges: Any, uniform: tuple[Any, ...], ntype:
         idx = np.where(keep, idx, n)  # values outside the range go to a discarded bin
         tw = None if w is None else w[:, i : i + _BLOCK]
         if ntype.kind == "c":
+            assert tw is not None  # (counts are complex only with complex weights)
             part = bincount_rows(idx, tw.real, n + 1) + 1j * bincount_rows(idx, tw.imag, n + 1)
             hist = hist + part[:, :n]
         else:
@@ -735,7 +740,7 @@ def _uniform_counts(a: Any, w: Any, edges: Any, uniform: tuple[Any, ...], ntype:
 def _edge_counts(a: Any, w: Any, edges: Any, ntype: Any) -> Any:
     """NumPy's cumulative-count path for explicit edges, block by block."""
     nb = edges.shape[-1]
-    cum = 0
+    cum: Any = 0
     for i in range(0, max(a.shape[1], 1), _BLOCK):
         tmp = a[:, i : i + _BLOCK]
         row_edges = np.broadcast_to(edges, (tmp.shape[0], nb))
@@ -852,8 +857,8 @@ def histogramdd_batched(trace: BatchTrace, cols: list[Any], bins: Any, rng: Any,
             smin, smax = outer_edges(col, rng[i])
             try:
                 n = operator.index(bins[i])
-            except TypeError as e:
-                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            except TypeError as err:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from err
             if np.ndim(smin) == 0:
                 e = np.linspace(smin, smax, n + 1)
             else:
