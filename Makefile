@@ -55,7 +55,7 @@ bench-gpu: $(VENV)/.cupy-installed
 # mypy --strict (pinned in the `lint` extra; settings in pyproject.toml) on a user's script
 # that uses every public name, and on the package but for the modules still to be typed
 # (MYPY_PENDING: checked as imports, their own findings not reported)
-MYPY_PENDING := src/vmapx/(_ragged|control_flow)\.py$$
+MYPY_PENDING := src/vmapx/(_ragged)\.py$$
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict tests/typing/user_script.py
 	$(VENV)/bin/mypy --strict --follow-imports=silent --exclude '$(MYPY_PENDING)' src/vmapx

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 
@@ -244,9 +244,9 @@ class _Chain:
         sub.level = top.level
         stack = _state.stack
         span = slice(self.lo - 1, top.level)
-        saved = stack[span]
+        saved = cast(list[BatchTrace], stack[span])  # (the chain's traces hold these slots)
         stack[span] = [*(_Suspended(t) for t in saved[:-1]), sub]
-        failure = None
+        failure: ConcretizationSignal | types.SimpleNamespace | None = None
         try:
             fn, undo = self._capture(fn, ix, sub)
             try:
@@ -370,12 +370,12 @@ class _Chain:
         return np.concatenate(full)[_payload.moved(order, ref)]
 
 
-_MIXED = "mixed"  # `_plan`: another transform's trace lies among the levels involved
+_MIXED: Final = "mixed"  # `_plan`: another transform's trace lies among the levels involved
 
 
 def _plan(
     pred: Any, trees: Sequence[Any], fns: Sequence[Callable[..., Any]]
-) -> _Chain | str | None:
+) -> _Chain | Literal["mixed"] | None:
     """The chain for a partition by `pred`; None when `pred` is not batched, `_MIXED` when
     a trace of another transform lies between the levels involved (`vmap(grad(f))`)."""
     levels = _batched_levels(pred)
@@ -385,7 +385,7 @@ def _plan(
     hi = max([*levels, *(_level(x) for x in leaves)])
     traces = _state.stack[min(levels) - 1 : hi]
     if all(type(t) is BatchTrace for t in traces):
-        return _Chain(traces)
+        return _Chain(cast(list[BatchTrace], traces))
     return _MIXED
 
 
@@ -433,7 +433,7 @@ class _Flat:
         self.n_cap = len(captured)
         self.leaves = captured + ops
         self.name = name
-        self.out_def = None
+        self.out_def: optree.PyTreeSpec | None = None
         self.branches = tuple(BranchFn(functools.partial(self.call, b)) for b in branches)
 
     def call(self, branch: Callable[..., Any], *leaves: Any) -> tuple[Any, ...]:
@@ -456,7 +456,9 @@ class _Flat:
         return tuple(out_leaves)
 
 
-def _switch_impl(index: Any, *leaves: Any, branches: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+def _switch_impl(
+    index: Any, *leaves: Any, branches: tuple[Callable[..., tuple[Any, ...]], ...], name: str
+) -> tuple[Any, ...]:
     return branches[_branch_index(index, len(branches), name)](*leaves)
 
 
@@ -571,12 +573,13 @@ def _select(
     chain = _plan(index, (operands,), branches)
     if chain is None:
         return branches[_branch_index(index, len(branches), name)](*operands)
-    if chain is _MIXED:
+    if chain == _MIXED:
         if nested:
             raise _mixed(index, name)
         flat_branches = _Flat(branches, operands, name)
         kwargs = {"branches": flat_branches.branches, "name": name}
         out = bind(SWITCH, (index, *flat_branches.leaves), kwargs)
+        assert flat_branches.out_def is not None  # (set by the branch that ran)
         return flat_branches.out_def.unflatten(out)
     what = "the predicate of `cond`" if name == "cond" else "the index of `switch`"
     flat = chain.flat(index, what)
@@ -607,7 +610,7 @@ def _branch_index(index: Any, n: int, name: str) -> int:
 def _clamp(flat: np.ndarray, n: int) -> np.ndarray:
     if not np.issubdtype(flat.dtype, np.integer) and flat.dtype != np.bool_:
         raise TypeError(f"switch: the index must be an integer, got dtype {flat.dtype}")
-    return np.clip(flat, 0, n - 1).astype(np.intp)
+    return cast(np.ndarray, np.clip(flat, 0, n - 1).astype(np.intp))
 
 
 def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_val: Any) -> Any:
@@ -653,7 +656,7 @@ def _while(
     while True:
         c = cond_fun(val)
         chain = _plan(c, (val,), (cond_fun, body_fun))
-        if chain is _MIXED:
+        if chain == _MIXED:
             if nested:
                 raise _mixed(c, "while_loop")
             return _bind_while(cond_fun, body_fun, val, c._trace)
@@ -726,10 +729,10 @@ def _is_scalar_value(x: Any) -> bool:
 
 
 def _concrete(v: Any, what: str) -> np.ndarray:
-    v = _payload.concrete(v)
-    if v.ndim != 1:
-        raise TypeError(f"{what} must be a scalar for each example, got shape {v.shape[1:]}")
-    return v
+    host = _payload.concrete(v)
+    if host.ndim != 1:
+        raise TypeError(f"{what} must be a scalar for each example, got shape {host.shape[1:]}")
+    return host
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: Any) -> Any:
