@@ -53,12 +53,10 @@ bench-gpu: $(VENV)/.cupy-installed
 	$(PY) benchmarks/gpu.py
 
 # mypy --strict (pinned in the `lint` extra; settings in pyproject.toml) on a user's script
-# that uses every public name, and on the package but for the modules still to be typed
-# (MYPY_PENDING: checked as imports, their own findings not reported)
-MYPY_PENDING := src/vmapx/(_ragged)\.py$$
+# that uses every public name, and on the package
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict tests/typing/user_script.py
-	$(VENV)/bin/mypy --strict --follow-imports=silent --exclude '$(MYPY_PENDING)' src/vmapx
+	$(VENV)/bin/mypy --strict --follow-imports=silent src/vmapx
 
 # the suite on another Python: make test-python PYTHON_OTHER=python3.13 (its own venv)
 PYTHON_OTHER ?= python3.13

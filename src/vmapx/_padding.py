@@ -181,7 +181,7 @@ def _tops(choices: list[Any], m: int) -> list[Any]:
 # -- padded stacks and trimmed results ----------------------------------------------------
 
 
-def stack_padded(leaves: list[Any], axis: int, size: int, pad_value: Any) -> Any:
+def stack_padded(leaves: Sequence[Any], axis: int, size: int, pad_value: Any) -> Any:
     """The examples `leaves` stacked on a new axis 0, each padded with `pad_value` at the
     end of `axis` to `size`."""
     first = leaves[0]

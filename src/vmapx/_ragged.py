@@ -8,7 +8,7 @@ import numbers
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -177,7 +177,8 @@ def _check_options(
 
 
 def _positive_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+    # (cast: typeshed's numbers.Integral does not compare with int)
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and cast(int, v) >= 1
 
 
 def _sizes(v: Any) -> bool:
@@ -318,7 +319,9 @@ class _Plan:
             self.specs.append(tuple(spec))
         self.padded = pad_axes is not None
         self.pad_axes = self._pad_specs(pad_axes, xs) if self.padded else None
-        self.lengths = self.sizes = None  # per example (padded mode): length, bucket size
+        # per example (padded mode): length, bucket size
+        self.lengths: np.ndarray | None = None
+        self.sizes: np.ndarray | None = None
         self.has_generator = self._has_generator()
 
     def _pad_specs(self, pad_axes: Any, xs: tuple[Any, ...]) -> list[Any]:
@@ -397,6 +400,7 @@ class _Plan:
         """The padded groups found with array operations, where every example is plain
         arrays that differ only in their padded length (`_padded_groups`); False where
         the batch is not that case."""
+        assert self.columns is not None and self.pad_axes is not None  # (plain, padded)
         found = _padded_groups.plain_lengths(self.columns, self.pad_axes)
         if found is None:
             return False
@@ -411,6 +415,7 @@ class _Plan:
     def _length(self, e: int) -> tuple[int, list[Any]]:
         """Example `e`'s true length and the padded axis of each of its leaves."""
         flat, axes, start = self.leaves[e], [], 0
+        assert self.pad_axes is not None  # (the padded mode)
         for p, (treedef, count) in enumerate(self.specs[e]):
             example = (
                 flat[start]
@@ -422,7 +427,9 @@ class _Plan:
             start += count
         return _padding.example_length(flat, axes, e)
 
-    def arguments(self, spec: tuple[Any, ...], flat: list[Any], shared: list[Any]) -> list[Any]:
+    def arguments(
+        self, spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
+    ) -> list[Any]:
         """`f`'s positional arguments from the mapped leaves `flat` and the `shared` values."""
         args, start, parts = [], 0, iter(spec)
         for p, ax in enumerate(self.axes):
@@ -441,6 +448,7 @@ class _Plan:
         shared = [None if v is None else optree.tree_map(_read_only, v) for v in self.shared]
         args = self.arguments(self.specs[e], flat, shared)
         if self.padded:
+            assert self.lengths is not None  # (set by `group` in the padded mode)
             args.append(np.int64(self.lengths[e]))
         return self.f(*args, **self.kwargs)
 
@@ -448,7 +456,7 @@ class _Plan:
 def _gather(plan: _Plan, k: int, idxs: list[Any]) -> list[Any] | tuple[Any, ...]:
     """Leaf `k` of the examples `idxs`."""
     if plan.columns is not None and len(idxs) > 1:
-        return itemgetter(*idxs)(plan.columns[k])
+        return cast(tuple[Any, ...], itemgetter(*idxs)(plan.columns[k]))  # (2 or more items)
     return [plan.leaves[e][k] for e in idxs]
 
 
@@ -479,7 +487,7 @@ def _plain_keys(leaves: list[Any]) -> list[Any]:
     return [tuple([(x.shape, x.dtype) for x in flat]) for flat in leaves]
 
 
-def _stack(column: list[Any]) -> Any:
+def _stack(column: Sequence[Any]) -> Any:
     """The examples `column` (equal shapes and dtypes) stacked on a new axis 0."""
     first = column[0]
     if type(first) is np.ndarray and first.ndim and set(builtins.map(type, column)) == {np.ndarray}:
@@ -555,23 +563,26 @@ class _GroupRunner:
         plan, idxs = self.plan, group.idxs
         spec = plan.specs[idxs[0]]
         flat0 = plan.leaves[idxs[0]]
-        values, axes = [], []
+        values: list[Any] = []
+        axes: list[int | None] = []
         for k, leaf in enumerate(flat0):
             if not _is_array(leaf):  # a non-array, equal in every example of the group
                 values.append(leaf)
                 axes.append(None)
                 continue
             column = _gather(plan, k, idxs)
-            ax = group.pads[k] if plan.padded else None
+            ax = cast(list[Any], group.pads)[k] if plan.padded else None  # (set when padded)
             if ax is None:
                 values.append(_stack(column))
             else:
+                assert group.size is not None  # (a padded group's bucket size)
                 values.append(_padding.stack_padded(column, ax, group.size, self.pad_value))
             axes.append(0)
         nflat = len(values)
         values += plan.shared
         axes += [None] * len(plan.shared)
         if plan.padded:
+            assert plan.lengths is not None  # (set by `group` in the padded mode)
             values.append(plan.lengths[idxs])
             axes.append(0)
 
@@ -589,6 +600,7 @@ class _GroupRunner:
     def _scatter(self, out: Any, idxs: list[Any], results: list[Any]) -> None:
         plan = self.plan
         if plan.padded and self.record:
+            assert plan.sizes is not None and plan.lengths is not None  # (set by `group`)
             padding = (plan.sizes[idxs] - plan.lengths[idxs]).tolist()
             self.padded += [
                 (self.count, pad, e) for pad, e in zip(padding, idxs, strict=True) if pad
@@ -606,6 +618,7 @@ class _GroupRunner:
         # `out_pad_axes` is a prefix of one example's results
         first = treedef.unflatten([column[0] for column in columns])
         axes = _padding.output_pad_axes(self.out_pad, first, len(leaves))
+        assert plan.lengths is not None  # (set by `group` in the padded mode)
         for e, parts in zip(idxs, zip(*columns, strict=True), strict=True):
             n = int(plan.lengths[e])
             results[e] = treedef.unflatten(
