@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import vmapx
 from vmapx.__main__ import main
+from vmapx.libraries import ADAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,6 +45,36 @@ def test_a_library_imported_before_vmapx_is_adapted_on_first_use():
         "print(type(P.polyval).__name__)\n"
     )
     assert out.split() == ["False", "function", "LibraryFunction"]
+
+
+def _python_seeded(code: str, seed: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+@pytest.mark.parametrize("first_name", ["vmap", "errors", "extend", "random"])
+def test_every_library_imported_before_vmapx_loads_whatever_the_hash_seed(first_name):
+    """All the adapted libraries imported first (as Dask or scikit-learn do): the first
+    use of vmapx loads every adapter. (Loading one adapter module imports vmapx's public
+    modules, which once re-entered the deferred loading and, for some hash seeds, found
+    an adapter module half initialised.)"""
+    libraries = sorted(ADAPTERS)
+    code = (
+        "".join(f"import {library}\n" for library in libraries)
+        + "import vmapx\n"
+        + f"from vmapx import {first_name}\n"
+        + "import scipy.linalg, numpy.polynomial.polynomial as P\n"
+        + "print(vmapx.libraries.installed())\n"
+        + "print(type(scipy.linalg.solve).__name__, type(P.polyval).__name__)\n"
+    )
+    for seed in range(4):
+        proc = _python_seeded(code, seed)
+        assert proc.returncode == 0, (seed, proc.stderr[-2000:])
+        installed, kinds = proc.stdout.splitlines()
+        assert installed == repr(libraries), seed
+        assert kinds == "LibraryFunction LibraryFunction", seed
 
 
 def test_coverage_command_lists_each_function_once(capsys):

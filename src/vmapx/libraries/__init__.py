@@ -126,10 +126,29 @@ def install(defer_imported: bool = False) -> list[str]:
         return sorted(_loaded)
 
 
+_loading_deferred = False
+
+
 def load_deferred() -> None:
-    """Load the adapters `install(defer_imported=True)` left for later."""
-    while _deferred:
-        _load(_deferred.pop())
+    """Load the adapters `install(defer_imported=True)` left for later.
+
+    Not re-entered: loading an adapter module imports vmapx's public modules, whose
+    import may come back here (through `vmapx.__getattr__`) while an adapter module is
+    half initialised. The outer call finishes the list; the order is fixed (sorted), so
+    that an import's outcome does not depend on the hash seed.
+    """
+    global _loading_deferred
+    with _lock:
+        if _loading_deferred:
+            return
+        _loading_deferred = True
+        try:
+            while _deferred:
+                library = min(_deferred)
+                _deferred.discard(library)
+                _load(library)
+        finally:
+            _loading_deferred = False
 
 
 def installed() -> list[str]:
