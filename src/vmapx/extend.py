@@ -246,6 +246,9 @@ def register_batch_rule(func: Any, rule: Callable[..., Any], *, replace: bool = 
 
 def wrap_batched(trace: BatchTrace, out: Any, out_batched: Any, name: str) -> Any:
     """A batch rule's `(out, out_batched)` as values of `trace`."""
+    if out_batched is True and type(out) is np.ndarray and out.ndim:  # (one batched array)
+        if out.shape[0] == trace.axis_size:
+            return trace.wrap(out)
     try:
         flags = optree.tree_broadcast_prefix(out_batched, out)
     except ValueError as e:

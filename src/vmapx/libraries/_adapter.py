@@ -51,6 +51,7 @@ class LibraryFunction:
         self.primitive = prim
         self.arrays = arrays
         self.signature = inspect.signature(lowering)
+        self._names = _plain_parameters(self.signature)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_level() == 0:  # no transform runs in this thread: the library itself
@@ -72,11 +73,9 @@ class LibraryFunction:
         return types.MethodType(self, instance)
 
     def _traced(self, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError:  # an argument the lowering does not take
+        named = self._bind(args, kwargs)
+        if named is None:  # an argument the lowering does not take
             return self.original(*args, **kwargs)
-        named = dict(bound.arguments)
         arrays = [named.pop(p) if p in named else self._default(p) for p in self.arrays]
         if _traced(named) or not _traced(arrays):
             return self.original(*args, **kwargs)
@@ -88,6 +87,23 @@ class LibraryFunction:
     def _default(self, name: str) -> Any:
         return self.signature.parameters[name].default
 
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> dict[str, Any] | None:
+        """The arguments given, by parameter name (`Signature.bind(...).arguments`), or
+        None where the lowering does not take them."""
+        names = self._names
+        if names is not None:  # (plain parameters: what `bind` does, without its cost)
+            positional, keywords = names
+            if len(args) <= len(positional):
+                named = dict(zip(positional, args, strict=False))
+                if all(k in keywords and k not in named for k in kwargs):
+                    named.update(kwargs)
+                    return named
+                return None
+        try:
+            return dict(self.signature.bind(*args, **kwargs).arguments)
+        except TypeError:
+            return None
+
 
 def any_batched(flags: Any) -> bool:
     """Whether any leaf of a batch rule's `in_batched` entry is batched."""
@@ -95,7 +111,28 @@ def any_batched(flags: Any) -> bool:
 
 
 def _traced(tree: Any) -> bool:
+    if type(tree) is dict:
+        tree = tree.values()
+    if all(type(x) in _UNTRACED for x in tree):  # (the usual arguments: no tree to walk)
+        return False
     return any(isinstance(x, Tracer) for x in optree.tree_leaves(tree, none_is_leaf=True))
+
+
+# types that are never traced and hold no traced values
+_UNTRACED = frozenset((np.ndarray, str, int, float, bool, complex, type(None), np.dtype))
+
+
+def _plain_parameters(signature: inspect.Signature) -> tuple[tuple[str, ...], frozenset[str]] | None:
+    """`(positional names, keyword names)` of a signature without `*args`, `**kwargs` or
+    positional-only parameters, else None (then `Signature.bind` maps a call's arguments)."""
+    positional, keywords = [], set()
+    for p in signature.parameters.values():
+        if p.kind is p.POSITIONAL_OR_KEYWORD:
+            positional.append(p.name)
+        elif p.kind is not p.KEYWORD_ONLY:
+            return None
+        keywords.add(p.name)
+    return tuple(positional), frozenset(keywords)
 
 
 # every adapter: (library module, attribute, lowering, primitive, array parameters)
@@ -171,6 +208,8 @@ def batch_by_axis(
             out = vmap(functools.partial(lowering, **kwargs), in_axes=in_axes)(*args)
             return out, True
         out = library_call(in_batched, *args, **kwargs)
+        if type(out) is np.ndarray:
+            return out, out_batched
         return optree.tree_map(np.asarray, out), out_batched
 
     return rule
