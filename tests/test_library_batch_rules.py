@@ -81,3 +81,61 @@ def test_vector_metrics_under_grad_take_the_lowering(name):
     vmapx.check_grads(loss, (VEC[1],), order=1)
     check_vmap(vmapx.grad(loss), (VEC,))
     check_vmap(lambda u: vmapx.grad(lambda x: sd.cdist(x, OTHER).sum())(u), (PTS,))
+
+
+sf = pytest.importorskip("scipy.fft")
+nd = pytest.importorskip("scipy.ndimage")
+SIG = RNG.normal(size=(5, 3, 16))
+IMG = RNG.normal(size=(5, 7, 8))
+
+FFT_CALLS = {
+    "fft": lambda x: sf.fft(x),
+    "ifft axis 0": lambda x: sf.ifft(x, axis=0),
+    "rfft n": lambda x: sf.rfft(x, 10, norm="ortho"),
+    "irfft": lambda x: sf.irfft(sf.rfft(x), axis=-1),
+    "dct type 3": lambda x: sf.dct(x, 3, axis=1),
+    "idct": sf.idct,
+    "dst ortho": lambda x: sf.dst(x, norm="ortho"),
+    "idst": lambda x: sf.idst(x, type=1),
+}
+
+
+@pytest.mark.parametrize("name", FFT_CALLS)
+def test_scipy_fft_batch_rules_match_the_loop(name):
+    check_vmap(FFT_CALLS[name], (SIG,))
+    check_vmap(FFT_CALLS[name], (SIG.astype(np.float32),), rtol=1e-5, atol=1e-5)
+
+
+FILTER_CALLS = {
+    "gaussian_filter": lambda x: nd.gaussian_filter(x, 1.0),
+    "gaussian_filter sigmas, mode": lambda x: nd.gaussian_filter(x, (0.5, 1.5), mode="nearest"),
+    "gaussian_filter axes": lambda x: nd.gaussian_filter(x, 1.0, axes=(-1,)),
+    "uniform_filter": lambda x: nd.uniform_filter(x, size=3),
+    "median_filter": lambda x: nd.median_filter(x, size=3),
+    "median_filter footprint": lambda x: nd.median_filter(x, footprint=np.eye(3, dtype=bool)),
+    "maximum_filter axes 0": lambda x: nd.maximum_filter(x, size=2, axes=0),
+    "minimum_filter": lambda x: nd.minimum_filter(x, size=(2, 3), mode="constant", cval=1.0),
+    "laplace": nd.laplace,
+    "gaussian_laplace": lambda x: nd.gaussian_laplace(x, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", FILTER_CALLS)
+def test_scipy_ndimage_batch_rules_match_the_loop(name):
+    check_vmap(FILTER_CALLS[name], (IMG,))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_calls_the_axis_rules_leave_to_the_library_give_the_loop_answer():
+    check_vmap(lambda x: nd.sobel(x), (IMG,))  # (no `axes`: smooths every axis)
+    check_vmap(lambda x, w: nd.gaussian_filter(x, 1.0) * w, (IMG, IMG))
+    out = np.zeros((7, 8))
+    check_vmap(lambda x: nd.uniform_filter(x, 3, output=out.copy()) is None, (IMG,))
+    with pytest.raises(Exception):  # noqa: B017 (the library's own error, per example)
+        vmapx.vmap(lambda x: sf.fft(x, axis=2))(IMG)
+
+
+def test_a_library_calling_its_own_adapted_function_with_plain_arrays():
+    ss = pytest.importorskip("scipy.signal")
+    check_vmap(lambda s: np.abs(ss.hilbert(s)), (SIG[:, 0],))
+    check_vmap(lambda s: ss.resample(s, 8), (SIG[:, 0],))

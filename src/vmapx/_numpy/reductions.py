@@ -104,6 +104,14 @@ def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
     return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
 
 
+def sum_last_axis(x: np.ndarray) -> np.ndarray:
+    """`np.sum(x, axis=-1)` of a plain array as the batching rule of `np.sum` computes it
+    (a short last axis added column by column: see `_sum_short_last_axis`)."""
+    if _short_last_axis(x, x.ndim - 1, (x,), {}):
+        return _sum_short_last_axis(x, False)
+    return cast("np.ndarray[Any, Any]", np.sum(x, axis=-1))
+
+
 def _keepdims_flat(
     trace: Any, func: Any, v: Any, args: Any, kwargs: Any, axis_pos: Any, nd: Any
 ) -> Any:  # noqa: ANN001, ANN202

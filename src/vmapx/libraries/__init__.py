@@ -7,6 +7,7 @@ function what the transforms need, through the public `vmapx.extend` API:
 
 - `scipy.special`: derivatives of its ufuncs (`scipy_special`);
 - `scipy.linalg`, `scipy.spatial.distance`, `scipy.signal`, `scipy.integrate`,
+  `scipy.fft`, `scipy.ndimage` (filters with `axes=`),
   `scipy.stats` (location-scale distributions),
   `numpy.polynomial` and
   `scipy.special`'s Python functions (`logsumexp`, `softmax`, ...): the library function,
@@ -42,6 +43,8 @@ ADAPTERS = {
     "scipy.signal": "scipy_signal",
     "scipy.stats": "scipy_stats",
     "scipy.integrate": "scipy_integrate",
+    "scipy.fft": "scipy_fft",
+    "scipy.ndimage": "scipy_ndimage",
     "numpy.polynomial.polynomial": "numpy_polynomial",
 }
 

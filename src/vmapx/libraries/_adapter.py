@@ -73,6 +73,8 @@ class LibraryFunction:
         return types.MethodType(self, instance)
 
     def _traced(self, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
+        if not _traced(args) and not _traced(kwargs):  # (a library calling its own)
+            return self.original(*args, **kwargs)
         named = self._bind(args, kwargs)
         if named is None:  # an argument the lowering does not take
             return self.original(*args, **kwargs)
@@ -122,7 +124,9 @@ def _traced(tree: Any) -> bool:
 _UNTRACED = frozenset((np.ndarray, str, int, float, bool, complex, type(None), np.dtype))
 
 
-def _plain_parameters(signature: inspect.Signature) -> tuple[tuple[str, ...], frozenset[str]] | None:
+def _plain_parameters(
+    signature: inspect.Signature,
+) -> tuple[tuple[str, ...], frozenset[str]] | None:
     """`(positional names, keyword names)` of a signature without `*args`, `**kwargs` or
     positional-only parameters, else None (then `Signature.bind` maps a call's arguments)."""
     positional, keywords = [], set()

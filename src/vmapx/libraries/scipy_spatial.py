@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.spatial.distance as sd
 
-from .._numpy.reductions import _short_last_axis, _sum_short_last_axis
+from .._numpy.reductions import sum_last_axis
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
@@ -58,14 +58,6 @@ def _sum_last(x: Any) -> Any:
     return np.sum(x, axis=-1)
 
 
-def _batch_sum_last(x: np.ndarray) -> np.ndarray:
-    """`np.sum(x, axis=-1)` of a batch, as vmapx's own rule for `np.sum` computes it (a
-    short last axis column by column: the same bits, much faster)."""
-    if _short_last_axis(x, x.ndim - 1, (x,), {}):
-        return _sum_short_last_axis(x, False)
-    return np.sum(x, axis=-1)
-
-
 def _pairwise(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
     """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
     return _metric(u[:, None, :], v[None, :, :], metric, p)
@@ -102,7 +94,7 @@ def _cdist_batched(in_batched: list[Any], XA: Any, XB: Any, metric: Any = "eucli
         raise Unsupported
     _check_batched(in_batched, (XA, XB), 2)
     pairs = (XA[..., :, None, :], XB[..., None, :, :])
-    return _metric(*pairs, metric, p, _batch_sum_last).astype(np.float64)
+    return _metric(*pairs, metric, p, sum_last_axis).astype(np.float64)
 
 
 @adapts("scipy.spatial.distance", "cdist", ("XA", "XB"),
@@ -125,7 +117,7 @@ def _pdist_batched(in_batched: list[Any], X: Any, metric: Any = "euclidean", *,
         raise Unsupported
     _check_batched(in_batched, (X,), 2)
     i, j = np.triu_indices(X.shape[-2], 1)
-    return _metric(X[..., i, :], X[..., j, :], metric, p, _batch_sum_last).astype(np.float64)
+    return _metric(X[..., i, :], X[..., j, :], metric, p, sum_last_axis).astype(np.float64)
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",), batch=batch_by_axis(_pdist_batched, _pdist))
@@ -190,7 +182,7 @@ def _vector_batched(name: Any) -> Any:
         if options:
             raise Unsupported
         dtype = _library_dtype(name, u, v)
-        return _metric(u * 1.0, v * 1.0, name, p, _batch_sum_last).astype(dtype)
+        return _metric(u * 1.0, v * 1.0, name, p, sum_last_axis).astype(dtype)
 
     return call
 
