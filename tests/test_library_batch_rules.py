@@ -139,3 +139,20 @@ def test_a_library_calling_its_own_adapted_function_with_plain_arrays():
     ss = pytest.importorskip("scipy.signal")
     check_vmap(lambda s: np.abs(ss.hilbert(s)), (SIG[:, 0],))
     check_vmap(lambda s: ss.resample(s, 8), (SIG[:, 0],))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (dct: the inner per example)
+def test_nested_vmaps_of_adapted_functions_match_the_loop():
+    pts = RNG.normal(size=(3, 4, 5, 2))
+    got = vmapx.vmap(vmapx.vmap(lambda x: sd.cdist(x, x, "cityblock")))(pts)
+    want = np.stack([np.stack([sd.cdist(x, x, "cityblock") for x in row]) for row in pts])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    sig = RNG.normal(size=(3, 4, 8))
+    got = vmapx.vmap(vmapx.vmap(sf.dct), in_axes=1)(sig)
+    want = np.stack([np.stack([sf.dct(s) for s in sig[:, j]]) for j in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_grad_of_a_vmap_over_an_adapted_function_takes_the_lowering():
+    loss = lambda x: np.sum(vmapx.vmap(lambda p: sd.cdist(p, OTHER))(x) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (PTS,), order=1)

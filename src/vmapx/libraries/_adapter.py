@@ -26,7 +26,9 @@ import numpy as np
 
 from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from .. import extend
-from .._core import Tracer, current_level
+from .._batching import BatchTracer
+from .._core import Tracer, current_level, find_top_trace
+from ..extend import wrap_batched
 
 __all__ = ["LibraryFunction", "Unsupported", "adapts", "batch_by_axis", "restore_all"]
 
@@ -82,7 +84,8 @@ class LibraryFunction:
         if _traced(named) or not _traced(arrays):
             return self.original(*args, **kwargs)
         try:
-            return self.primitive(*arrays, **named)
+            out = _batch_directly(self.primitive, arrays, named)
+            return self.primitive(*arrays, **named) if out is _NOT_DIRECT else out
         except Exception:  # (Unsupported, or the lowering failed on traced values: the
             return self.original(*args, **kwargs)  # library gives the loop's answer)
 
@@ -105,6 +108,38 @@ class LibraryFunction:
             return dict(self.signature.bind(*args, **kwargs).arguments)
         except TypeError:
             return None
+
+
+_NOT_DIRECT = object()
+
+
+def _batch_directly(prim: Any, arrays: list[Any], named: dict[str, Any]) -> Any:
+    """`prim(*arrays, **named)` where only one `vmap` traces the arrays (no pytrees, no
+    other transform, NumPy payloads): its batch rule called as `bind` would call it,
+    without the steps that find that out. `_NOT_DIRECT` for any other call."""
+    rule = prim.vmap_rule
+    if rule is None:
+        return _NOT_DIRECT
+    trace, values, flags = None, [], []
+    for x in arrays:
+        if type(x) is BatchTracer:
+            if trace is None:
+                trace = x._trace
+            if x._trace is not trace or x._view is not None or type(x.val) is not np.ndarray:
+                return _NOT_DIRECT  # (several traces, a view to check, a nested vmap)
+            values.append(x.val)
+            flags.append(True)
+        elif type(x) in _UNTRACED:
+            values.append(x)
+            flags.append(False)
+        else:
+            return _NOT_DIRECT
+    if trace is None or trace.like is not None or find_top_trace(tuple(arrays)) is not trace:
+        return _NOT_DIRECT
+    result = rule(trace.axis_size, flags, *values, **named)
+    if type(result) is not tuple or len(result) != 2:
+        return _NOT_DIRECT  # (the way through `bind` says what is wrong)
+    return wrap_batched(trace, *result, prim.prim.name)
 
 
 def any_batched(flags: Any) -> bool:
