@@ -424,3 +424,22 @@ def test_abandoned_batched_run_puts_back_the_draws_it_made():
     with pytest.warns(vmapx.PerformanceWarning):
         got = vmapx.vmap(f)(xs)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_generator_held_beside_modules_classes_and_numbers_gives_the_loops_numbers():
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.rng = np.random.default_rng(4)
+    scale, name, kind, arr = 2.0, "x", float, np.ones(2)
+
+    def f(x):
+        assert (np, kind, name, len) is not None
+        return x * scale + arr + holder.rng.normal(size=2)
+
+    def reset():
+        holder.rng.bit_generator.state = np.random.default_rng(4).bit_generator.state
+
+    expected, got = _loop_then_vmap(f, np.zeros((3, 2)), reset)
+    np.testing.assert_array_equal(got, expected)

@@ -194,7 +194,20 @@ def _is_own_module(scope: dict[Any, Any]) -> bool:
 def _with_held(values: list[Any]) -> list[Any]:
     """`values`' functions, partials and methods (searched further), and the generators
     they are or hold."""
-    return [g for v in values for g in ([v] if type(v) in _FOLLOWED_KINDS else _held_generators(v))]
+    out = []
+    for v in values:
+        kind = type(v)
+        if kind in _FOLLOWED_KINDS or kind in _GENERATOR_KINDS:
+            out.append(v)
+        elif kind not in _HOLDS_NONE:  # (the usual globals: modules, classes, numbers)
+            out.extend(_held_generators(v))
+    return out
+
+
+# kinds `_held_generators` finds nothing in (no entries, no instance attributes searched):
+# skipped without the calls that find that out
+_HOLDS_NONE = frozenset((types.ModuleType, type, types.BuiltinFunctionType, int, float,
+                         complex, bool, str, bytes, type(None), np.ndarray))  # fmt: skip
 
 
 def hidden_generators(f: Any, passed: list[Any]) -> list[Any]:
@@ -213,6 +226,8 @@ def hidden_generators(f: Any, passed: list[Any]) -> list[Any]:
                 seen.add(id(obj))
                 following.extend(_referenced(obj))
         level = following
+        if not level:
+            break
     if found:
         for x in passed:
             found.pop(id(x), None)
