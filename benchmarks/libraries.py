@@ -117,20 +117,18 @@ def _summary_table(columns: list[tuple[str, dict[Any, Any]]]) -> list[str]:
     lines.append("|---" * (3 + 2 * len(columns)) + "|")
     libs = sorted({k[0] for _, merged in columns for k in merged})
     for lib in [*libs, "all"]:
-        cells = []
-        first = None
+        cells, batched = [], []
         for _, merged in columns:
-            rows = [r for k, r in merged.items() if lib in ("all", k[0])]
-            s = _summary(rows)
-            first = first or s
+            s = _summary([r for k, r in merged.items() if lib in ("all", k[0])])
             cells += [_fmt(s["speedup"]), _fmt(s["fallback"])]
+            batched.append(str(s["batched"]))
         name = f"**{lib}**" if lib == "all" else lib
-        lines.append(f"| {name} | {first['entries']} | {first['batched']} | "
+        lines.append(f"| {name} | {s['entries']} | {' → '.join(batched)} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     return lines
 
 
-def markdown(columns: list[tuple[str, dict[Any, Any]]]) -> str:
+def markdown(columns: list[tuple[str, dict[Any, Any]]], note: str = "") -> str:
     """The summary per library and the per-entry table, one column pair per run."""
     out = ["# The library corpus at batch 16", "",
            "Produced by `benchmarks/libraries.py` (see its docstring). Times are the fastest "
@@ -138,6 +136,8 @@ def markdown(columns: list[tuple[str, dict[Any, Any]]]) -> str:
            "ratio is loop / vmap (above 1: vmap is faster). A fallback entry runs the "
            "per-example loop inside vmap: its ratio is vmapx's fixed cost around that "
            "loop (1.00x: none).", ""]  # fmt: skip
+    if note:
+        out += [note, ""]
     for label, merged in columns:
         s = _summary(list(merged.values()))
         out.append(
@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", help="only entries whose 'library.name' contains this")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--markdown", help="write the table of the JSON files given here")
+    parser.add_argument("--note", default="", help="a paragraph for the markdown's head")
     parser.add_argument("files", nargs="*", help="label=path.json (repeat a label to merge)")
     args = parser.parse_args(argv)
     if args.json:
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
                 runs.setdefault(label or path, []).append(json.load(fh))
         columns = [(label, _merge(rs)) for label, rs in runs.items()]
         with open(args.markdown, "w") as fh:
-            fh.write(markdown(columns))
+            fh.write(markdown(columns, args.note))
     if not (args.json or args.markdown):
         parser.print_help(sys.stderr)
 
