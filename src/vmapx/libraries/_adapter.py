@@ -150,9 +150,16 @@ def any_batched(flags: Any) -> bool:
 def _traced(tree: Any) -> bool:
     if type(tree) is dict:
         tree = tree.values()
-    if all(type(x) in _UNTRACED for x in tree):  # (the usual arguments: no tree to walk)
-        return False
-    return any(isinstance(x, Tracer) for x in optree.tree_leaves(tree, none_is_leaf=True))
+    walk = False
+    for x in tree:  # (the usual arguments: arrays, options, tracers; no tree to walk)
+        if type(x) in _UNTRACED:
+            continue
+        if isinstance(x, Tracer):
+            return True
+        walk = True
+    return walk and any(
+        isinstance(x, Tracer) for x in optree.tree_leaves(list(tree), none_is_leaf=True)
+    )
 
 
 # types that are never traced and hold no traced values

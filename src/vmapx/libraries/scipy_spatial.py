@@ -181,8 +181,9 @@ def _vector_batched(name: Any) -> Any:
         p = options.pop("p", 2)
         if options:
             raise Unsupported
-        dtype = _library_dtype(name, u, v)
-        return _metric(u * 1.0, v * 1.0, name, p, sum_last_axis).astype(dtype)
+        dtype = _dtype_of(name, u.dtype, v.dtype)
+        u, v = (x if x.dtype.kind == "f" else x * 1.0 for x in (u, v))  # (`* 1.0`: the same)
+        return _metric(u, v, name, p, sum_last_axis).astype(dtype, copy=False)
 
     return call
 
