@@ -740,9 +740,19 @@ def backward(
             if c is None:
                 continue
             if type(c) is not _scaled.Scaled or out >= 0 or not c.fits(shape, dtype):
-                c = fit(_scaled.materialize(c), shape, dtype)
+                c = _fit_cotangent(c, shape, dtype)
             _accumulate(tape, cts, owned, node, out, c)
     return cts
+
+
+def _fit_cotangent(c: Any, shape: tuple[Any, ...], dtype: np.dtype) -> Any:
+    """`c` as a cotangent of an operand of `shape` and `dtype` (see `fit`). A negated
+    cotangent (`_scaled.negated`) is summed, cast or broadcast first and negated after:
+    the same bits (a sum of negated terms is the negated sum), on the smaller array."""
+    base = _scaled.negated(c)
+    if base is not None:
+        return -fit(base, shape, dtype)
+    return fit(_scaled.materialize(c), shape, dtype)
 
 
 def _accumulate(
@@ -762,6 +772,11 @@ def _accumulate(
     if both is not None:
         cts[node] = both
         return
+    difference = _difference(prev, ct)
+    if difference is not None:  # `a + (-b)` as `a - b`: the same bits, one array fewer
+        cts[node] = difference
+        owned[node] = False
+        return
     prev, ct = _scaled.materialize(prev), _scaled.materialize(ct)
     if owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and prev.flags.writeable:
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
@@ -772,6 +787,20 @@ def _accumulate(
             total = prev + ct
         cts[node] = total
         owned[node] = type(total) is np.ndarray and total.shape == prev.shape
+
+
+def _difference(prev: Any, ct: Any) -> Any:
+    """`prev + ct` as one subtraction where one of them is a negated cotangent
+    (`_scaled.negated`) and the other is not deferred; None otherwise."""
+    if type(ct) is _scaled.Scaled and type(prev) is not _scaled.Scaled:
+        prev, ct = ct, prev
+    elif type(prev) is not _scaled.Scaled or type(ct) is _scaled.Scaled:
+        return None
+    base = _scaled.negated(prev)
+    if base is None:
+        return None
+    total = direct_binary(np.subtract, ct, base)
+    return ct - base if total is None else total
 
 
 # -- running the transforms (used by the public API) --------------------------------
@@ -1038,10 +1067,29 @@ def defelementwise(
             return _zero_pullback
         return _PartialPullback(d, ans, args)
 
-    defjvp_argnum(func, jvp, replace=replace)
+    def jvp_rule(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
+        out = None
+        for argnum, t in tangents.items():
+            if out is not None and _negates(table.get(argnum)) and type(out) not in (tuple, list):
+                if kwargs.get("where", True) is not True:
+                    raise NoRule("where", "jvp")
+                out = out - t  # `out + (-t)`: the same bits, one array fewer
+            else:
+                out = add_any(out, jvp(argnum, t, ans, args, kwargs))
+        return out
+
+    for f in each_function(func):
+        register(f, "jvp", jvp_rule, replace=replace)
     defvjp_argnum(func, maker, replace=replace)
     for f in each_function(func):
         register(f, "partials", derivs, replace=replace)
+
+
+def _negates(d: Any) -> bool:
+    """Whether the partial `d` given to `defelementwise` is the number -1."""
+    return type(d) in (int, float) and d == -1
 
 
 class _PartialPullback:
