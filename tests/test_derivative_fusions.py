@@ -202,3 +202,45 @@ def test_the_subtraction_rule_alone_and_with_one_traced_operand():
     np.testing.assert_array_equal(rule((x, y), {}, x - y, {0: tx}), tx)
     with pytest.raises(NoRule):
         rule((x, y), {"where": x > 0}, x - y, {0: tx, 1: ty})
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: x * x,
+        lambda x: np.tanh(x @ W) + x * x,
+        lambda x: x / x + x,
+        lambda x: np.power(x, x),
+        lambda x: np.hypot(x, x) - x,
+        lambda x: x - x + np.sin(x),
+    ],
+    ids=["square", "layer", "ratio", "power", "hypot", "difference"],
+)
+def test_binary_functions_of_one_value_in_forward_mode(f):
+    # both operands share one tangent: `t * (d0 + d1)` replaces `t * d0 + t * d1`
+    x = RNG.uniform(0.5, 1.5, 3)
+    vmapx.check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    xs = RNG.uniform(0.5, 1.5, (5, 3))
+    got = vmapx.vmap(vmapx.jacfwd(f))(xs)
+    loop = _loop(vmapx.jacfwd(f), xs)
+    np.testing.assert_allclose(got, loop, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(got, vmapx.vmap(vmapx.jacrev(f))(xs), rtol=1e-12, atol=1e-13)
+    hess = vmapx.vmap(vmapx.hessian(lambda v: np.sum(f(v))))(xs)
+    np.testing.assert_allclose(hess, _loop(vmapx.hessian(lambda v: np.sum(f(v))), xs), 1e-13)
+    jitted = vmapx.jit(vmapx.vmap(vmapx.jacfwd(f)))
+    np.testing.assert_allclose(jitted(xs), got, rtol=1e-14, atol=1e-15)
+
+
+W = RNG.standard_normal((3, 3))
+
+
+def test_a_square_tangent_is_twice_the_product():
+    x, t = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    _, tangent = vmapx.jvp(lambda v: v * v, (x,), (t,))
+    np.testing.assert_array_equal(tangent, t * x + x * t)
+    z = x + 1j * RNG.standard_normal((4, 3))
+    _, tangent = vmapx.jvp(lambda v: v * v, (z,), (t + 0j,))
+    np.testing.assert_allclose(tangent, 2 * z * t, rtol=1e-15)
+    i = np.arange(3)
+    out, tangent = vmapx.jvp(lambda v: v * i, (x[0],), (t[0],))  # (one traced operand)
+    np.testing.assert_array_equal(tangent, t[0] * i)

@@ -1070,6 +1070,10 @@ def defelementwise(
     def jvp_rule(
         args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
     ) -> Any:
+        shared = _shared_tangent(tangents, table, kwargs)
+        if shared is not None:  # `f(x, x)`: `t * (d0 + d1)`, one tangent-sized product
+            d0, d1 = partial_value(table[0], ans, *args), partial_value(table[1], ans, *args)
+            return _times(shared, d0 + d1)
         out = None
         for argnum, t in tangents.items():
             if out is not None and _negates(table.get(argnum)) and type(out) not in (tuple, list):
@@ -1085,6 +1089,19 @@ def defelementwise(
     defvjp_argnum(func, maker, replace=replace)
     for f in each_function(func):
         register(f, "partials", derivs, replace=replace)
+
+
+def _shared_tangent(tangents: dict[Any, Any], table: dict[Any, Any], kwargs: dict[Any, Any]) -> Any:
+    """The tangent of both operands of a binary elementwise call on one value (`x * x`),
+    where both have partials and no `where=`; else None."""
+    if len(tangents) != 2 or kwargs.get("where", True) is not True:
+        return None
+    t = tangents.get(0)
+    if t is None or t is not tangents.get(1) or type(t) in (tuple, list):
+        return None
+    if table.get(0) is None or table.get(1) is None:  # (missing or zero: the usual path)
+        return None
+    return t
 
 
 def _negates(d: Any) -> bool:
