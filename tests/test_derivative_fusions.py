@@ -10,6 +10,7 @@ import pytest
 
 import vmapx
 from vmapx._autodiff import NoRule
+from vmapx._inplace import accumulate_into
 from vmapx._numpy.reductions import weighted_sum
 from vmapx._registry import rules_of
 
@@ -244,3 +245,57 @@ def test_a_square_tangent_is_twice_the_product():
     i = np.arange(3)
     out, tangent = vmapx.jvp(lambda v: v * i, (x[0],), (t[0],))  # (one traced operand)
     np.testing.assert_array_equal(tangent, t[0] * i)
+
+
+def test_accumulate_into_writes_only_a_held_array_of_the_same_layout():
+    a, b = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    expected = a + b
+    own = a.copy()
+    assert accumulate_into(np.add, own, b) is own
+    np.testing.assert_array_equal(own, expected)
+    view = a.copy()[:, :2]  # a view: declined
+    assert accumulate_into(np.add, view, b[:, :2]) is None
+    assert accumulate_into(np.add, a.copy(), b[0]) is None  # broadcasting
+    assert accumulate_into(np.add, a.astype(np.float32), b.astype(np.float32)) is not None
+    assert accumulate_into(np.add, a.copy(), b.astype(np.float32)) is None  # dtypes
+    assert accumulate_into(np.add, a.astype(int), b.astype(int)) is None  # integers
+    same = a.copy()
+    assert accumulate_into(np.add, same, same) is None
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    assert accumulate_into(np.subtract, frozen, b) is None
+
+
+def test_accumulate_into_under_vmap_matches_the_operator():
+    seen = {}
+
+    def f(x, y, z):
+        own = x * 2.0
+        seen["same"] = accumulate_into(np.subtract, own, y)
+        seen["unbatched"] = accumulate_into(np.add, x * 2.0, z)  # z is not batched
+        return own
+
+    x, y, z = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 3)), RNG.standard_normal(3)
+    out = vmapx.vmap(f, in_axes=(0, 0, None))(x, y, z)
+    np.testing.assert_array_equal(out, x * 2.0 - y)
+    assert seen["same"] is not None and seen["unbatched"] is None
+
+
+def test_products_summed_in_place_keep_every_input_intact():
+    def f(x, y):
+        return np.sum(np.sin(x) * np.cos(y) / (1.5 + y) + x * y)
+
+    xs, ys = RNG.standard_normal((6, 4)), RNG.standard_normal((6, 4))
+    x0, y0 = xs.copy(), ys.copy()
+    hess = vmapx.vmap(vmapx.hessian(f, argnums=(0, 1)))(xs, ys)
+    loop = [vmapx.hessian(f, argnums=(0, 1))(a, b) for a, b in zip(xs, ys, strict=True)]
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(hess[i][j], np.stack([h[i][j] for h in loop]), 1e-13)
+    np.testing.assert_array_equal(xs, x0)
+    np.testing.assert_array_equal(ys, y0)
+    vmapx.check_grads(f, (xs[0], ys[0]), order=2)
+    t = RNG.standard_normal(4)
+    _, tangent = vmapx.jvp(lambda v: np.sin(v) * np.cos(v), (xs[0],), (t,))
+    x = xs[0]
+    np.testing.assert_array_equal(tangent, t * np.cos(x) * np.cos(x) + t * -np.sin(x) * np.sin(x))

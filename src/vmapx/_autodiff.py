@@ -70,6 +70,7 @@ from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._direct import direct_binary
+from ._inplace import accumulate_into
 from ._registry import ALL, Primitive, builder, each_function, register
 from .errors import (
     ConcretizationError,
@@ -1074,14 +1075,21 @@ def defelementwise(
         if shared is not None:  # `f(x, x)`: `t * (d0 + d1)`, one tangent-sized product
             d0, d1 = partial_value(table[0], ans, *args), partial_value(table[1], ans, *args)
             return _times(shared, d0 + d1)
-        out = None
+        out, own = None, False  # (`own`: `out` is a new value only this rule holds)
         for argnum, t in tangents.items():
             if out is not None and _negates(table.get(argnum)) and type(out) not in (tuple, list):
                 if kwargs.get("where", True) is not True:
                     raise NoRule("where", "jvp")
-                out = out - t  # `out + (-t)`: the same bits, one array fewer
+                out, own = _sum_into(np.subtract, out, own, t)  # `out + (-t)`: the same bits
+                continue
+            c = jvp(argnum, t, ans, args, kwargs)
+            if out is None or c is None:
+                own = own if c is None else c is not t  # (a partial of 1 passes `t` on)
+                out = c if out is None else out
+            elif type(out) in (tuple, list):
+                out = add_any(out, c)
             else:
-                out = add_any(out, jvp(argnum, t, ans, args, kwargs))
+                out, own = _sum_into(np.add, out, own, c)
         return out
 
     for f in each_function(func):
@@ -1102,6 +1110,15 @@ def _shared_tangent(tangents: dict[Any, Any], table: dict[Any, Any], kwargs: dic
     if table.get(0) is None or table.get(1) is None:  # (missing or zero: the usual path)
         return None
     return t
+
+
+def _sum_into(ufunc: np.ufunc, out: Any, own: bool, c: Any) -> tuple[Any, bool]:
+    """`ufunc(out, c)`, written into `out` where the rule made it and holds it alone."""
+    if own:
+        total = accumulate_into(ufunc, out, c)
+        if total is not None:
+            return total, True
+    return ufunc(out, c), True
 
 
 def _negates(d: Any) -> bool:
