@@ -156,3 +156,54 @@ def test_nested_vmaps_of_adapted_functions_match_the_loop():
 def test_grad_of_a_vmap_over_an_adapted_function_takes_the_lowering():
     loss = lambda x: np.sum(vmapx.vmap(lambda p: sd.cdist(p, OTHER))(x) ** 2)  # noqa: E731
     vmapx.check_grads(loss, (PTS,), order=1)
+
+
+sl = pytest.importorskip("scipy.linalg")
+_M = RNG.normal(size=(5, 4, 4))
+SPD = _M @ np.swapaxes(_M, 1, 2) + 4 * np.eye(4)
+HPD = SPD + 1j * (_M - np.swapaxes(_M, 1, 2))
+
+MATRIX_CALLS = {
+    "inv": sl.inv,
+    "inv pos upper": lambda a: sl.inv(np.triu(a), assume_a="pos"),
+    "inv sym lower": lambda a: sl.inv(np.tril(a), assume_a="sym", lower=True),
+    "det": sl.det,
+    "cholesky": sl.cholesky,
+    "cholesky lower": lambda a: sl.cholesky(a, lower=True),
+    "cholesky positional": lambda a: sl.cholesky(np.tril(a), True),
+    "eigvalsh": sl.eigvalsh,
+    "eigvalsh upper": lambda a: sl.eigvalsh(np.triu(a), lower=False),
+}
+
+
+@pytest.mark.parametrize("name", MATRIX_CALLS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_linalg_batch_rules_match_the_loop(name, dtype):
+    a = (HPD if dtype is np.complex128 else SPD).astype(dtype)
+    tol = 1e-4 if dtype is np.float32 else 1e-9
+    check_vmap(MATRIX_CALLS[name], (a,), rtol=tol, atol=tol)
+
+
+def test_linalg_batch_rules_with_an_unbatched_matrix_and_a_singular_one():
+    check_vmap(lambda a, b: sl.det(a) * sl.inv(b), (SPD, SPD[0]), in_axes=(0, None))
+    singular = SPD.copy()
+    singular[2] = 0.0
+    check_vmap(sl.det, (singular,))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_a_matrix_the_batch_rule_cannot_factor_gives_the_loop_error():
+    not_positive = SPD.copy()
+    not_positive[1] = -np.eye(4)
+    with pytest.raises(np.linalg.LinAlgError):
+        [sl.cholesky(a) for a in not_positive]
+    with pytest.raises(np.linalg.LinAlgError):
+        vmapx.vmap(sl.cholesky)(not_positive)
+
+
+@pytest.mark.parametrize("name", ["det", "cholesky", "eigvalsh", "inv"])
+def test_linalg_batch_rules_under_grad_take_the_lowering(name):
+    f = getattr(sl, name)
+    loss = lambda a: np.sum(np.abs(f(a @ a.T + 4 * np.eye(4))) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (_M[0],), order=1)
+    check_vmap(vmapx.grad(loss), (_M,))

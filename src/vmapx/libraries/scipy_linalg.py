@@ -9,6 +9,7 @@ the other triangle holds.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,20 @@ def _check_square(a: Any) -> None:
         raise Unsupported
 
 
+def _on_matrices(body: Callable[..., Any], lowering: Callable[..., Any]) -> Any:
+    """A batch rule: `body(a, **options)`, the lowering of a function of one square
+    matrix after its check, written with NumPy calls that act on the last two axes and
+    stack over the leading ones, called once on the batch of matrices: the very calls
+    vmap would make tracing the lowering."""
+
+    def call(in_batched: list[Any], a: Any, **options: Any) -> Any:
+        if type(a) is not np.ndarray or a.ndim != 3 or a.shape[1] != a.shape[2]:
+            raise Unsupported
+        return body(a, **options)
+
+    return batch_by_axis(call, lowering)
+
+
 @adapts("scipy.linalg", "solve", ("a", "b"))
 def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
           check_finite: Any = True,
@@ -59,7 +74,22 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
     return np.linalg.solve(a, b)
 
 
-@adapts("scipy.linalg", "inv", ("a",))
+def _inv(
+    a: Any,
+    overwrite_a: Any = False,
+    check_finite: Any = True,
+    *,
+    assume_a: Any = None,
+    lower: Any = False,
+) -> Any:
+    if assume_a in _SYMMETRIC:
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
+    elif assume_a not in _GENERAL:
+        raise Unsupported
+    return np.linalg.inv(a)
+
+
+@adapts("scipy.linalg", "inv", ("a",), batch=_on_matrices(_inv, lambda a, **kw: inv(a, **kw)))
 def inv(
     a: Any,
     overwrite_a: Any = False,
@@ -69,27 +99,38 @@ def inv(
     lower: Any = False,
 ) -> Any:
     _check_square(a)
-    if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
-    elif assume_a not in _GENERAL:
-        raise Unsupported
-    return np.linalg.inv(a)
+    return _inv(a, assume_a=assume_a, lower=lower)
 
 
-@adapts("scipy.linalg", "det", ("a",))
+@functools.lru_cache(maxsize=64)
+def _det_dtype(dtype: Any) -> Any:
+    return np.result_type(_LIBRARY_DET(np.eye(1, dtype=dtype)))  # SciPy's, not NumPy's
+
+
+def _det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
+    return np.linalg.det(a).astype(_det_dtype(a.dtype))
+
+
+@adapts("scipy.linalg", "det", ("a",), batch=_on_matrices(_det, lambda a, **kw: det(a, **kw)))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
-    dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
-    return np.linalg.det(a).astype(dtype)
+    return _det(a)
 
 
 def _cholesky_factor(a: Any, lower: bool) -> Any:
     _check_square(a)
+    return _cholesky(a, lower)
+
+
+def _cholesky(
+    a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
+) -> Any:
     factor = np.linalg.cholesky(_from_triangle(a, lower))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
 
-@adapts("scipy.linalg", "cholesky", ("a",))
+@adapts("scipy.linalg", "cholesky", ("a",),
+        batch=_on_matrices(_cholesky, lambda a, **kw: cholesky(a, **kw)))  # fmt: skip
 def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     return _cholesky_factor(a, lower)
 
@@ -199,15 +240,24 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     return w, _as_library_eigenvectors(a, v, lower, driver)
 
 
-@adapts("scipy.linalg", "eigvalsh", ("a",))
+def _eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
+              overwrite_b: Any = False, type: Any = 1,
+              check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
+              driver: Any = None) -> Any:  # fmt: skip
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise Unsupported
+    return np.linalg.eigvalsh(_from_triangle(a, lower))
+
+
+@adapts("scipy.linalg", "eigvalsh", ("a",),
+        batch=_on_matrices(_eigvalsh, lambda a, **kw: eigvalsh(a, **kw)))  # fmt: skip
 def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
              overwrite_b: Any = False, type: Any = 1,
              check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
              driver: Any = None) -> Any:  # fmt: skip
-    if b is not None or subset_by_index is not None or subset_by_value is not None:
-        raise Unsupported
     _check_square(a)
-    return np.linalg.eigvalsh(_from_triangle(a, lower))
+    return _eigvalsh(a, b, lower=lower, subset_by_index=subset_by_index,
+                     subset_by_value=subset_by_value)  # fmt: skip
 
 
 @adapts("scipy.linalg", "svd", ("a",))
