@@ -207,3 +207,37 @@ def test_linalg_batch_rules_under_grad_take_the_lowering(name):
     loss = lambda a: np.sum(np.abs(f(a @ a.T + 4 * np.eye(4))) ** 2)  # noqa: E731
     vmapx.check_grads(loss, (_M[0],), order=1)
     check_vmap(vmapx.grad(loss), (_M,))
+
+
+VECS = RNG.normal(size=(5, 4))
+RIGHT = RNG.normal(size=(5, 4, 2))
+SOLVE_CALLS = {
+    "solve": sl.solve,
+    "solve pos": lambda a, b: sl.solve(np.triu(a), b, assume_a="pos"),
+    "solve sym lower transposed": lambda a, b: sl.solve(
+        a, b, True, assume_a="sym", transposed=True
+    ),
+    "solve_triangular": sl.solve_triangular,
+    "solve_triangular lower trans": lambda a, b: sl.solve_triangular(a, b, 1, lower=True),
+    "solve_triangular unit conj": lambda a, b: sl.solve_triangular(a, b, "C", unit_diagonal=True),
+}
+
+
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+@pytest.mark.parametrize("right", ["vectors", "matrices"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_solve_batch_rules_match_the_loop(name, right, in_axes):
+    b = VECS if right == "vectors" else RIGHT
+    a = SPD if in_axes[0] == 0 else SPD[0]
+    b = b if in_axes[1] == 0 else b[0]
+    check_vmap(SOLVE_CALLS[name], (a, b), in_axes=in_axes)
+    if "transposed" not in name:  # (SciPy refuses a complex transposed solve)
+        check_vmap(SOLVE_CALLS[name], (a.astype(complex), b * (1 + 1j)), in_axes=in_axes)
+
+
+@pytest.mark.parametrize("name", ["solve", "solve_triangular"])
+def test_solve_batch_rules_under_grad_take_the_lowering(name):
+    f = getattr(sl, name)
+    loss = lambda b: np.sum(f(SPD[0], b) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (VECS[0],), order=1)
+    check_vmap(vmapx.grad(loss), (VECS,))

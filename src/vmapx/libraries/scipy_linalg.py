@@ -58,20 +58,44 @@ def _on_matrices(body: Callable[..., Any], lowering: Callable[..., Any]) -> Any:
     return batch_by_axis(call, lowering)
 
 
-@adapts("scipy.linalg", "solve", ("a", "b"))
-def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
-          check_finite: Any = True,
-          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
-    _check_square(a)
+def _solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False,
+           overwrite_b: Any = False, check_finite: Any = True, assume_a: Any = None,
+           transposed: Any = False, vector: Any = None) -> Any:  # fmt: skip
+    """`solve` after its checks; `vector`: whether `b` is one vector per example (default:
+    `b` is one example's)."""
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     if transposed:
         a = np.swapaxes(a, -1, -2)
-    if np.ndim(b) == 1:
-        return np.linalg.solve(a, b[:, None])[:, 0]
+    if np.ndim(b) == 1 if vector is None else vector:
+        return np.linalg.solve(a, b[..., None])[..., 0]
     return np.linalg.solve(a, b)
+
+
+def _matrix_and_right_side(in_batched: list[Any], a: Any, b: Any) -> bool:
+    """Whether `b` is one vector per example; `Unsupported` unless `a` is a square matrix
+    and `b` a vector or a matrix per example, both NumPy arrays."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or in_batched[2:]:
+        raise Unsupported
+    a_nd, b_nd = a.ndim - bool(in_batched[0]), b.ndim - bool(in_batched[1])
+    if a_nd != 2 or a.shape[-1] != a.shape[-2] or b_nd not in (1, 2):
+        raise Unsupported
+    return b_nd == 1
+
+
+def _solve_batched(in_batched: list[Any], a: Any, b: Any, **options: Any) -> Any:
+    return _solve(a, b, **options, vector=_matrix_and_right_side(in_batched, a, b))
+
+
+@adapts("scipy.linalg", "solve", ("a", "b"),
+        batch=batch_by_axis(_solve_batched, lambda a, b, **kw: solve(a, b, **kw)))  # fmt: skip
+def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
+    _check_square(a)
+    return _solve(a, b, lower, assume_a=assume_a, transposed=transposed)
 
 
 def _inv(
@@ -164,7 +188,9 @@ def cho_factor(
     return _cho_factor_prim(a, lower=lower), lower
 
 
-def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False) -> Any:
+def _triangular_solve(
+    c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False, vector: Any = None
+) -> Any:
     t = np.tril(c) if lower else np.triu(c)
     if unit:
         t = t - t * np.eye(t.shape[-1]) + np.eye(t.shape[-1])
@@ -174,8 +200,8 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
         t = np.conj(np.swapaxes(t, -1, -2))
     elif trans not in (0, "N"):
         raise Unsupported
-    if np.ndim(b) == 1:
-        return np.linalg.solve(t, b[:, None])[:, 0]
+    if np.ndim(b) == 1 if vector is None else vector:  # (`vector`: as `_solve`'s)
+        return np.linalg.solve(t, b[..., None])[..., 0]
     return np.linalg.solve(t, b)
 
 
@@ -189,7 +215,17 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: 
     return _triangular_solve(c, y, lower, trans=2 if lower else 0)
 
 
-@adapts("scipy.linalg", "solve_triangular", ("a", "b"))
+def _solve_triangular_batched(
+    in_batched: list[Any], a: Any, b: Any, trans: Any = 0, lower: Any = False,
+    unit_diagonal: Any = False, overwrite_b: Any = False, check_finite: Any = True,
+) -> Any:  # fmt: skip
+    vector = _matrix_and_right_side(in_batched, a, b)
+    return _triangular_solve(a, b, lower, trans, unit_diagonal, vector)
+
+
+@adapts("scipy.linalg", "solve_triangular", ("a", "b"),
+        batch=batch_by_axis(_solve_triangular_batched,
+                            lambda a, b, **kw: solve_triangular(a, b, **kw)))  # fmt: skip
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
