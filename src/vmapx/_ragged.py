@@ -565,6 +565,7 @@ class _GroupRunner:
         flat0 = plan.leaves[idxs[0]]
         values: list[Any] = []
         axes: list[int | None] = []
+        lengths = None if plan.lengths is None else plan.lengths[idxs]  # (the padded mode)
         for k, leaf in enumerate(flat0):
             if not _is_array(leaf):  # a non-array, equal in every example of the group
                 values.append(leaf)
@@ -575,21 +576,27 @@ class _GroupRunner:
             if ax is None:
                 values.append(_stack(column))
             else:
-                assert group.size is not None  # (a padded group's bucket size)
-                values.append(_padding.stack_padded(column, ax, group.size, self.pad_value))
+                assert group.size is not None and lengths is not None  # (a padded group)
+                padded = _padding.stack_padded(column, ax, group.size, self.pad_value, lengths)
+                values.append(padded)
             axes.append(0)
         nflat = len(values)
-        values += plan.shared
-        axes += [None] * len(plan.shared)
+        # (only the shared arguments' values: the mapped ones' None entries would take
+        # `vmap` off its path for plain arrays)
+        shared_at = [p for p, ax in enumerate(plan.axes) if ax is None]
+        values += [plan.shared[p] for p in shared_at]
+        axes += [None] * len(shared_at)
         if plan.padded:
-            assert plan.lengths is not None  # (set by `group` in the padded mode)
-            values.append(plan.lengths[idxs])
+            values.append(lengths)
             axes.append(0)
 
-        nshared = len(plan.shared)
+        nshared = len(shared_at)
 
         def one_example(*vals: Any, **kwargs: Any) -> Any:
-            args = plan.arguments(spec, vals[:nflat], vals[nflat : nflat + nshared])
+            shared: list[Any] = [None] * len(plan.axes)
+            for p, v in zip(shared_at, vals[nflat : nflat + nshared], strict=True):
+                shared[p] = v
+            args = plan.arguments(spec, vals[:nflat], shared)
             return plan.f(*args, *vals[nflat + nshared :], **kwargs)
 
         mapped = vmap(
