@@ -82,8 +82,8 @@ def _dims(shapes: list[Any]) -> np.ndarray | None:
 
 def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list[Any]]:
     """Each example's bucket size, and the groups: (size, example indices by length, in
-    order within a length) by increasing size. `sizes_of(values, counts)` gives the bucket size of each distinct
-    length `values` (sorted) held by `counts` examples."""
+    order within a length) by increasing size. `sizes_of(values, counts)` gives the
+    bucket size of each distinct length `values` (sorted) held by `counts` examples."""
     values, inverse, counts = np.unique(lengths, return_inverse=True, return_counts=True)
     sizes = np.asarray(sizes_of(values, counts), dtype=np.int64)[inverse.ravel()]
     # (by length: then by size too, as sizes grow with lengths; examples of one length
