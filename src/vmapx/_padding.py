@@ -90,10 +90,24 @@ def example_length(leaves: list[Any], axes: list[Any], index: int) -> tuple[int,
 # "auto" buckets: one more batched group costs vmapx about as much time as this many more
 # array elements in each NumPy call (measured on 2 cores: ~25 us of interpretation per call
 # and group against ~0.5 ns per float64 element). On the benchmark's skewed lengths this
-# picks 6 buckets; fixed counts measured there: 4 and 16 faster than 8 by 5-15%, within
-# the noise of a loaded machine.
+# picks 10 buckets (6 before the weight of large buckets, `auto_cost`, came in).
 GROUP_COST_ELEMENTS = 50_000
 MAX_AUTO_BUCKETS = 16
+# "auto" buckets: a bucket of more than this many elements (512 KiB of float64) costs
+# `OVER_CACHE` times more per element beyond them. Its arrays and NumPy's temporaries no
+# longer fit the core's cache, and glibc gives the large blocks freed at the end of one
+# bucket back to the system, so the next bucket's arrays fault their pages in again
+# (measured on the benchmark's skewed batch, 2 cores: ~3 000 page faults a call at 6
+# buckets of ~1 MiB, none at 10 of at most 640 KiB; ~12 ns per element over its 55
+# NumPy calls against ~25-35 ns).
+CACHE_ELEMENTS = 64 << 10
+OVER_CACHE = 1.5
+
+
+def auto_cost(elements: Any) -> Any:
+    """The cost that "auto" buckets weigh for buckets of `elements` padded elements (a
+    number or an array), before `GROUP_COST_ELEMENTS` for each bucket."""
+    return elements + OVER_CACHE * np.maximum(np.asarray(elements) - CACHE_ELEMENTS, 0)
 
 
 def bucket_sizes(
@@ -107,7 +121,7 @@ def bucket_sizes(
     found exactly by dynamic programming over the distinct lengths (beyond 128 of them,
     each first rounded up to one of 128 spread evenly over them). `"auto"`: the number of
     sizes (at most 16) that makes the padded size plus `GROUP_COST_ELEMENTS` per bucket the
-    least. A sequence: those sizes (a length beyond the largest keeps its own size)."""
+    least (each bucket's size weighed by `auto_cost`). A sequence: those sizes (a length beyond the largest keeps its own size)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if not len(lengths):
         return lengths
@@ -133,7 +147,7 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
         values, counts = values[pick], np.bincount(slot, weights=counts, minlength=len(pick))
     enough = GROUP_COST_ELEMENTS if k == "auto" else None
     totals, choices = _best_splits(
-        values.astype(np.float64), counts, min(kmax, len(values)), enough
+        values.astype(np.float64), counts, min(kmax, len(values)), enough, k == "auto"
     )
     if k == "auto":
         k = 1 + int(np.argmin(totals + GROUP_COST_ELEMENTS * np.arange(1, len(totals) + 1)))
@@ -141,8 +155,9 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
 
 
 def _best_splits(
-    values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None
-) -> tuple[Any, ...]:
+    values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None,
+    weigh: bool = False,
+) -> tuple[Any, ...]:  # fmt: skip
     """The least sum(count * top) over sorted `values` with at most 1..kmax buckets, and
     `choices[t][j]`: where the last bucket starts when values[0..j] use t + 2 buckets (-1
     where fewer do as well). With `enough`, it stops at the first bucket that saves no
@@ -153,7 +168,10 @@ def _best_splits(
     m = len(values)
     before = np.concatenate([[0.0], np.cumsum(counts)])
     i, j = np.arange(m)[:, None], np.arange(m)[None, :]
-    cost = np.where(i <= j, values[None, :] * (before[1:][None, :] - before[:-1][:, None]), np.inf)
+    cost = values[None, :] * (before[1:][None, :] - before[:-1][:, None])
+    if weigh:  # ("auto": large buckets weighed by `auto_cost`)
+        cost = auto_cost(cost)
+    cost = np.where(i <= j, cost, np.inf)
     best, choices = cost[0].copy(), []  # best[j]: the least total for values[0..j]
     totals = [best[-1]]
     for _ in range(kmax - 1):

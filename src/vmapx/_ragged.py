@@ -78,7 +78,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
       k: the k sizes that make this batch's padded arrays the smallest (exact, by dynamic
       programming); `"auto"` (default): the number of sizes (up to 16) that best trades
       padding against one more batched run, which costs about as much as 50 000 more
-      elements per NumPy call (measured); or a sequence of sizes.
+      elements per NumPy call (measured), a bucket's elements beyond 65 536 (512 KiB of
+      float64, past the cache) weighing 2.5 times as much; or a sequence of sizes.
     - `pad_value`: padded mode: the value of padded positions.
     - `check`: padded mode: `True` (8 examples) or a number of examples, the most padded
       of each bucket first, whose results are compared with calling `f` on the unpadded
