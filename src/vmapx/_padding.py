@@ -121,7 +121,8 @@ def bucket_sizes(
     found exactly by dynamic programming over the distinct lengths (beyond 128 of them,
     each first rounded up to one of 128 spread evenly over them). `"auto"`: the number of
     sizes (at most 16) that makes the padded size plus `GROUP_COST_ELEMENTS` per bucket the
-    least (each bucket's size weighed by `auto_cost`). A sequence: those sizes (a length beyond the largest keeps its own size)."""
+    least (each bucket's size weighed by `auto_cost`). A sequence: those sizes (a length
+    beyond the largest keeps its own size)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if not len(lengths):
         return lengths
