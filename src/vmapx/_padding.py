@@ -16,7 +16,9 @@ from ._api import leaf_axes  # (a pytree prefix of axes to one axis per leaf, as
 from .errors import PaddingError
 
 # the most candidate sizes the bucket search looks at (lengths round up to one of them first)
-_MAX_CANDIDATES = 128
+# (64: the search takes ~0.2 ms over the benchmark's 180 distinct lengths, 128 ~0.5 ms,
+# for padding within 0.5% of it)
+_MAX_CANDIDATES = 64
 
 
 # -- which axis of each leaf pads -------------------------------------------------------
@@ -118,8 +120,8 @@ def bucket_sizes(
 
     `buckets` an int k: the k sizes that make the total padded size the least, each
     length weighted by `weights` (its examples' elements per unit of length; 1 if None),
-    found exactly by dynamic programming over the distinct lengths (beyond 128 of them,
-    each first rounded up to one of 128 spread evenly over them). `"auto"`: the number of
+    found exactly by dynamic programming over the distinct lengths (beyond 64 of them,
+    each first rounded up to one of 64 spread evenly over them). `"auto"`: the number of
     sizes (at most 16) that makes the padded size plus `GROUP_COST_ELEMENTS` per bucket the
     least (each bucket's size weighed by `auto_cost`). A sequence: those sizes (a length
     beyond the largest keeps its own size)."""
