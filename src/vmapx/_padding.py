@@ -232,7 +232,8 @@ def _write_runs(out: np.ndarray, leaves: Sequence[Any], axis: int, lengths: np.n
         n = leaves[start].shape[axis]
         if stop - start < 3:
             for i in range(start, stop):
-                out[(i, *head, slice(0, n))] = leaves[i]
+                at: tuple[int | slice, ...] = (i, *head, slice(0, n))
+                out[at] = leaves[i]
             continue
         run = np.concatenate(leaves[start:stop]).reshape(stop - start, *leaves[start].shape)
         out[(slice(start, stop), *head, slice(0, n))] = run
