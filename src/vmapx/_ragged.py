@@ -432,16 +432,7 @@ class _Plan:
         self, spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
     ) -> list[Any]:
         """`f`'s positional arguments from the mapped leaves `flat` and the `shared` values."""
-        args, start, parts = [], 0, iter(spec)
-        for p, ax in enumerate(self.axes):
-            if ax is None:
-                args.append(shared[p])
-                continue
-            treedef, count = next(parts)
-            leaves = flat[start : start + count]
-            args.append(leaves[0] if treedef is None else optree.tree_unflatten(treedef, leaves))
-            start += count
-        return args
+        return _arguments(self.axes, spec, flat, shared)
 
     def call(self, e: int) -> Any:
         """`f` on example `e` alone: its own (copied) arrays, the shared values read-only."""
@@ -452,6 +443,23 @@ class _Plan:
             assert self.lengths is not None  # (set by `group` in the padded mode)
             args.append(np.int64(self.lengths[e]))
         return self.f(*args, **self.kwargs)
+
+
+def _arguments(
+    axes: list[Any], spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
+) -> list[Any]:
+    """`f`'s positional arguments (`axes`: each one's `in_axes` entry) from the mapped
+    leaves `flat`, of the structure `spec`, and the `shared` values."""
+    args, start, parts = [], 0, iter(spec)
+    for p, ax in enumerate(axes):
+        if ax is None:
+            args.append(shared[p])
+            continue
+        treedef, count = next(parts)
+        leaves = flat[start : start + count]
+        args.append(leaves[0] if treedef is None else optree.tree_unflatten(treedef, leaves))
+        start += count
+    return args
 
 
 def _gather(plan: _Plan, k: int, idxs: list[Any]) -> list[Any] | tuple[Any, ...]:
@@ -592,13 +600,17 @@ class _GroupRunner:
             axes.append(0)
 
         nshared = len(shared_at)
+        # (what `one_example` holds: not the plan, whose attributes `vmap`'s search for
+        # random generators in closures would walk on every group, ~25 us; the plan holds
+        # no generator that is not an argument, and `f` is searched as before)
+        f, in_axes = plan.f, plan.axes
 
         def one_example(*vals: Any, **kwargs: Any) -> Any:
-            shared: list[Any] = [None] * len(plan.axes)
+            shared: list[Any] = [None] * len(in_axes)
             for p, v in zip(shared_at, vals[nflat : nflat + nshared], strict=True):
                 shared[p] = v
-            args = plan.arguments(spec, vals[:nflat], shared)
-            return plan.f(*args, *vals[nflat + nshared :], **kwargs)
+            args = _arguments(in_axes, spec, vals[:nflat], shared)
+            return f(*args, *vals[nflat + nshared :], **kwargs)
 
         mapped = vmap(
             one_example, in_axes=tuple(axes), chunk_size=self.chunk_size, fallback=fallback
