@@ -100,7 +100,7 @@ MAX_AUTO_BUCKETS = 16
 # longer fit the core's cache, and glibc gives the large blocks freed at the end of one
 # bucket back to the system, so the next bucket's arrays fault their pages in again
 # (measured on the benchmark's skewed batch, 2 cores: ~3 000 page faults a call at 6
-# buckets of ~1 MiB, none at 10 of at most 640 KiB; ~12 ns per element over its 55
+# buckets of ~1 MiB, none at 10 of at most 512 KiB; ~12 ns per element over its 55
 # NumPy calls against ~25-35 ns).
 CACHE_ELEMENTS = 64 << 10
 OVER_CACHE = 1.5
