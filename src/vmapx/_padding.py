@@ -97,11 +97,11 @@ GROUP_COST_ELEMENTS = 50_000
 MAX_AUTO_BUCKETS = 16
 # "auto" buckets: a bucket of more than this many elements (512 KiB of float64) costs
 # `OVER_CACHE` times more per element beyond them. Its arrays and NumPy's temporaries no
-# longer fit the core's cache, and glibc gives the large blocks freed at the end of one
-# bucket back to the system, so the next bucket's arrays fault their pages in again
-# (measured on the benchmark's skewed batch, 2 cores: ~3 000 page faults a call at 6
-# buckets of ~1 MiB, none at 10 of at most 512 KiB; ~12 ns per element over its 55
-# NumPy calls against ~25-35 ns).
+# longer fit the core's cache (~12 ns per element over the 55 NumPy calls of the
+# benchmark's function against ~25-35 ns, 2 cores), and where glibc gives the blocks
+# freed at the end of one bucket back to the system, the next bucket faults its pages in
+# again (~3 000 faults a call at 6 buckets of ~1 MiB, none at 10 of at most 512 KiB; which
+# sizes fault depends on the process's past: `benchmarks/ragged.md`).
 CACHE_ELEMENTS = 64 << 10
 OVER_CACHE = 1.5
 
