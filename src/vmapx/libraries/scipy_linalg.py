@@ -98,14 +98,8 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
     return _solve(a, b, lower, assume_a=assume_a, transposed=transposed)
 
 
-def _inv(
-    a: Any,
-    overwrite_a: Any = False,
-    check_finite: Any = True,
-    *,
-    assume_a: Any = None,
-    lower: Any = False,
-) -> Any:
+def _inv(a: Any, *, assume_a: Any = None, lower: Any = False, **ignored: Any) -> Any:
+    """`inv` after its check (`ignored`: its options that change no value)."""
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
