@@ -107,3 +107,25 @@ def test_license_and_supported_pythons_agree():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'requires-python = ">=3.11"' in pyproject
     assert "Python 3.11 to 3.13" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "before",
+    [["scipy.special", "scipy.linalg"], ["numpy.polynomial.polynomial", "scipy.integrate"]],
+)
+def test_a_library_imported_after_vmapx_loads_beside_deferred_ones(before):
+    """Some adapted libraries imported before vmapx (deferred), then one imported after
+    it whose import loads its adapters: the adapter machinery, imported for the first
+    time there, must not load the deferred adapters while it is half initialised."""
+    code = (
+        "".join(f"import {library}\n" for library in before)
+        + "from scipy.linalg import solve\n"
+        + "import vmapx\n"
+        + "import scipy.stats\n"
+        + "print(vmapx.libraries.installed())\n"
+    )
+    for seed in range(2):
+        proc = _python_seeded(code, seed)
+        assert proc.returncode == 0, (seed, proc.stderr[-2000:])
+        assert set(before) <= set(eval(proc.stdout)), proc.stdout
+        assert "scipy.stats" in proc.stdout

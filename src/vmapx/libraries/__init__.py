@@ -51,7 +51,20 @@ _deferred: set[str] = set()  # imported before vmapx: loaded on the first use of
 
 
 def _load(library: str) -> None:
-    """Load the adapters of `library` (imported already); once."""
+    """Load the adapters of `library` (imported already), with any deferred ones; once.
+
+    Through `load_deferred`, never directly: loading an adapter module imports vmapx's
+    public modules, whose import loads the deferred adapters, and an adapter loaded from
+    there would find the adapter machinery half initialised.
+    """
+    with _lock:
+        if library in _loaded:
+            return
+        _deferred.add(library)
+    load_deferred()
+
+
+def _load_now(library: str) -> None:
     with _lock:
         if library in _loaded:
             return
@@ -146,7 +159,7 @@ def load_deferred() -> None:
             while _deferred:
                 library = min(_deferred)
                 _deferred.discard(library)
-                _load(library)
+                _load_now(library)
         finally:
             _loading_deferred = False
 
