@@ -26,8 +26,8 @@ def _metric(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
         return np.sum(d * d, axis=-1)
     if metric == "cityblock":
         return np.sum(np.abs(d), axis=-1)
-    if metric == "chebyshev":
-        return np.max(np.abs(d), axis=-1)
+    if metric == "chebyshev":  # (SciPy's C loop passes over NaN)
+        return np.max(np.where(np.isnan(d), 0.0, np.abs(d)), axis=-1)
     if metric == "minkowski":
         return np.sum(np.abs(d) ** p, axis=-1) ** (1.0 / p)
     if metric == "cosine":
@@ -95,11 +95,51 @@ def _library_dtype(name: Any, u: Any, v: Any) -> Any:
     return np.result_type(_LIBRARY[name](one, two[::-1]))
 
 
+def _check_vectors(u: Any, v: Any, w: Any) -> None:
+    """The vectors a lowering covers: 1-D, real (SciPy casts some complex inputs to real
+    and not others), unweighted."""
+    if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
+        raise Unsupported
+    if any(np.result_type(x).kind not in "biuf" for x in (u, v)):
+        raise Unsupported
+
+
+def _vector_chebyshev(u: Any, v: Any) -> Any:
+    """SciPy's `max(abs(u - v))`: Python's `max`, which is NaN when the first difference
+    is and passes over the NaN of the others."""
+    d = np.abs(u - v)
+    rest = np.max(np.where(np.isnan(d), -np.inf, d), axis=-1)
+    return np.where(np.isnan(d[..., 0]), np.nan, rest)
+
+
+def _vector_canberra(u: Any, v: Any) -> Any:
+    """SciPy's `nansum` of the terms (a NaN term, 0/0 included, counts as 0)."""
+    den = np.abs(u) + np.abs(v)
+    terms = np.abs(u - v) / np.where(den == 0, 1.0, den)
+    return np.sum(np.where((den == 0) | np.isnan(terms), 0.0, terms), axis=-1)
+
+
+def _check_finite_difference(u: Any, v: Any) -> None:
+    """SciPy's `minkowski` (and `euclidean`) takes the norm of `u - v` with
+    `scipy.linalg.norm`, which raises for a NaN or an infinity."""
+    if not np.all(np.isfinite(u - v)):
+        raise ValueError("array must not contain infs or NaNs")
+
+
 def _vector_metric(name: Any) -> Any:
     def lowering(u: Any, v: Any, w: Any = None) -> Any:
-        if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
-            raise Unsupported
-        return _metric(u * 1.0, v * 1.0, name).astype(_library_dtype(name, u, v))
+        _check_vectors(u, v, w)
+        dtype = _library_dtype(name, u, v)
+        u, v = u * 1.0, v * 1.0
+        if name == "chebyshev":
+            d = _vector_chebyshev(u, v)
+        elif name == "canberra":
+            d = _vector_canberra(u, v)
+        else:
+            if name == "euclidean":
+                _check_finite_difference(u, v)
+            d = _metric(u, v, name)
+        return d.astype(dtype)
 
     lowering.__name__ = name
     return adapts("scipy.spatial.distance", name, ("u", "v", "w"))(lowering)
@@ -111,8 +151,8 @@ for _name in _METRICS:
 
 @adapts("scipy.spatial.distance", "minkowski", ("u", "v", "w"))
 def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
-    if w is not None or np.ndim(u) != 1 or np.ndim(v) != 1:
-        raise Unsupported
+    _check_vectors(u, v, w)
+    _check_finite_difference(u, v)
     dtype = _library_dtype("minkowski", u, v)
     return _metric(u * 1.0, v * 1.0, "minkowski", p).astype(dtype)
 

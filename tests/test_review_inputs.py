@@ -1,0 +1,140 @@
+"""Defects found by feeding library functions the inputs a new user has: NaN and
+infinity, complex, `float32`. vmap must equal the loop: the same values, shape and dtype,
+and the same error where the loop raises one."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import vmapx
+from harness import check_vmap
+
+sl = pytest.importorskip("scipy.linalg")
+sd = pytest.importorskip("scipy.spatial.distance")
+
+RNG = np.random.default_rng(11)
+COMPLEX_WARNING = getattr(np, "exceptions", np).ComplexWarning  # (NumPy 1.26: np's own)
+
+
+def _loop_raises(f, *args) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (the loop's 0/0)
+            for example in zip(*args, strict=True):
+                f(*example)
+    except ValueError:
+        return True
+    return False
+
+
+def _assert_vmap_raises_as_loop(f, *args) -> None:
+    assert _loop_raises(f, *args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            vmapx.vmap(f)(*args)
+
+
+LINALG = {
+    "solve": lambda a: sl.solve(a, a[0]),
+    "det": sl.det,
+    "inv": sl.inv,
+    "cholesky": sl.cholesky,
+    "cho_factor": lambda a: sl.cho_factor(a)[0],
+    "cho_solve": lambda a: sl.cho_solve((a, False), a[0]),
+    "solve_triangular": lambda a: sl.solve_triangular(a, a[0]),
+    "eigh": lambda a: sl.eigh(a)[0],
+    "eigvalsh": sl.eigvalsh,
+    "svd": lambda a: sl.svd(a)[1],
+    "svdvals": sl.svdvals,
+    "qr": lambda a: sl.qr(a)[1],
+    "norm": sl.norm,
+    "pinv": sl.pinv,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+@pytest.mark.parametrize("bad", ["one example", "every example"])
+def test_scipy_linalg_raises_for_a_nan_as_the_loop_does(name, bad):
+    """SciPy's `check_finite=True` raises ValueError for a NaN or an infinity; the
+    adapters once returned NaN for the batch instead."""
+    a = np.stack([2.0 * np.eye(3) + 0.1 * RNG.normal(size=(3, 3)) for _ in range(3)])
+    a = a @ np.swapaxes(a, 1, 2)
+    if bad == "one example":
+        a[1, 0, 0] = np.nan
+    else:
+        a[:, 2, 2] = np.inf
+    _assert_vmap_raises_as_loop(LINALG[name], a)
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_scipy_linalg_check_finite_false_stays_batched(name):
+    a = np.stack([2.0 * np.eye(3) + 0.1 * RNG.normal(size=(3, 3)) for _ in range(3)])
+    a = a @ np.swapaxes(a, 1, 2)
+    check_vmap(LINALG[name], (a,))
+
+
+METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
+           "braycurtis", "canberra", "minkowski")  # fmt: skip
+
+
+def _with_nans() -> tuple[np.ndarray, np.ndarray]:
+    u, v = RNG.normal(size=(6, 4)), RNG.normal(size=(6, 4))
+    u[0, 0] = np.nan  # the first difference: Python's `max` gives NaN
+    u[1, 2] = np.nan  # another: Python's `max` passes over it
+    u[2, :] = np.nan
+    v[3, 1] = np.inf
+    u[4, 0] = v[4, 0] = 0.0
+    return u, v
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_distance_with_nan_is_the_loops(metric):
+    """SciPy's `chebyshev` is Python's `max` (order-dependent with NaN), `canberra` a
+    `nansum`, and `euclidean`/`minkowski` raise for NaN: each now as SciPy's."""
+    f = getattr(sd, metric)
+    u, v = _with_nans()
+    if _loop_raises(f, u, v):
+        _assert_vmap_raises_as_loop(f, u, v)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (the loop's 0/0)
+            check_vmap(f, (u, v))
+
+
+@pytest.mark.parametrize("metric", ["chebyshev", "canberra", "cityblock", "euclidean"])
+def test_cdist_and_pdist_with_nan_are_the_loops(metric):
+    """SciPy's C `chebyshev` passes over NaN (0 when every difference is NaN)."""
+    p = RNG.normal(size=(3, 5, 2))
+    p[0, 1, 0] = np.nan
+    p[1] = np.nan
+    check_vmap(lambda x: sd.cdist(x, x, metric), (p,))
+    check_vmap(lambda x: sd.pdist(x, metric), (p,))
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_distance_of_complex_vectors_is_the_loops(metric):
+    """SciPy casts `v` (not `u`) of `braycurtis` and `canberra` to real, and the
+    adapters took both as complex: complex vectors go to the library."""
+    u = RNG.normal(size=(4, 5)) + 1j * RNG.normal(size=(4, 5))
+    v = RNG.normal(size=(4, 5)) + 1j * RNG.normal(size=(4, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", COMPLEX_WARNING)
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        f = getattr(sd, metric)
+        try:
+            [f(a, b) for a, b in zip(u, v, strict=True)]
+        except TypeError:  # (SciPy's `cosine` and `correlation` of complex vectors)
+            with pytest.raises(TypeError):
+                vmapx.vmap(f)(u, v)
+            return
+        check_vmap(f, (u, v))
+
+
+@pytest.mark.parametrize("metric", ["chebyshev", "canberra"])
+def test_distance_derivatives_match_finite_differences(metric):
+    u, v = RNG.normal(size=5), RNG.normal(size=5)
+    vmapx.check_grads(lambda a: getattr(sd, metric)(a, v), (u,), order=1)
