@@ -129,3 +129,21 @@ def test_a_library_imported_after_vmapx_loads_beside_deferred_ones(before):
         assert proc.returncode == 0, (seed, proc.stderr[-2000:])
         assert set(before) <= set(eval(proc.stdout)), proc.stdout
         assert "scipy.stats" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "module", ["vmapx.libraries.scipy_signal", "vmapx.libraries._adapter", "vmapx.extend"]
+)
+def test_a_vmapx_module_imported_first_with_libraries_deferred(module):
+    """The adapted libraries imported before vmapx, then a vmapx module by its name: the
+    adapter machinery it imports must not load the deferred adapters half initialised."""
+    code = (
+        "".join(f"import {library}\n" for library in sorted(ADAPTERS))
+        + f"import {module}\n"
+        + "import vmapx\n"
+        + "vmapx.vmap\n"
+        + "print(vmapx.libraries.installed())\n"
+    )
+    proc = _python_seeded(code, 0)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == repr(sorted(ADAPTERS))

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from .. import extend
+
+# its first use loads the deferred adapters, which need this module whole)
 from .._core import Tracer, current_level
+from ..extend import primitive, register_batch_rule  # (not through vmapx's namespace:
 
 __all__ = ["LibraryFunction", "Unsupported", "adapts", "batch_by_axis", "restore_all"]
 
@@ -115,9 +117,9 @@ def adapts(
         def by_name(*values: Any, **options: Any) -> Any:  # traced values come positionally
             return lowering(**dict(zip(arrays, values, strict=True)), **options)
 
-        prim = extend.primitive(by_name, name=f"{module}.{attr}")
+        prim = primitive(by_name, name=f"{module}.{attr}")
         if batch is not None:
-            extend.register_batch_rule(prim, batch)
+            register_batch_rule(prim, batch)
         _ADAPTERS.append((module, attr, lowering, prim, arrays))
         return lowering
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from .. import extend
+from ..extend import primitive, register_batch_rule
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
@@ -124,7 +124,7 @@ def _cho_factor_array(
     return factor + other
 
 
-_cho_factor_prim = extend.primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+_cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
 
 
 @adapts("scipy.linalg", "cho_factor", ("a",))
@@ -177,10 +177,8 @@ def _library_eigenvectors(a: Any, lower: bool = True, driver: Any = None) -> Any
     return np.reshape(np.stack(vectors), np.shape(a)) if vectors else np.zeros_like(a)
 
 
-_library_eigenvectors_prim = extend.primitive(
-    _library_eigenvectors, name="scipy.linalg.eigh eigenvectors"
-)
-extend.register_batch_rule(
+_library_eigenvectors_prim = primitive(_library_eigenvectors, name="scipy.linalg.eigh eigenvectors")
+register_batch_rule(
     _library_eigenvectors_prim,
     lambda n, in_batched, a, **kw: (_library_eigenvectors(a, **kw), in_batched[0]),
 )
