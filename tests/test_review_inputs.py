@@ -138,3 +138,44 @@ def test_distance_of_complex_vectors_is_the_loops(metric):
 def test_distance_derivatives_match_finite_differences(metric):
     u, v = RNG.normal(size=5), RNG.normal(size=5)
     vmapx.check_grads(lambda a: getattr(sd, metric)(a, v), (u,), order=1)
+
+
+si = pytest.importorskip("scipy.integrate")
+ss = pytest.importorskip("scipy.signal")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex64, np.bool_])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda y: si.trapezoid(y),
+        lambda y: si.trapezoid(y, np.linspace(0.0, 1.0, 6)),
+        lambda y: si.trapezoid(y, dx=np.float32(0.5)),
+        lambda y: si.cumulative_trapezoid(y),
+        lambda y: si.cumulative_trapezoid(y, np.linspace(0.0, 1.0, 6), initial=0),
+    ],
+)
+def test_trapezoid_keeps_the_libraries_dtype(dtype, f):
+    """SciPy integrates `float32` samples in `float32`; the adapter gave `float64`."""
+    y = (3 * RNG.normal(size=(3, 6))).astype(dtype)
+    check_vmap(f, (y,), rtol=1e-5, atol=1e-5)
+
+
+_CONVOLUTIONS = [(name, method) for name in ("convolve", "correlate")
+                 for method in ("auto", "direct", "fft")] + [("fftconvolve", None)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "method"), _CONVOLUTIONS)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
+def test_convolution_with_nan_is_the_loops(name, method, mode, in_axes):
+    """`convolve(method="auto")` of short signals is SciPy's direct sum, which keeps a
+    NaN or an infinity to the outputs whose window holds it; the batch went through the
+    FFT, which spreads it over the whole signal."""
+    x, h = RNG.normal(size=(4, 64)), RNG.normal(size=(4, 5))
+    x[0, 3], x[2, -1], x[1, 0], h[1, 0] = np.nan, np.inf, np.inf, 0.0
+    args = (x if in_axes[0] == 0 else x[3], h if in_axes[1] == 0 else h[0])
+    kw = {} if method is None else {"method": method}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (inf - inf in the FFT)
+        check_vmap(lambda s, k: getattr(ss, name)(s, k, mode=mode, **kw), args, in_axes)

@@ -142,11 +142,48 @@ def _convolve_batch(name: str) -> Any:
             in2 = in2[..., ::-1]
         if np.shape(in1)[-1] < np.shape(in2)[-1] and mode == "valid":
             raise Unsupported
-        a = in1 if in_batched[0] else in1[None]
         b = in2 if in_batched[1] else in2[None]
+        a = in1 if in_batched[0] else np.broadcast_to(in1, (b.shape[0], np.shape(in1)[-1]))
+        if _method(name, a, b, mode, method) == "direct":
+            return _direct_convolve(a, b, mode)
         return ss.fftconvolve(a, b, mode=mode, axes=-1)
 
     return batch_by_axis(call, _no_lowering)
+
+
+_LIBRARY_CHOOSE_CONV_METHOD = ss.choose_conv_method
+_DIRECT_MOST = 2**22  # products a batched direct convolution may hold at once
+
+
+def _method(name: str, a: Any, b: Any, mode: str, method: str) -> str:
+    """The method SciPy uses for one example: `fftconvolve` always the FFT, `convolve`
+    and `correlate` the one asked for or the one `choose_conv_method` picks from the
+    shapes and dtypes (it differs from the FFT where a NaN or an infinity is: the
+    direct sum keeps it to the outputs whose window holds it)."""
+    if name == "fftconvolve":
+        return "fft"
+    if method != "auto":
+        return method
+    one_a, one_b = (np.zeros(np.shape(x)[-1], dtype=x.dtype) for x in (a, b))
+    return str(_LIBRARY_CHOOSE_CONV_METHOD(one_a, one_b, mode=mode))
+
+
+def _direct_convolve(a: Any, b: Any, mode: str) -> Any:
+    """The direct sum of the convolution of the rows of `a` (B or 1, n) with those of
+    `b` (B or 1, k), n >= k for mode "valid": every product, as the library's direct
+    method forms them."""
+    n, k = a.shape[-1], b.shape[-1]
+    if max(a.shape[0], b.shape[0]) * (n + k) * k > _DIRECT_MOST:
+        raise Unsupported
+    padded = np.pad(a, [(0, 0), (k - 1, k - 1)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=-1)
+    full = np.sum(windows * b[:, None, ::-1], axis=-1)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[:, k - 1 : n]
+    start = (k - 1) // 2  # "same": the centre of the full result, of `a`'s length
+    return full[:, start : start + n]
 
 
 @adapts("scipy.signal", "convolve", ("in1", "in2"), batch=_convolve_batch("convolve"))
