@@ -179,3 +179,32 @@ def test_convolution_with_nan_is_the_loops(name, method, mode, in_axes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (inf - inf in the FFT)
         check_vmap(lambda s, k: getattr(ss, name)(s, k, mode=mode, **kw), args, in_axes)
+
+
+st = pytest.importorskip("scipy.stats")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.longdouble, np.int8, np.complex128])
+@pytest.mark.parametrize("method", ["logpdf", "pdf", "cdf", "logsf"])
+@pytest.mark.parametrize("where", ["x", "loc", "scale"])
+def test_distribution_methods_keep_the_libraries_dtype(dtype, method, where):
+    """SciPy's result has the dtype of `x` promoted to float64, and it takes `loc` and
+    `scale` given as Python numbers as float64 arrays; the adapter followed NumPy's
+    promotion of all three (a `float128` `loc` gave `float128`; a `float16` `scale` with
+    Python numbers computed in `float16`) and dropped the imaginary part of complex
+    values."""
+    f = getattr(st.cauchy, method)
+    g = {"x": lambda v: f(v, 0.1, 2.0), "loc": lambda v: f(0.3, v, 2.0),
+         "scale": lambda v: f(0.3, 0.1, v)}[where]  # fmt: skip
+    v = np.abs(RNG.normal(size=(3, 4))).astype(dtype) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", COMPLEX_WARNING)  # (SciPy casting to real)
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        try:
+            for example in v:
+                g(example)
+        except TypeError:  # (SciPy's own formulas have no loop for some dtypes)
+            with pytest.raises(TypeError):
+                vmapx.vmap(g)(v)
+            return
+        check_vmap(g, (v,), rtol=1e-6, atol=1e-6)

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
+from .._core import Tracer
 from . import _adapter
-from ._adapter import adapts
+from ._adapter import Unsupported, adapts
 
 DISTRIBUTIONS = ("norm", "logistic", "laplace", "cauchy", "gumbel_r", "gumbel_l")
 
@@ -71,9 +72,15 @@ def _method(dist: Any, formula: str, rescale: Any) -> Any:
     standard = _standard_formula(dist, formula)
 
     def lowering(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-        safe_scale = np.where(scale > 0, scale, 1.0)
-        value = rescale(standard((x - loc) / safe_scale), safe_scale)
-        return np.where(scale > 0, value, np.nan) * 1.0
+        # SciPy's `asarray` of each: a Python number is as strong as an array's dtype
+        x, loc, scale = (v if isinstance(v, Tracer) else np.asarray(v) for v in (x, loc, scale))
+        dtype = np.promote_types(np.result_type(x), np.float64)  # SciPy's: `x`'s alone
+        if dtype.kind != "f" or not all(np.can_cast(v, dtype) for v in (loc, scale)):
+            raise Unsupported  # (complex values, a longer float: the library's own ways)
+        safe_scale = np.where(scale > 0, scale, 1)  # (an integer scale's log: as SciPy's)
+        z = ((x - loc) / safe_scale).astype(dtype, copy=False)
+        value = rescale(standard(z), safe_scale)
+        return np.where(scale > 0, value, np.nan).astype(dtype, copy=False)
 
     return lowering
 
