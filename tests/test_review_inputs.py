@@ -173,7 +173,7 @@ def test_convolution_with_nan_is_the_loops(name, method, mode, in_axes):
     NaN or an infinity to the outputs whose window holds it; the batch went through the
     FFT, which spreads it over the whole signal."""
     x, h = RNG.normal(size=(4, 64)), RNG.normal(size=(4, 5))
-    x[0, 3], x[2, -1], x[1, 0], h[1, 0] = np.nan, np.inf, np.inf, 0.0
+    x[0, 3], x[2, -1], x[1, 0], h[1, 0], h[2, 1] = np.nan, np.inf, np.inf, 0.0, np.nan
     args = (x if in_axes[0] == 0 else x[3], h if in_axes[1] == 0 else h[0])
     kw = {} if method is None else {"method": method}
     with warnings.catch_warnings():
@@ -208,3 +208,39 @@ def test_distribution_methods_keep_the_libraries_dtype(dtype, method, where):
                 vmapx.vmap(g)(v)
             return
         check_vmap(g, (v,), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_minkowski_of_float32_keeps_the_libraries_dtype(p):
+    """SciPy's `minkowski` of `float32` vectors is `float32` for orders other than 2
+    (which go through `scipy.linalg.norm`); the adapter asked SciPy for order 2 only."""
+    u, v = (RNG.normal(size=(3, 4)).astype(np.float32) for _ in range(2))
+    check_vmap(lambda a, b: sd.minkowski(a, b, p), (u, v), rtol=1e-5, atol=1e-6)
+
+
+P = pytest.importorskip("numpy.polynomial.polynomial")
+
+
+def test_polyder_of_large_integers_does_not_overflow():
+    """NumPy's `polyder` makes integer coefficients floats first; the adapter multiplied
+    the integers (which wrapped around) and made floats after."""
+    c = np.array([[1, -(2**62), 3, 4], [2**62, 5, 6, 7]], dtype=np.int64)
+    check_vmap(P.polyder, (c,))
+    check_vmap(lambda k: P.polyder(k, 2, scl=3), (c,))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda s: ss.welch(s, nperseg=8),
+        lambda s: ss.fftconvolve(s, np.ones(40)),
+        lambda s: ss.fftconvolve(s, s[:5], mode="same"),
+        lambda s: ss.lfilter([1, 0.5], [1, -0.3], s),
+    ],
+)
+def test_an_empty_batch_of_a_library_call_has_the_examples_shapes(f):
+    """A library called on the whole batch with no examples gave shapes that are not
+    one example's (`fftconvolve` a 1-D empty array, `welch` a 3-D one)."""
+    from harness import check_zero_batch
+
+    check_zero_batch(f, (RNG.normal(size=(3, 32)),), 0)

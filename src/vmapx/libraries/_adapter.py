@@ -178,6 +178,31 @@ def batch_by_axis(
             # a user's function (welch's `detrend`) would see the whole batch at once
             raise Unsupported
         out = library_call(in_batched, *args, **kwargs)
+        if axis_size == 0:  # (some libraries' shapes of no examples are not the loop's)
+            out = _empty_like_one(library_call, in_batched, args, kwargs, out_batched)
         return optree.tree_map(np.asarray, out), out_batched
 
     return rule
+
+
+def _empty_like_one(
+    library_call: Callable[..., Any], in_batched: list[Any], args: Any, kwargs: Any, out: Any
+) -> Any:
+    """The results of an empty batch: those of one example of zeros, cut to no examples
+    where `out` (the results' batched prefix) says they carry the batch."""
+    if any(not isinstance(b, bool) and any_batched(b) for b in in_batched):
+        raise Unsupported  # (a batched pytree argument)
+    one = [np.zeros_like(a, shape=(1, *np.shape(a)[1:])) if b is True else a
+           for a, b in zip(args, in_batched, strict=True)]  # fmt: skip
+    try:
+        with np.errstate(all="ignore"):
+            results = library_call(in_batched, *one, **kwargs)
+    except Exception as error:  # (zeros the library refuses: the loop's answer instead)
+        raise Unsupported from error
+    return _cut(results, out)
+
+
+def _cut(results: Any, batched: Any) -> Any:
+    if isinstance(batched, bool):
+        return optree.tree_map(lambda r: np.asarray(r)[:0] if batched else r, results)
+    return type(results)(_cut(r, b) for r, b in zip(results, batched, strict=True))

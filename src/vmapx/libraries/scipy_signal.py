@@ -170,14 +170,16 @@ def _method(name: str, a: Any, b: Any, mode: str, method: str) -> str:
 
 def _direct_convolve(a: Any, b: Any, mode: str) -> Any:
     """The direct sum of the convolution of the rows of `a` (B or 1, n) with those of
-    `b` (B or 1, k), n >= k for mode "valid": every product, as the library's direct
-    method forms them."""
+    `b` (B or 1, k), n >= k for mode "valid": the products the library's direct method
+    forms, and no others (a NaN in `b` reaches only the outputs it overlaps)."""
     n, k = a.shape[-1], b.shape[-1]
     if max(a.shape[0], b.shape[0]) * (n + k) * k > _DIRECT_MOST:
         raise Unsupported
     padded = np.pad(a, [(0, 0), (k - 1, k - 1)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=-1)
-    full = np.sum(windows * b[:, None, ::-1], axis=-1)
+    at = np.arange(n + k - 1)[:, None] + np.arange(k)  # each product's place in `padded`
+    overlaps = (at >= k - 1) & (at < n + k - 1)
+    full = np.sum(np.where(overlaps, windows * b[:, None, ::-1], 0.0), axis=-1)
     if mode == "full":
         return full
     if mode == "valid":

@@ -89,10 +89,11 @@ def squareform(X: Any, force: Any = "no", checks: Any = True) -> Any:
     return out + out.T
 
 
-def _library_dtype(name: Any, u: Any, v: Any) -> Any:
-    """The dtype SciPy's `name` gives for vectors of `u`'s and `v`'s dtypes."""
+def _library_dtype(name: Any, u: Any, v: Any, **options: Any) -> Any:
+    """The dtype SciPy's `name` gives for vectors of `u`'s and `v`'s dtypes (and, for
+    `minkowski`, the order `p`: `p=2` goes through `scipy.linalg.norm`, others not)."""
     one, two = (np.arange(1, 3, dtype=np.result_type(x)) for x in (u, v))
-    return np.result_type(_LIBRARY[name](one, two[::-1]))
+    return np.result_type(_LIBRARY[name](one, two[::-1], **options))
 
 
 def _check_vectors(u: Any, v: Any, w: Any) -> None:
@@ -153,7 +154,7 @@ for _name in _METRICS:
 def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     _check_vectors(u, v, w)
     _check_finite_difference(u, v)
-    dtype = _library_dtype("minkowski", u, v)
+    dtype = _library_dtype("minkowski", u, v, p=p)
     return _metric(u * 1.0, v * 1.0, "minkowski", p).astype(dtype)
 
 
