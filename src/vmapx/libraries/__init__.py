@@ -19,7 +19,9 @@ imported (now or later), and only if it is installed: no new dependency. Set the
 environment variable `VMAPX_LIBRARIES=0` before importing vmapx to leave libraries
 untouched; `uninstall()` restores them. Import vmapx before taking a library function by
 name (`from scipy.linalg import solve`): a name taken before keeps the plain function,
-which still gives the loop's answer under `vmap`, one example at a time.
+which still gives the loop's answer under `vmap`, one example at a time. A library
+imported before vmapx is adapted on vmapx's first use (`vmapx.vmap`, ...), not on
+`import vmapx`: a name taken between the two keeps the plain function too.
 """
 
 from __future__ import annotations
