@@ -46,3 +46,20 @@ def test_another_threads_legacy_random_draws_are_not_repeated():
         other.join(10)
     numbers.append(np.random.random())
     assert numbers[0] != numbers[1]
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_vectorized_function_copies_and_pickles(how):
+    """`copy.copy` of a `vmapx.vectorize` once called `__new__` without `pyfunc` (the
+    decorator form) and failed with "invalid partial state"."""
+    import copy
+    import pickle
+
+    made = vmapx.vectorize(np.hypot, otypes="d", excluded={5}, chunk_size=4)
+    again = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+             "pickle": lambda v: pickle.loads(pickle.dumps(v))}[how](made)  # fmt: skip
+    a, b = np.arange(6.0).reshape(2, 3), np.ones(3)
+    assert type(again) is type(made)
+    assert again.otypes == made.otypes and again.excluded == made.excluded
+    np.testing.assert_array_equal(again(a, b), np.vectorize(np.hypot)(a, b))
+    assert again(a, b).dtype == made(a, b).dtype
