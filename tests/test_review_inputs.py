@@ -77,6 +77,23 @@ def test_scipy_linalg_check_finite_false_stays_batched(name):
     check_vmap(LINALG[name], (a,))
 
 
+@pytest.mark.parametrize("name", sorted(LINALG))
+@pytest.mark.parametrize("n", [0, 3])
+def test_scipy_linalg_of_booleans_and_empty_matrices_keeps_the_libraries_dtype(name, n):
+    """SciPy's LAPACK wrappers take a boolean matrix as float32 (NumPy's linalg as
+    float64), and give some empty results their own dtypes: those go to SciPy."""
+    eye = np.broadcast_to(np.eye(n, dtype=bool), (3, n, n))
+    rows = RNG.normal(size=(3, n, n)) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        for a in (eye, eye | rows & np.swapaxes(rows, 1, 2)):
+            try:
+                LINALG[name](a[0])
+            except (ValueError, IndexError):  # (a singular matrix; `a[0]` of no rows)
+                continue
+            check_vmap(LINALG[name], (a,), rtol=1e-5, atol=1e-6)
+
+
 METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine", "correlation",
            "braycurtis", "canberra", "minkowski")  # fmt: skip
 

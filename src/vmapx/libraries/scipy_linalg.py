@@ -43,9 +43,13 @@ def _check_square(a: Any) -> None:
         raise Unsupported
 
 
-def _check_finite(check_finite: Any, *arrays: Any) -> None:
-    """SciPy's `check_finite`: a NaN or an infinity in an input raises ValueError (under
-    `vmap`, examples that disagree run one at a time, each as SciPy would)."""
+def _check_inputs(check_finite: Any, *arrays: Any) -> None:
+    """Boolean and empty inputs go to the library (SciPy's LAPACK wrappers take booleans
+    as float32, and give empty results their own dtypes); then SciPy's `check_finite`: a
+    NaN or an infinity raises ValueError (under `vmap`, examples that disagree run one
+    at a time, each as SciPy would)."""
+    if any(np.result_type(x).kind == "b" or np.size(x) == 0 for x in arrays):
+        raise Unsupported
     if check_finite and not all(np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("array must not contain infs or NaNs")
 
@@ -55,7 +59,7 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
           check_finite: Any = True,
           assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
     _check_square(a)
-    _check_finite(check_finite, a, b)
+    _check_inputs(check_finite, a, b)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -77,7 +81,7 @@ def inv(
     lower: Any = False,
 ) -> Any:
     _check_square(a)
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -88,7 +92,7 @@ def inv(
 @adapts("scipy.linalg", "det", ("a",))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
     return np.linalg.det(a).astype(dtype)
 
@@ -101,7 +105,7 @@ def _cholesky_factor(a: Any, lower: bool) -> Any:
 
 @adapts("scipy.linalg", "cholesky", ("a",))
 def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return _cholesky_factor(a, lower)
 
 
@@ -131,7 +135,7 @@ _cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
 def cho_factor(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return _cho_factor_prim(a, lower=lower), lower
 
 
@@ -153,7 +157,7 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
 @adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
-    _check_finite(check_finite, c, b)
+    _check_inputs(check_finite, c, b)
     if not isinstance(lower, bool | np.bool_):
         raise Unsupported
     lower = bool(lower)
@@ -166,7 +170,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
     _check_square(a)
-    _check_finite(check_finite, a, b)
+    _check_inputs(check_finite, a, b)
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
 
@@ -204,7 +208,7 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     h = _from_triangle(a, lower)
     if eigvals_only:
         return np.linalg.eigvalsh(h)
@@ -220,7 +224,7 @@ def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = Fal
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return np.linalg.eigvalsh(_from_triangle(a, lower))
 
 
@@ -230,7 +234,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
         lapack_driver: Any = "gesdd") -> Any:  # fmt: skip
     if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
         raise Unsupported
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     if compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh
@@ -239,7 +243,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
 
 @adapts("scipy.linalg", "svdvals", ("a",))
 def svdvals(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return np.linalg.svd(a, compute_uv=False)
 
 
@@ -254,7 +258,7 @@ def qr(
 ) -> Any:
     if pivoting or mode not in ("full", "r", "economic"):
         raise Unsupported
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     q, r = np.linalg.qr(a, mode="complete" if mode in ("full", "r") else "reduced")
     return (r,) if mode == "r" else (q, r)
 
@@ -263,7 +267,7 @@ def qr(
 def norm(
     a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
 ) -> Any:
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
 
 
@@ -278,7 +282,7 @@ def pinv(
 ) -> Any:
     if atol is not None or rtol is not None or return_rank:
         raise Unsupported
-    _check_finite(check_finite, a)
+    _check_inputs(check_finite, a)
     return np.linalg.pinv(a, rcond=max(np.shape(a)) * np.finfo(np.result_type(a, 1.0)).eps)
 
 
