@@ -43,12 +43,18 @@ def _check_square(a: Any) -> None:
         raise Unsupported
 
 
+# the dtypes whose results NumPy's linalg and SciPy's LAPACK wrappers give alike (SciPy
+# takes 8- and 16-bit integers and float16 as float32, booleans by the function)
+_AS_NUMPY = {np.dtype(t) for t in ("f4", "f8", "c8", "c16", "i4", "i8", "u4", "u8")}
+
+
 def _check_inputs(check_finite: Any, *arrays: Any) -> None:
-    """Boolean and empty inputs go to the library (SciPy's LAPACK wrappers take booleans
-    as float32, and give empty results their own dtypes); then SciPy's `check_finite`: a
-    NaN or an infinity raises ValueError (under `vmap`, examples that disagree run one
-    at a time, each as SciPy would)."""
-    if any(np.result_type(x).kind == "b" or np.size(x) == 0 for x in arrays):
+    """Inputs of other dtypes than `_AS_NUMPY`, and empty ones (SciPy gives their results
+    its own dtypes), go to the library; then SciPy's `check_finite`: a NaN or an infinity
+    raises ValueError (under `vmap`, examples that disagree run one at a time, each as
+    SciPy would)."""
+    dtypes = [x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype for x in arrays]
+    if any(d not in _AS_NUMPY for d in dtypes) or any(np.size(x) == 0 for x in arrays):
         raise Unsupported
     if check_finite and not all(np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("array must not contain infs or NaNs")
