@@ -265,3 +265,32 @@ def test_an_empty_batch_of_a_library_call_has_the_examples_shapes(f):
     from harness import check_zero_batch
 
     check_zero_batch(f, (RNG.normal(size=(3, 32)),), 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+@pytest.mark.parametrize(
+    "options", [{}, {"ord": 1}, {"ord": 2}, {"axis": 0}, {"keepdims": True}, {"ord": -1}]
+)
+@pytest.mark.parametrize("shape", [(3, 4), (3, 2, 3)])
+def test_scipy_linalg_norm_keeps_the_libraries_dtype(dtype, options, shape):
+    """SciPy's `norm` of a float32 vector is BLAS's Python float (float64); the adapter
+    gave NumPy's float32."""
+    x = RNG.normal(size=shape) * (1 + 0.5j if np.dtype(dtype).kind == "c" else 1)
+    x = x.astype(dtype)
+    try:
+        sl.norm(x[0], **options)
+    except ValueError:  # (an order the library has no norm of, for this shape)
+        return
+    check_vmap(lambda v: sl.norm(v, **options), (x,), rtol=1e-5, atol=1e-5)
+
+
+sc = pytest.importorskip("scipy.special")
+
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_log_softmax_of_small_integers_is_the_libraries(axis):
+    """SciPy shifts integers as integers, so int8 gives float16 (NumPy's exp of int8);
+    the adapter shifted by a float64 and gave float64."""
+    x = (3 * RNG.normal(size=(3, 4, 2))).astype(np.int8)
+    check_vmap(lambda v: sc.log_softmax(v, axis=axis), (x,), rtol=1e-3, atol=1e-3)
+    check_vmap(lambda v: sc.log_softmax(v, axis=axis), (x.astype(np.int64),))

@@ -21,6 +21,7 @@ from ._adapter import Unsupported, adapts, batch_by_axis
 # the library's own functions, taken before `install` puts the adapters in their place
 _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
+_LIBRARY_NORM = scipy.linalg.norm
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -274,7 +275,18 @@ def norm(
     a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
 ) -> Any:
     _check_inputs(check_finite, a)
-    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    dtype = _norm_dtype(np.result_type(a), np.ndim(a), ord, axis, keepdims)
+    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims).astype(dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _norm_dtype(dtype: Any, ndim: int, ord: Any, axis: Any, keepdims: Any) -> Any:
+    """The dtype of SciPy's `norm` for these options: a vector's 2-norm and some matrix
+    norms come from BLAS/LAPACK as a Python float (float64 whatever the input's)."""
+    with np.errstate(all="ignore"):  # (a negative order's reciprocals of zeros)
+        made = _LIBRARY_NORM(np.ones((2,) * ndim, dtype=dtype), ord=ord, axis=axis,
+                             keepdims=keepdims)  # fmt: skip
+    return np.result_type(made)
 
 
 @adapts("scipy.linalg", "pinv", ("a",))
