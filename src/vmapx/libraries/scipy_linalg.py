@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .._batching import BatchTracer
 from ..extend import primitive, register_batch_rule
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
@@ -57,8 +58,15 @@ def _check_inputs(check_finite: Any, *arrays: Any) -> None:
     dtypes = [x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype for x in arrays]
     if any(d not in _AS_NUMPY for d in dtypes) or any(np.size(x) == 0 for x in arrays):
         raise Unsupported
-    if check_finite and not all(np.all(np.isfinite(x)) for x in arrays):
+    if check_finite and not all(_finite_batch(x) or np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("array must not contain infs or NaNs")
+
+
+def _finite_batch(x: Any) -> bool:
+    """Whether every example of `x` is finite, asked of its plain values without tracing
+    (a batch of NumPy arrays, or a constant); False where that is not known so."""
+    value = x.val if type(x) is BatchTracer else x
+    return type(value) is np.ndarray and bool(np.isfinite(value).all())
 
 
 @adapts("scipy.linalg", "solve", ("a", "b"))
@@ -276,7 +284,8 @@ def norm(
 ) -> Any:
     _check_inputs(check_finite, a)
     dtype = _norm_dtype(np.result_type(a), np.ndim(a), ord, axis, keepdims)
-    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims).astype(dtype, copy=False)
+    out = np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
 @functools.lru_cache(maxsize=256)
