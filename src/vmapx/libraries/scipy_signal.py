@@ -9,6 +9,7 @@ runs under `grad`, and says so).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -164,7 +165,13 @@ def _method(name: str, a: Any, b: Any, mode: str, method: str) -> str:
         return "fft"
     if method != "auto":
         return method
-    one_a, one_b = (np.zeros(np.shape(x)[-1], dtype=x.dtype) for x in (a, b))
+    return _chosen_method(a.shape[-1], a.dtype, b.shape[-1], b.dtype, mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen_method(n: int, a_dtype: Any, k: int, b_dtype: Any, mode: str) -> str:
+    """SciPy's choice for float signals: from their lengths and dtypes alone."""
+    one_a, one_b = np.zeros(n, dtype=a_dtype), np.zeros(k, dtype=b_dtype)
     return str(_LIBRARY_CHOOSE_CONV_METHOD(one_a, one_b, mode=mode))
 
 
@@ -177,9 +184,11 @@ def _direct_convolve(a: Any, b: Any, mode: str) -> Any:
         raise Unsupported
     padded = np.pad(a, [(0, 0), (k - 1, k - 1)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=-1)
-    at = np.arange(n + k - 1)[:, None] + np.arange(k)  # each product's place in `padded`
-    overlaps = (at >= k - 1) & (at < n + k - 1)
-    full = np.sum(np.where(overlaps, windows * b[:, None, ::-1], 0.0), axis=-1)
+    products = windows * b[:, None, ::-1]
+    if not np.isfinite(b).all():  # (a finite `b` times the padding's zeros is zero)
+        at = np.arange(n + k - 1)[:, None] + np.arange(k)  # each product's place in `padded`
+        products = np.where((at >= k - 1) & (at < n + k - 1), products, 0.0)
+    full = np.sum(products, axis=-1)
     if mode == "full":
         return full
     if mode == "valid":

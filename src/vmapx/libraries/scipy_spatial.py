@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.spatial.distance as sd
 
+from .._batching import BatchTracer
 from . import _adapter
 from ._adapter import Unsupported, adapts
 
@@ -109,6 +110,9 @@ def _vector_chebyshev(u: Any, v: Any) -> Any:
     """SciPy's `max(abs(u - v))`: Python's `max`, which is NaN when the first difference
     is and passes over the NaN of the others."""
     d = np.abs(u - v)
+    plain = _plain_values(u, v)
+    if plain is not None and not np.isnan(plain[0] - plain[1]).any():
+        return np.max(d, axis=-1)  # (no NaN in any example: the plain maximum)
     rest = np.max(np.where(np.isnan(d), -np.inf, d), axis=-1)
     return np.where(np.isnan(d[..., 0]), np.nan, rest)
 
@@ -123,8 +127,20 @@ def _vector_canberra(u: Any, v: Any) -> Any:
 def _check_finite_difference(u: Any, v: Any) -> None:
     """SciPy's `minkowski` (and `euclidean`) takes the norm of `u - v` with
     `scipy.linalg.norm`, which raises for a NaN or an infinity."""
+    plain = _plain_values(u, v)
+    if plain is not None and np.isfinite(plain[0] - plain[1]).all():
+        return  # (every example's difference is finite: asked without tracing)
     if not np.all(np.isfinite(u - v)):
         raise ValueError("array must not contain infs or NaNs")
+
+
+def _plain_values(*xs: Any) -> list[Any] | None:
+    """The plain values of batches of NumPy arrays (the batch first) and of constants,
+    broadcastable against each other; None where one is traced otherwise."""
+    values = [x.val if type(x) is BatchTracer else x for x in xs]
+    if not all(type(v) is np.ndarray for v in values):
+        return None
+    return values
 
 
 def _vector_metric(name: Any) -> Any:

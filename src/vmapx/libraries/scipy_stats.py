@@ -68,6 +68,10 @@ def _standard_formula(dist: Any, formula: str) -> Any:
     return getattr(dist, formula)
 
 
+def _as_dtype(v: Any, dtype: Any) -> Any:
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
 def _method(dist: Any, formula: str, rescale: Any) -> Any:
     standard = _standard_formula(dist, formula)
 
@@ -78,9 +82,9 @@ def _method(dist: Any, formula: str, rescale: Any) -> Any:
         if dtype.kind != "f" or not all(np.can_cast(v, dtype) for v in (loc, scale)):
             raise Unsupported  # (complex values, a longer float: the library's own ways)
         safe_scale = np.where(scale > 0, scale, 1)  # (an integer scale's log: as SciPy's)
-        z = ((x - loc) / safe_scale).astype(dtype, copy=False)
+        z = _as_dtype((x - loc) / safe_scale, dtype)
         value = rescale(standard(z), safe_scale)
-        return np.where(scale > 0, value, np.nan).astype(dtype, copy=False)
+        return _as_dtype(np.where(scale > 0, value, np.nan), dtype)
 
     return lowering
 
