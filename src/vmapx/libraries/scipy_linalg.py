@@ -9,19 +9,20 @@ the other triangle holds.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
-from .. import extend
+from .._batching import BatchTracer
+from ..extend import primitive, register_batch_rule
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
 # the library's own functions, taken before `install` puts the adapters in their place
 _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
+_LIBRARY_NORM = scipy.linalg.norm
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -44,70 +45,48 @@ def _check_square(a: Any) -> None:
         raise Unsupported
 
 
-def _on_matrices(body: Callable[..., Any], lowering: Callable[..., Any]) -> Any:
-    """A batch rule: `body(a, **options)`, the lowering of a function of one square
-    matrix after its check, written with NumPy calls that act on the last two axes and
-    stack over the leading ones, called once on the batch of matrices: the very calls
-    vmap would make tracing the lowering."""
-
-    def call(in_batched: list[Any], a: Any, **options: Any) -> Any:
-        if type(a) is not np.ndarray or a.ndim != 3 or a.shape[1] != a.shape[2]:
-            raise Unsupported
-        return body(a, **options)
-
-    return batch_by_axis(call, lowering)
+# the dtypes whose results NumPy's linalg and SciPy's LAPACK wrappers give alike (SciPy
+# takes 8- and 16-bit integers and float16 as float32, booleans by the function)
+_AS_NUMPY = {np.dtype(t) for t in ("f4", "f8", "c8", "c16", "i4", "i8", "u4", "u8")}
 
 
-def _solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False,
-           overwrite_b: Any = False, check_finite: Any = True, assume_a: Any = None,
-           transposed: Any = False, vector: Any = None) -> Any:  # fmt: skip
-    """`solve` after its checks; `vector`: whether `b` is one vector per example (default:
-    `b` is one example's)."""
+def _check_inputs(check_finite: Any, *arrays: Any) -> None:
+    """Inputs of other dtypes than `_AS_NUMPY`, and empty ones (SciPy gives their results
+    its own dtypes), go to the library; then SciPy's `check_finite`: a NaN or an infinity
+    raises ValueError (under `vmap`, examples that disagree run one at a time, each as
+    SciPy would)."""
+    dtypes = [x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype for x in arrays]
+    if any(d not in _AS_NUMPY for d in dtypes) or any(np.size(x) == 0 for x in arrays):
+        raise Unsupported
+    if check_finite and not all(_finite_batch(x) or np.all(np.isfinite(x)) for x in arrays):
+        raise ValueError("array must not contain infs or NaNs")
+
+
+def _finite_batch(x: Any) -> bool:
+    """Whether every example of `x` is finite, asked of its plain values without tracing
+    (a batch of NumPy arrays, or a constant); False where that is not known so."""
+    value = x.val if type(x) is BatchTracer else x
+    return type(value) is np.ndarray and bool(np.isfinite(value).all())
+
+
+@adapts("scipy.linalg", "solve", ("a", "b"))
+def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
+    _check_square(a)
+    _check_inputs(check_finite, a, b)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
         raise Unsupported
     if transposed:
         a = np.swapaxes(a, -1, -2)
-    if np.ndim(b) == 1 if vector is None else vector:
-        return np.linalg.solve(a, b[..., None])[..., 0]
+    if np.ndim(b) == 1:
+        return np.linalg.solve(a, b[:, None])[:, 0]
     return np.linalg.solve(a, b)
 
 
-def _matrix_and_right_side(in_batched: list[Any], a: Any, b: Any) -> bool:
-    """Whether `b` is one vector per example; `Unsupported` unless `a` is a square matrix
-    and `b` a vector or a matrix per example, both NumPy arrays."""
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or in_batched[2:]:
-        raise Unsupported
-    a_nd, b_nd = a.ndim - bool(in_batched[0]), b.ndim - bool(in_batched[1])
-    if a_nd != 2 or a.shape[-1] != a.shape[-2] or b_nd not in (1, 2):
-        raise Unsupported
-    return b_nd == 1
-
-
-def _solve_batched(in_batched: list[Any], a: Any, b: Any, **options: Any) -> Any:
-    return _solve(a, b, **options, vector=_matrix_and_right_side(in_batched, a, b))
-
-
-@adapts("scipy.linalg", "solve", ("a", "b"),
-        batch=batch_by_axis(_solve_batched, lambda a, b, **kw: solve(a, b, **kw)))  # fmt: skip
-def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
-          check_finite: Any = True,
-          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
-    _check_square(a)
-    return _solve(a, b, lower, assume_a=assume_a, transposed=transposed)
-
-
-def _inv(a: Any, *, assume_a: Any = None, lower: Any = False, **ignored: Any) -> Any:
-    """`inv` after its check (`ignored`: its options that change no value)."""
-    if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
-    elif assume_a not in _GENERAL:
-        raise Unsupported
-    return np.linalg.inv(a)
-
-
-@adapts("scipy.linalg", "inv", ("a",), batch=_on_matrices(_inv, lambda a, **kw: inv(a, **kw)))
+@adapts("scipy.linalg", "inv", ("a",))
 def inv(
     a: Any,
     overwrite_a: Any = False,
@@ -117,39 +96,31 @@ def inv(
     lower: Any = False,
 ) -> Any:
     _check_square(a)
-    return _inv(a, assume_a=assume_a, lower=lower)
+    _check_inputs(check_finite, a)
+    if assume_a in _SYMMETRIC:
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
+    elif assume_a not in _GENERAL:
+        raise Unsupported
+    return np.linalg.inv(a)
 
 
-@functools.lru_cache(maxsize=64)
-def _det_dtype(dtype: Any) -> Any:
-    return np.result_type(_LIBRARY_DET(np.eye(1, dtype=dtype)))  # SciPy's, not NumPy's
-
-
-def _det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
-    return np.linalg.det(a).astype(_det_dtype(a.dtype))
-
-
-@adapts("scipy.linalg", "det", ("a",), batch=_on_matrices(_det, lambda a, **kw: det(a, **kw)))
+@adapts("scipy.linalg", "det", ("a",))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
-    return _det(a)
+    _check_inputs(check_finite, a)
+    dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
+    return np.linalg.det(a).astype(dtype)
 
 
 def _cholesky_factor(a: Any, lower: bool) -> Any:
     _check_square(a)
-    return _cholesky(a, lower)
-
-
-def _cholesky(
-    a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
-) -> Any:
     factor = np.linalg.cholesky(_from_triangle(a, lower))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
 
-@adapts("scipy.linalg", "cholesky", ("a",),
-        batch=_on_matrices(_cholesky, lambda a, **kw: cholesky(a, **kw)))  # fmt: skip
+@adapts("scipy.linalg", "cholesky", ("a",))
 def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
+    _check_inputs(check_finite, a)
     return _cholesky_factor(a, lower)
 
 
@@ -172,19 +143,18 @@ def _cho_factor_array(
     return factor + other
 
 
-_cho_factor_prim = extend.primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+_cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
 
 
 @adapts("scipy.linalg", "cho_factor", ("a",))
 def cho_factor(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
+    _check_inputs(check_finite, a)
     return _cho_factor_prim(a, lower=lower), lower
 
 
-def _triangular_solve(
-    c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False, vector: Any = None
-) -> Any:
+def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False) -> Any:
     t = np.tril(c) if lower else np.triu(c)
     if unit:
         t = t - t * np.eye(t.shape[-1]) + np.eye(t.shape[-1])
@@ -194,14 +164,15 @@ def _triangular_solve(
         t = np.conj(np.swapaxes(t, -1, -2))
     elif trans not in (0, "N"):
         raise Unsupported
-    if np.ndim(b) == 1 if vector is None else vector:  # (`vector`: as `_solve`'s)
-        return np.linalg.solve(t, b[..., None])[..., 0]
+    if np.ndim(b) == 1:
+        return np.linalg.solve(t, b[:, None])[:, 0]
     return np.linalg.solve(t, b)
 
 
 @adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
+    _check_inputs(check_finite, c, b)
     if not isinstance(lower, bool | np.bool_):
         raise Unsupported
     lower = bool(lower)
@@ -209,21 +180,12 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: 
     return _triangular_solve(c, y, lower, trans=2 if lower else 0)
 
 
-def _solve_triangular_batched(
-    in_batched: list[Any], a: Any, b: Any, trans: Any = 0, lower: Any = False,
-    unit_diagonal: Any = False, overwrite_b: Any = False, check_finite: Any = True,
-) -> Any:  # fmt: skip
-    vector = _matrix_and_right_side(in_batched, a, b)
-    return _triangular_solve(a, b, lower, trans, unit_diagonal, vector)
-
-
-@adapts("scipy.linalg", "solve_triangular", ("a", "b"),
-        batch=batch_by_axis(_solve_triangular_batched,
-                            lambda a, b, **kw: solve_triangular(a, b, **kw)))  # fmt: skip
+@adapts("scipy.linalg", "solve_triangular", ("a", "b"))
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
     _check_square(a)
+    _check_inputs(check_finite, a, b)
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
 
@@ -234,10 +196,8 @@ def _library_eigenvectors(a: Any, lower: bool = True, driver: Any = None) -> Any
     return np.reshape(np.stack(vectors), np.shape(a)) if vectors else np.zeros_like(a)
 
 
-_library_eigenvectors_prim = extend.primitive(
-    _library_eigenvectors, name="scipy.linalg.eigh eigenvectors"
-)
-extend.register_batch_rule(
+_library_eigenvectors_prim = primitive(_library_eigenvectors, name="scipy.linalg.eigh eigenvectors")
+register_batch_rule(
     _library_eigenvectors_prim,
     lambda n, in_batched, a, **kw: (_library_eigenvectors(a, **kw), in_batched[0]),
 )
@@ -263,6 +223,7 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
+    _check_inputs(check_finite, a)
     h = _from_triangle(a, lower)
     if eigvals_only:
         return np.linalg.eigvalsh(h)
@@ -270,24 +231,16 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     return w, _as_library_eigenvectors(a, v, lower, driver)
 
 
-def _eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
-              overwrite_b: Any = False, type: Any = 1,
-              check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
-              driver: Any = None) -> Any:  # fmt: skip
-    if b is not None or subset_by_index is not None or subset_by_value is not None:
-        raise Unsupported
-    return np.linalg.eigvalsh(_from_triangle(a, lower))
-
-
-@adapts("scipy.linalg", "eigvalsh", ("a",),
-        batch=_on_matrices(_eigvalsh, lambda a, **kw: eigvalsh(a, **kw)))  # fmt: skip
+@adapts("scipy.linalg", "eigvalsh", ("a",))
 def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
              overwrite_b: Any = False, type: Any = 1,
              check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
              driver: Any = None) -> Any:  # fmt: skip
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise Unsupported
     _check_square(a)
-    return _eigvalsh(a, b, lower=lower, subset_by_index=subset_by_index,
-                     subset_by_value=subset_by_value)  # fmt: skip
+    _check_inputs(check_finite, a)
+    return np.linalg.eigvalsh(_from_triangle(a, lower))
 
 
 @adapts("scipy.linalg", "svd", ("a",))
@@ -296,6 +249,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
         lapack_driver: Any = "gesdd") -> Any:  # fmt: skip
     if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
         raise Unsupported
+    _check_inputs(check_finite, a)
     if compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh
@@ -304,6 +258,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
 
 @adapts("scipy.linalg", "svdvals", ("a",))
 def svdvals(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
+    _check_inputs(check_finite, a)
     return np.linalg.svd(a, compute_uv=False)
 
 
@@ -318,6 +273,7 @@ def qr(
 ) -> Any:
     if pivoting or mode not in ("full", "r", "economic"):
         raise Unsupported
+    _check_inputs(check_finite, a)
     q, r = np.linalg.qr(a, mode="complete" if mode in ("full", "r") else "reduced")
     return (r,) if mode == "r" else (q, r)
 
@@ -326,7 +282,20 @@ def qr(
 def norm(
     a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
 ) -> Any:
-    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    _check_inputs(check_finite, a)
+    dtype = _norm_dtype(np.result_type(a), np.ndim(a), ord, axis, keepdims)
+    out = np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _norm_dtype(dtype: Any, ndim: int, ord: Any, axis: Any, keepdims: Any) -> Any:
+    """The dtype of SciPy's `norm` for these options: a vector's 2-norm and some matrix
+    norms come from BLAS/LAPACK as a Python float (float64 whatever the input's)."""
+    with np.errstate(all="ignore"):  # (a negative order's reciprocals of zeros)
+        made = _LIBRARY_NORM(np.ones((2,) * ndim, dtype=dtype), ord=ord, axis=axis,
+                             keepdims=keepdims)  # fmt: skip
+    return np.result_type(made)
 
 
 @adapts("scipy.linalg", "pinv", ("a",))
@@ -340,6 +309,7 @@ def pinv(
 ) -> Any:
     if atol is not None or rtol is not None or return_rank:
         raise Unsupported
+    _check_inputs(check_finite, a)
     return np.linalg.pinv(a, rcond=max(np.shape(a)) * np.finfo(np.result_type(a, 1.0)).eps)
 
 
