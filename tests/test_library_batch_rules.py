@@ -241,3 +241,19 @@ def test_solve_batch_rules_under_grad_take_the_lowering(name):
     loss = lambda b: np.sum(f(SPD[0], b) ** 2)  # noqa: E731
     vmapx.check_grads(loss, (VECS[0],), order=1)
     check_vmap(vmapx.grad(loss), (VECS,))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", ["inv", "det", "cholesky", "eigvalsh"])
+def test_linalg_batch_rules_check_finite_as_the_library(name):
+    f = getattr(sl, name)
+    bad = SPD.copy()
+    bad[3, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        [f(a) for a in bad]
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        vmapx.vmap(f)(bad)
+    check_vmap(f, (SPD.astype(np.int64),))  # (an integer stack: the library's dtypes)
+    empty = vmapx.vmap(f)(np.zeros((0, 4, 4)))
+    one = f(SPD[0])
+    assert empty.shape == (0, *np.shape(one)) and empty.dtype == np.result_type(one)

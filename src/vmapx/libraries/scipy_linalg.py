@@ -86,7 +86,44 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
     return np.linalg.solve(a, b)
 
 
-@adapts("scipy.linalg", "inv", ("a",))
+def _on_matrices(body: Any, lowering: Any) -> Any:
+    """A batch rule: `body(a, **options)`, the lowering of a function of one square
+    matrix after its checks, written with NumPy calls that act on the last two axes and
+    stack over the leading ones, called once on the batch of matrices: the very calls
+    vmap made tracing the lowering. The checks (`_check_inputs`) are asked of every
+    example at once."""
+
+    def call(in_batched: list[Any], a: Any, **options: Any) -> Any:
+        if type(a) is not np.ndarray or a.ndim != 3 or a.shape[1] != a.shape[2]:
+            raise Unsupported
+        if a.dtype not in _AS_NUMPY or a.shape[1] == 0:
+            raise Unsupported  # (as `_check_inputs`: the library)
+        if options.get("check_finite", True) and not np.isfinite(a).all():
+            raise ValueError("array must not contain infs or NaNs")
+        return body(a, **options)
+
+    by_axis = batch_by_axis(call, lowering)
+
+    def rule(axis_size: int, in_batched: list[Any], *args: Any, **options: Any) -> Any:
+        if axis_size == 0:  # (no matrices: the lowering's answer, as `vmap` traces it)
+            from .. import vmap
+
+            return vmap(functools.partial(lowering, **options))(*args), True
+        return by_axis(axis_size, in_batched, *args, **options)
+
+    return rule
+
+
+def _inv(a: Any, *, assume_a: Any = None, lower: Any = False, **ignored: Any) -> Any:
+    """`inv` after its checks (`ignored`: its options that change no value)."""
+    if assume_a in _SYMMETRIC:
+        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
+    elif assume_a not in _GENERAL:
+        raise Unsupported
+    return np.linalg.inv(a)
+
+
+@adapts("scipy.linalg", "inv", ("a",), batch=_on_matrices(_inv, lambda a, **kw: inv(a, **kw)))
 def inv(
     a: Any,
     overwrite_a: Any = False,
@@ -97,28 +134,37 @@ def inv(
 ) -> Any:
     _check_square(a)
     _check_inputs(check_finite, a)
-    if assume_a in _SYMMETRIC:
-        a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
-    elif assume_a not in _GENERAL:
-        raise Unsupported
-    return np.linalg.inv(a)
+    return _inv(a, assume_a=assume_a, lower=lower)
 
 
-@adapts("scipy.linalg", "det", ("a",))
+@functools.lru_cache(maxsize=64)
+def _det_dtype(dtype: Any) -> Any:
+    return np.result_type(_LIBRARY_DET(np.eye(1, dtype=dtype)))  # SciPy's, not NumPy's
+
+
+def _det(a: Any, **ignored: Any) -> Any:
+    return np.linalg.det(a).astype(_det_dtype(a.dtype))
+
+
+@adapts("scipy.linalg", "det", ("a",), batch=_on_matrices(_det, lambda a, **kw: det(a, **kw)))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
     _check_inputs(check_finite, a)
-    dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
-    return np.linalg.det(a).astype(dtype)
+    return _det(a)
 
 
 def _cholesky_factor(a: Any, lower: bool) -> Any:
     _check_square(a)
+    return _cholesky(a, lower)
+
+
+def _cholesky(a: Any, lower: Any = False, **ignored: Any) -> Any:
     factor = np.linalg.cholesky(_from_triangle(a, lower))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
 
-@adapts("scipy.linalg", "cholesky", ("a",))
+@adapts("scipy.linalg", "cholesky", ("a",),
+        batch=_on_matrices(_cholesky, lambda a, **kw: cholesky(a, **kw)))  # fmt: skip
 def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_inputs(check_finite, a)
     return _cholesky_factor(a, lower)
@@ -231,7 +277,15 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     return w, _as_library_eigenvectors(a, v, lower, driver)
 
 
-@adapts("scipy.linalg", "eigvalsh", ("a",))
+def _eigvalsh(a: Any, b: Any = None, *, lower: Any = True, subset_by_index: Any = None,
+              subset_by_value: Any = None, **ignored: Any) -> Any:  # fmt: skip
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise Unsupported
+    return np.linalg.eigvalsh(_from_triangle(a, lower))
+
+
+@adapts("scipy.linalg", "eigvalsh", ("a",),
+        batch=_on_matrices(_eigvalsh, lambda a, **kw: eigvalsh(a, **kw)))  # fmt: skip
 def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = False,
              overwrite_b: Any = False, type: Any = 1,
              check_finite: Any = True, subset_by_index: Any = None, subset_by_value: Any = None,
@@ -240,7 +294,7 @@ def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = Fal
         raise Unsupported
     _check_square(a)
     _check_inputs(check_finite, a)
-    return np.linalg.eigvalsh(_from_triangle(a, lower))
+    return _eigvalsh(a, lower=lower)
 
 
 @adapts("scipy.linalg", "svd", ("a",))
