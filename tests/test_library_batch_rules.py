@@ -257,3 +257,19 @@ def test_linalg_batch_rules_check_finite_as_the_library(name):
     empty = vmapx.vmap(f)(np.zeros((0, 4, 4)))
     one = f(SPD[0])
     assert empty.shape == (0, *np.shape(one)) and empty.dtype == np.result_type(one)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, on NaN and inf)
+@pytest.mark.parametrize("name", METRICS)
+def test_vector_metric_batch_rules_on_nan_and_infinity_give_the_loop_answer(name):
+    f = getattr(sd, name)
+    u, v = VEC.copy(), VEC[::-1].copy()
+    u[1, 0], u[2, 3], v[3, 1] = np.nan, np.inf, -np.inf
+    try:
+        want = np.stack([f(a, b) for a, b in zip(u, v, strict=True)])
+    except ValueError:
+        with pytest.raises(ValueError):
+            vmapx.vmap(f)(u, v)
+        return
+    np.testing.assert_allclose(vmapx.vmap(f)(u, v), want, rtol=1e-12, equal_nan=True)

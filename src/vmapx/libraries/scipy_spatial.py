@@ -221,30 +221,63 @@ def _plain_values(*xs: Any) -> list[Any] | None:
     return values
 
 
+def _vector_value(name: Any, u: Any, v: Any, p: Any = 2, total: Any = None) -> Any:
+    """Metric `name` between `u` and `v` (float vectors on the last axis), as SciPy's
+    vector function gives it (NaN and infinities included)."""
+    if name == "chebyshev":
+        return _vector_chebyshev(u, v)
+    if name == "canberra":
+        return _vector_canberra(u, v)
+    if name in ("euclidean", "minkowski"):
+        _check_finite_difference(u, v)
+    return _metric(u, v, name, p, total)
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_of(name: Any, a: Any, b: Any, options: Any) -> Any:
+    """`_library_dtype` by dtypes (and `minkowski`'s order), asked of SciPy once."""
+    return _library_dtype(name, a, b, **dict(options))
+
+
+def _vector_batched(name: Any) -> Any:
+    """The batch rule of metric `name`: its lowering's calls on the whole batch (they act
+    on the last axis), its checks asked of every example at once."""
+
+    def call(in_batched: list[Any], u: Any, v: Any, w: Any = None, **options: Any) -> Any:
+        if w is not None or any(in_batched[2:]) or not any(in_batched[:2]):
+            raise Unsupported
+        for batched, x in zip(in_batched[:2], (u, v), strict=True):
+            if type(x) is not np.ndarray or x.ndim != 1 + bool(batched):
+                raise Unsupported
+            if x.dtype.kind not in "biuf":  # (as `_check_vectors`)
+                raise Unsupported
+        p = options.pop("p", 2)
+        if options or type(p) not in (int, float):
+            raise Unsupported
+        dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())
+        return _vector_value(name, u * 1.0, v * 1.0, p, sum_last_axis).astype(dtype)
+
+    return call
+
+
 def _vector_metric(name: Any) -> Any:
     def lowering(u: Any, v: Any, w: Any = None) -> Any:
         _check_vectors(u, v, w)
         dtype = _library_dtype(name, u, v)
-        u, v = u * 1.0, v * 1.0
-        if name == "chebyshev":
-            d = _vector_chebyshev(u, v)
-        elif name == "canberra":
-            d = _vector_canberra(u, v)
-        else:
-            if name == "euclidean":
-                _check_finite_difference(u, v)
-            d = _metric(u, v, name)
-        return d.astype(dtype)
+        return _vector_value(name, u * 1.0, v * 1.0).astype(dtype)
 
     lowering.__name__ = name
-    return adapts("scipy.spatial.distance", name, ("u", "v", "w"))(lowering)
+    batch = batch_by_axis(_vector_batched(name), lowering)
+    return adapts("scipy.spatial.distance", name, ("u", "v", "w"), batch=batch)(lowering)
 
 
 for _name in _METRICS:
     _vector_metric(_name)
 
 
-@adapts("scipy.spatial.distance", "minkowski", ("u", "v", "w"))
+@adapts("scipy.spatial.distance", "minkowski", ("u", "v", "w"),
+        batch=batch_by_axis(_vector_batched("minkowski"),
+                            lambda u, v, w=None, **kw: minkowski(u, v, w=w, **kw)))  # fmt: skip
 def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     _check_vectors(u, v, w)
     _check_finite_difference(u, v)
