@@ -135,7 +135,7 @@ class _Seen:
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
                  "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
-                 "baseline")  # fmt: skip
+                 "baseline", "outputs")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -158,6 +158,7 @@ class _Seen:
         )  # (chunk, candidate, fault bytes) on one thread
         self.threads_later = 0  # (chunks on threads to try once those on one are timed)
         self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
+        self.outputs: Any = None  # (`_chunk_outputs.spec_of` the last call's outputs)
 
 
 class AutoChunk:
@@ -177,6 +178,19 @@ class AutoChunk:
         """Whether the chunks of the next call with this signature may run on threads."""
         entry = self.seen.get(key)
         return entry is not None and entry.parallel
+
+    def outputs(self, key: Any) -> Any:
+        """What the last call with this signature returned (`_chunk_outputs.spec_of`)."""
+        entry = self.seen.get(key)
+        return None if entry is None else entry.outputs
+
+    def remember_outputs(self, key: Any, spec: Any) -> None:
+        """What a call with this signature returned (`_chunk_outputs.spec_of`; None:
+        outputs the chunks cannot compute in place). Where they can, a call bound by
+        writing its results may run on threads: each writes its own part of them."""
+        entry = self.seen.get(key)
+        if entry is not None:
+            entry.outputs = spec
 
     def counts_faults(self, key: Any) -> bool:
         """Whether the next (whole-batch) call with this signature is a fault check."""
@@ -237,9 +251,13 @@ class AutoChunk:
         entry.cpu = cpu
         split = parallel_chunk(size, cpu, workers, result_bytes)
         small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
-        if not split or cpu < entry.write_bound_cpu:
+        writes = entry.write_bound_cpu > 0  # (values mostly results)
+        if not split or (cpu < entry.write_bound_cpu and entry.outputs is None):
             self._one_thread(entry)
-        elif small:  # (timed on one thread first: threads must beat them, in chunks as small)
+        elif small and not (writes and entry.outputs is not None):
+            # (timed on one thread first: threads must beat them, in chunks as small;
+            # not where each thread writes its part of the results in place: cache-sized
+            # chunks do not make writing them faster)
             self._one_thread(entry)
             entry.chunk, entry.threads_later = small, min(small, split)
         else:
