@@ -3,6 +3,8 @@ differences; adapted SciPy / numpy.polynomial functions against the loop."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,18 @@ def test_plain_calls_reach_the_library_and_uninstall_restores_it():
     finally:
         libraries.install()
     assert sl.solve is not adapter.__wrapped__ and type(sl.solve) is type(adapter)
+
+
+@pytest.mark.parametrize("name", ["welch", "periodogram"])
+def test_a_user_function_given_to_the_library_sees_one_example(name):
+    """`detrend=callable` is applied by SciPy to the data: one library call on the whole
+    batch would hand it every example at once (a mean over the batch, not the example)."""
+    options = {"welch": {"nperseg": 8}, "periodogram": {}}[name]
+    fun = functools.partial(getattr(ss, name), **options)
+    signals = SIG + 10 * np.arange(len(SIG))[:, None]  # (examples with different means)
+
+    def f(y):
+        return fun(y, detrend=lambda seg: seg - seg.mean())[1]
+
+    with pytest.warns(vmapx.PerformanceWarning, match="once per example"):
+        check_vmap(f, (signals,))  # (the library, one example at a time)

@@ -158,7 +158,9 @@ def batch_by_axis(
 
     `library_call(*args, **kwargs)` computes the batched result from plain arrays, the
     batched ones with the batch on axis 0 and the others as they are (it raises
-    `Unsupported` for what it does not cover). Values traced by another transform (a
+    `Unsupported` for what it does not cover). A callable among the arguments (a user's
+    function the library applies to the data) makes the call `Unsupported`: it would be
+    given the whole batch where the loop gives it one example. Values traced by another transform (a
     `grad` around the `vmap`) go through `vmap` of the lowering instead, which
     differentiates. `out_batched`: which results carry the batch (a pytree prefix).
     """
@@ -170,6 +172,9 @@ def batch_by_axis(
             in_axes = tuple(0 if b else None for b in in_batched)
             out = vmap(functools.partial(lowering, **kwargs), in_axes=in_axes)(*args)
             return out, True
+        if any(callable(v) for v in (*args, *kwargs.values())):
+            # a user's function (welch's `detrend`) would see the whole batch at once
+            raise Unsupported
         out = library_call(in_batched, *args, **kwargs)
         return optree.tree_map(np.asarray, out), out_batched
 
