@@ -167,15 +167,47 @@ def test_vmaps_inside_the_chunks_do_not_take_the_slices(claims):
 
 
 def test_auto_chunks_compute_their_results_in_place(monkeypatch, claims):
-    """A call bound by writing its results goes to threads at once (no cache-sized
-    chunks on one thread first) where they can compute into the outputs."""
+    """A call bound by writing its results goes to threads (no cache-sized chunks on one
+    thread first) where they can compute into the outputs, after `WRITES_WHOLE` more
+    whole calls; every chunk then computes into its slice."""
     monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)
     x = RNG.standard_normal((64, 32, 32))
     batched = vmap(lambda a: np.tensordot(a, a, 0), workers=2)
     expected = x[:, :, :, None, None] * x[:, None, None, :, :]
-    for _ in range(4):
+    for _ in range(1 + _autochunk.WRITES_WHOLE):
         assert_same(batched(x), expected, rtol=0, atol=0)
-    assert claims == ["multiply"] * len(claims) and len(claims) >= 4
+    assert not claims  # (whole calls)
+    assert_same(batched(x), expected, rtol=0, atol=0)
+    assert len(claims) >= 2 and set(claims) == {"multiply"}
+
+
+def test_operators_compute_into_a_claimed_slice():
+    """`(img - mean) / std`: the difference claims the slice, and the quotient, computed
+    into that temporary (`vmapx._elision`), is the chunk's output: placed, not copied."""
+    placed = []
+    real = _chunk_outputs.Joined.place
+
+    def place(self, out, slices, claimed):
+        placed.append(slices is not None and _chunk_outputs._same_memory(out, slices[0]))
+        return real(self, out, slices, claimed)
+
+    f = lambda img: (img - img.mean()) / (img.std() + 1e-6)  # noqa: E731
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_chunk_outputs.Joined, "place", place)
+        got = vmap(f, chunk_size=6, workers=1)(X)
+    assert_same(got, loop_reference(f, [X], 0), rtol=1e-15, atol=0)
+    assert placed == [True, True, True]  # (the first chunk runs before the allocation)
+
+
+def test_a_view_of_a_claimed_temporary_keeps_it_from_elision():
+    def f(x):
+        y = np.exp(x)  # (claims the slice)
+        view = y[::-1]  # (a view: `y` is no temporary for the operator below)
+        return (y * 2) + view
+
+    _check(f, [X], workers=1)
+    _check(lambda x: np.exp(x)[::-1] * 2 + np.exp(x), [X], workers=1)
+    _check(lambda x: (np.exp(x).T * 2).T - 1, [X], workers=1)
 
 
 def _options(**kwargs):

@@ -44,7 +44,13 @@ next call on: in `workers` chunks, up to `PIECES` per worker for calls of severa
 chunks in flight, at most `workers`, are what the call holds beyond its output),
 cache-sized where the cache rule says smaller. Not where the call is bound by writing
 its results to memory (its values are mostly results, made at less than
-`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
+`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each) and its chunks cannot compute them in the
+outputs: chunks would hold their results, then copy them. Where they can (the outputs
+are arrays along axis 0 whose shapes and dtypes the last call showed:
+`vmapx._chunk_outputs`), each thread writes its own part of the results, and a call
+whose values are mostly results is split among the threads after `WRITES_WHOLE` more
+whole calls (judged against the best of them), at once in the threads' chunks (no
+cache-sized chunks on one thread first: they do not make writing results faster).
 The split starts after a second whole-batch call (the first is often slow: cold caches,
 so it would flatter the split), and is judged by the best of `TRIALS` calls
 after the first: not faster by
@@ -103,6 +109,11 @@ PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the wh
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
 # 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
 WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
+# such a call whose chunks compute their results in place goes to threads after this
+# many more whole calls, whose best the split must beat (the first calls fault in fresh
+# pages for their results: 2.3 ms against 1.5 warm for np.sqrt of 9.4 MB, which flattered
+# threads that then cost 2.0)
+WRITES_WHOLE = 3
 PAGE = resource.getpagesize() if resource is not None else 4096
 
 
@@ -135,7 +146,7 @@ class _Seen:
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
                  "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
-                 "baseline", "outputs")  # fmt: skip
+                 "baseline", "outputs", "wholes")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -159,6 +170,7 @@ class _Seen:
         self.threads_later = 0  # (chunks on threads to try once those on one are timed)
         self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
         self.outputs: Any = None  # (`_chunk_outputs.spec_of` the last call's outputs)
+        self.wholes = 0  # (whole-batch calls after the first, of a call bound by writing)
 
 
 class AutoChunk:
@@ -249,9 +261,13 @@ class AutoChunk:
         """Split among threads from now on, or keep whole: decided on the faster of the
         first two calls' CPU times (the first's caches and pages are cold)."""
         entry.cpu = cpu
+        writes = entry.write_bound_cpu > 0  # (values mostly results)
+        if writes and entry.outputs is not None:
+            entry.wholes += 1  # (judged against the best of several: see WRITES_WHOLE)
+            if entry.wholes < WRITES_WHOLE:
+                return
         split = parallel_chunk(size, cpu, workers, result_bytes)
         small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
-        writes = entry.write_bound_cpu > 0  # (values mostly results)
         if not split or (cpu < entry.write_bound_cpu and entry.outputs is None):
             self._one_thread(entry)
         elif small and not (writes and entry.outputs is not None):

@@ -11,7 +11,11 @@ and every chunk's values go into their slice of it:
   shape and dtype computes into it (`ufunc(..., out=slice)`, `ufunc_destination`).
   Where that operation's value is what the chunk returns, nothing is copied: the chunk
   wrote its results where they belong, in its own thread, as hand-written NumPy with
-  `out=` would.
+  `out=` would. An operator on that value as a temporary computes into it too
+  (`vmapx._elision`: the slice is made so that its views refer to it, as a new array's
+  do, and reference counts tell whether anything else sees it), so that in
+  `(img - img.mean()) / img.std()` the difference claims the slice and the quotient is
+  computed in it.
 - **Copied by the chunk's thread.** Otherwise the chunk copies its results into its
   slices itself (`place`), before its turn to be joined: the threads copy at once,
   and a chunk's results are freed as soon as it is done.
@@ -35,6 +39,7 @@ whole output: nothing partial is returned.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -47,6 +52,11 @@ from ._compat import NUMPY2
 from ._core import Tracer
 from .errors import InAxesError
 
+try:  # (NumPy 2; NumPy 1's is np.byte_bounds)
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # pragma: no cover
+    _byte_bounds = np.byte_bounds
+
 _local = threading.local()  # `offer`: the slices this thread's chunk may compute into
 _count = threading.Lock()
 active = 0  # chunks offering slices now, in all threads (a cheap test for the rules)
@@ -55,22 +65,36 @@ _WEAK = {int: int, float: float, complex: complex, bool: np.dtype(bool)}
 
 class _Offer:
     """The slices offered to one chunk's batch trace (None: claimed, or none for that
-    output) and those claimed."""
+    output), the memory they own (weakly: see `offered`), and the byte ranges of those
+    claimed."""
 
-    __slots__ = ("slices", "claimed")
+    __slots__ = ("slices", "owners", "claimed")
 
-    def __init__(self, slices: list[Any]) -> None:
-        self.slices = slices
-        self.claimed: list[np.ndarray] = []
+    def __init__(self, regions: list[Any]) -> None:
+        self.slices = [_claimable(r) for r in regions]
+        self.owners = [weakref.ref(s.base) for s in self.slices if s is not None]
+        self.claimed: list[tuple[int, int]] = []
+
+
+def _claimable(region: Any) -> np.ndarray | None:
+    """`region` (a C-contiguous part of an output) as an array that its views refer to
+    (their `base`), as a new array's do: so that reference counts tell whether anything
+    else sees it (`vmapx._elision` may then compute into it). None where the region
+    cannot be offered (not numeric, or empty)."""
+    if region is None or region.dtype.kind not in "biufc" or not region.size:
+        return None
+    flat = np.frombuffer(memoryview(region).cast("B"), dtype=region.dtype)
+    return flat.reshape(region.shape)
 
 
 @contextmanager
-def offered(slices: list[Any]) -> Iterator[_Offer]:
+def offered(regions: list[Any]) -> Iterator[_Offer]:
     """While the block runs, this thread's outermost batch trace may compute into
-    `slices` (see the module)."""
+    `regions` (see the module). Nothing here holds the offered arrays once claimed:
+    the value computed into one is held by its tracer alone, as a new array would be."""
     global active
     previous = getattr(_local, "offer", None)
-    offer = _local.offer = _Offer(slices)
+    offer = _local.offer = _Offer(regions)
     with _count:
         active += 1
     try:
@@ -120,9 +144,17 @@ def ufunc_destination(trace: Any, ufunc: np.ufunc, vals: Any) -> np.ndarray | No
     for i, s in enumerate(offer.slices):
         if s is not None and s.shape == shape and s.dtype == dtype:
             offer.slices[i] = None
-            offer.claimed.append(s)
+            start = s.__array_interface__["data"][0]
+            offer.claimed.append((start, start + s.nbytes))
             return s  # type: ignore[no-any-return]
     return None
+
+
+def is_offered(owner: Any) -> bool:
+    """Whether `owner` is the memory of a slice offered to this thread's chunk (an
+    operator may then compute into a temporary held in it: `vmapx._elision`)."""
+    offer = getattr(_local, "offer", None)
+    return offer is not None and any(ref() is owner for ref in offer.owners)
 
 
 def slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
@@ -165,7 +197,7 @@ class Joined:
             self.ready = [np.empty((size, *shape[1:]), dtype) for shape, dtype in spec[1]]
 
     def slices(self, start: int, stop: int) -> list[Any] | None:
-        """The slices of examples `start:stop` of each output (None for one that is not
+        """The parts for examples `start:stop` of each output (None for one that is not
         an array), where the arrays are allocated; else None."""
         with self.lock:
             ready = self.ready
@@ -173,9 +205,10 @@ class Joined:
             return None
         return [None if c is None else c[start:stop] for c in ready]
 
-    def place(self, out: Any, slices: list[Any] | None, claimed: list[Any]) -> Any:
+    def place(self, out: Any, slices: list[Any] | None, claimed: list[tuple[int, int]]) -> Any:
         """A chunk's outputs, with each array that fits its slice copied into it (in the
-        chunk's thread) and given as that slice; views of claimed slices copied first."""
+        chunk's thread) and given as that slice; views of claimed slices (`claimed`: their
+        byte ranges) copied first."""
         if slices is None:
             return out
         leaves, treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
@@ -275,8 +308,9 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, Tracer | np.ndarray)
 
 
-def _overlaps(leaf: np.ndarray, claimed: list[np.ndarray]) -> bool:
-    return any(np.may_share_memory(leaf, c) for c in claimed)
+def _overlaps(leaf: np.ndarray, claimed: list[tuple[int, int]]) -> bool:
+    low, high = _byte_bounds(leaf)
+    return any(low < end and start < high for start, end in claimed)
 
 
 def _concatenate(parts: list[Any], axis: int, dtypes: set[Any]) -> Any:
