@@ -231,3 +231,23 @@ def test_peak_memory_of_results_computed_in_place():
     assert in_place < 1.02 * whole, (in_place, whole)
     chunked = peak_bytes(lambda: vmap(f, chunk_size=8, workers=2)(x))
     assert chunked < 1.02 * whole + 2 * 8 * 16**4 * 8, (chunked, whole)
+
+
+@pytest.mark.parametrize(("work", "kept"), [(0.060, True), (0.080, False)])
+def test_threads_writing_results_must_add_no_work(work, kept):
+    """Results computed in place (the outputs known): split at once in the threads'
+    chunks, without the results' limit per chunk, after the best of `WRITES_WHOLE` more
+    whole calls; kept only where all threads take no more CPU time than the whole call
+    in all the process's threads (70 ms here, BLAS's threads included)."""
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    made = type("Made", (), {"largest": 200 << 20, "made": 210 << 20})()
+    results = [np.empty(25 << 20)]  # (200 MiB: values mostly results)
+    spec = _chunk_outputs.spec_of(np.empty((256, 2)))
+    for _ in range(1 + _autochunk.WRITES_WHOLE):
+        assert auto.chunk_for(key) is None
+        auto.observe_whole(key, 256, made, results, 0.036, workers=2)
+        auto.remember_outputs(key, spec, 0.070)
+    assert auto.chunk_for(key) == 32 and auto.threaded(key)  # (8 pieces: 4 per worker)
+    for _ in range(1 + _autochunk.TRIALS):  # (the first is not judged)
+        auto.observe_chunked(key, 0.025, work)
+    assert auto.threaded(key) is kept

@@ -254,8 +254,10 @@ def _auto_chunked(
         return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, recalled[2])
     made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
+    process = time.process_time()  # (and with BLAS's own threads: see remember_outputs)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
     cpu = time.thread_time() - cpu
+    process = time.process_time() - process
     if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
@@ -269,7 +271,7 @@ def _auto_chunked(
         )
         if opts.out_axes == 0:  # (where chunks may compute into the outputs)
             key = key if key is not None else _autochunk.signature(size, leaves, axes)
-            auto.remember_outputs(key, _chunk_outputs.spec_of(out))
+            auto.remember_outputs(key, _chunk_outputs.spec_of(out), process)
     return out
 
 
