@@ -70,6 +70,7 @@ from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
 from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
 from ._direct import direct_binary
+from ._inplace import accumulate_into
 from ._registry import ALL, Primitive, builder, each_function, register
 from .errors import (
     ConcretizationError,
@@ -740,9 +741,19 @@ def backward(
             if c is None:
                 continue
             if type(c) is not _scaled.Scaled or out >= 0 or not c.fits(shape, dtype):
-                c = fit(_scaled.materialize(c), shape, dtype)
+                c = _fit_cotangent(c, shape, dtype)
             _accumulate(tape, cts, owned, node, out, c)
     return cts
+
+
+def _fit_cotangent(c: Any, shape: tuple[Any, ...], dtype: np.dtype) -> Any:
+    """`c` as a cotangent of an operand of `shape` and `dtype` (see `fit`). A negated
+    cotangent (`_scaled.negated`) is summed, cast or broadcast first and negated after:
+    the same bits (a sum of negated terms is the negated sum), on the smaller array."""
+    base = _scaled.negated(c)
+    if base is not None:
+        return -fit(base, shape, dtype)
+    return fit(_scaled.materialize(c), shape, dtype)
 
 
 def _accumulate(
@@ -762,6 +773,11 @@ def _accumulate(
     if both is not None:
         cts[node] = both
         return
+    difference = _difference(prev, ct)
+    if difference is not None:  # `a + (-b)` as `a - b`: the same bits, one array fewer
+        cts[node] = difference
+        owned[node] = False
+        return
     prev, ct = _scaled.materialize(prev), _scaled.materialize(ct)
     if owned[node] and type(ct) is np.ndarray and ct.dtype == prev.dtype and prev.flags.writeable:
         np.add(prev, ct, out=prev)  # our own sum: safe to add into
@@ -772,6 +788,20 @@ def _accumulate(
             total = prev + ct
         cts[node] = total
         owned[node] = type(total) is np.ndarray and total.shape == prev.shape
+
+
+def _difference(prev: Any, ct: Any) -> Any:
+    """`prev + ct` as one subtraction where one of them is a negated cotangent
+    (`_scaled.negated`) and the other is not deferred; None otherwise."""
+    if type(ct) is _scaled.Scaled and type(prev) is not _scaled.Scaled:
+        prev, ct = ct, prev
+    elif type(prev) is not _scaled.Scaled or type(ct) is _scaled.Scaled:
+        return None
+    base = _scaled.negated(prev)
+    if base is None:
+        return None
+    total = direct_binary(np.subtract, ct, base)
+    return ct - base if total is None else total
 
 
 # -- running the transforms (used by the public API) --------------------------------
@@ -1038,10 +1068,62 @@ def defelementwise(
             return _zero_pullback
         return _PartialPullback(d, ans, args)
 
-    defjvp_argnum(func, jvp, replace=replace)
+    def jvp_rule(
+        args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any, tangents: dict[Any, Any]
+    ) -> Any:
+        shared = _shared_tangent(tangents, table, kwargs)
+        if shared is not None:  # `f(x, x)`: `t * (d0 + d1)`, one tangent-sized product
+            d0, d1 = partial_value(table[0], ans, *args), partial_value(table[1], ans, *args)
+            return _times(shared, d0 + d1)
+        out, own = None, False  # (`own`: `out` is a new value only this rule holds)
+        for argnum, t in tangents.items():
+            if out is not None and _negates(table.get(argnum)) and type(out) not in (tuple, list):
+                if kwargs.get("where", True) is not True:
+                    raise NoRule("where", "jvp")
+                out, own = _sum_into(np.subtract, out, own, t)  # `out + (-t)`: the same bits
+                continue
+            c = jvp(argnum, t, ans, args, kwargs)
+            if out is None or c is None:
+                own = own if c is None else c is not t  # (a partial of 1 passes `t` on)
+                out = c if out is None else out
+            elif type(out) in (tuple, list):
+                out = add_any(out, c)
+            else:
+                out, own = _sum_into(np.add, out, own, c)
+        return out
+
+    for f in each_function(func):
+        register(f, "jvp", jvp_rule, replace=replace)
     defvjp_argnum(func, maker, replace=replace)
     for f in each_function(func):
         register(f, "partials", derivs, replace=replace)
+
+
+def _shared_tangent(tangents: dict[Any, Any], table: dict[Any, Any], kwargs: dict[Any, Any]) -> Any:
+    """The tangent of both operands of a binary elementwise call on one value (`x * x`),
+    where both have partials and no `where=`; else None."""
+    if len(tangents) != 2 or kwargs.get("where", True) is not True:
+        return None
+    t = tangents.get(0)
+    if t is None or t is not tangents.get(1) or type(t) in (tuple, list):
+        return None
+    if table.get(0) is None or table.get(1) is None:  # (missing or zero: the usual path)
+        return None
+    return t
+
+
+def _sum_into(ufunc: np.ufunc, out: Any, own: bool, c: Any) -> tuple[Any, bool]:
+    """`ufunc(out, c)`, written into `out` where the rule made it and holds it alone."""
+    if own:
+        total = accumulate_into(ufunc, out, c)
+        if total is not None:
+            return total, True
+    return ufunc(out, c), True
+
+
+def _negates(d: Any) -> bool:
+    """Whether the partial `d` given to `defelementwise` is the number -1."""
+    return type(d) in (int, float) and d == -1
 
 
 class _PartialPullback:

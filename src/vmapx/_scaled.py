@@ -113,6 +113,14 @@ def materialize(ct: Any) -> Any:
     return ct.value() if type(ct) is Scaled else ct
 
 
+def negated(ct: Any) -> Any | None:
+    """The base `b` of a cotangent that is `-b` (deferred with the scale -1: the second
+    operand of a subtraction), else None."""
+    if type(ct) is Scaled and type(ct.scale) in (int, float) and ct.scale == -1:
+        return ct.base
+    return None
+
+
 def combine(prev: Any, ct: Any) -> Any | None:
     """`prev + ct` kept deferred when both scale the same base, else None."""
     if type(prev) is Scaled and type(ct) is Scaled and prev.base is ct.base:

@@ -193,6 +193,35 @@ def _w_nanprod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
     return _others_product(np.where(keep, x, 1), axes) * keep
 
 
+def _contractible(t: Any, w: Any, x: Any) -> bool:
+    """Whether `sum(t * w)` may be one contraction: a weight of the operand's own shape
+    (the extremes' tie-split mask, the products of the others), a float or complex tangent
+    and few enough axes for einsum's labels."""
+    return (
+        getattr(w, "shape", None) == x.shape
+        and getattr(t, "shape", None) == x.shape
+        and 0 < x.ndim <= _MAX_LABELS
+        and np.dtype(t.dtype).kind in "fc"
+        and np.dtype(w.dtype).kind in "fc"
+    )
+
+
+_MAX_LABELS = 24  # (of einsum's 52, half for vmap's batch letters on the way down)
+_LABEL_CHARS = "abcdefghijklmnopqrstuvwx"
+
+
+def weighted_sum(t: Any, w: Any, axes: tuple[int, ...], kept: tuple[int, ...] | None) -> Any:
+    """`np.sum(t * w, axis=axes)` (shaped `kept` if given) as one `np.einsum` contraction:
+    the tangent-sized product `t * w` is never formed. Under `vmap` of a Jacobian the
+    tangent carries the basis as well (`jacfwd`, `hessian`), and the contraction is one
+    matrix product instead of a basis-sized product and a sum over a short axis. Only the
+    order of the additions differs from the product and the sum (rounding)."""
+    labels = _LABEL_CHARS[: t.ndim]
+    out = "".join(c for i, c in enumerate(labels) if i not in axes)
+    total = np.einsum(f"{labels},{labels}->{out}", t, w)
+    return total if kept is None else np.reshape(total, kept)
+
+
 @builder
 def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable[..., Any]) -> None:
     def setup(args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any) -> tuple[Any, ...]:
@@ -208,6 +237,8 @@ def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable
         if argnum != 0:
             raise NoRule(argnum, "jvp")
         x, axes, keepdims, kept, w = setup(args, kwargs, ans)
+        if w is not None and _contractible(t, w, x):
+            return weighted_sum(t, w, axes, kept if keepdims else None)
         return np.sum(t if w is None else t * w, axis=axes, keepdims=keepdims)
 
     def vjp(
