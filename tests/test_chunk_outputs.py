@@ -10,9 +10,19 @@ import pytest
 import vmapx
 from harness import assert_same, loop_reference, peak_bytes
 from vmapx import _api, _autochunk, _chunk_outputs, vmap
+from vmapx._compat import NUMPY2
 
 RNG = np.random.default_rng(11)
+# (NumPy 1's value-based promotion: a ufunc's result dtype is not known before it runs,
+# so nothing computes into the slices there; the results are copied, and the same)
+needs_numpy2 = pytest.mark.skipif(not NUMPY2, reason="in place with NumPy 2's promotion")
 X = RNG.standard_normal((24, 4, 4))
+
+
+@pytest.fixture(autouse=True)
+def _offer_small_results(monkeypatch):
+    """Every chunk is offered its slices (the examples here are small)."""
+    monkeypatch.setattr(_chunk_outputs, "OFFER_BYTES", 0)
 
 
 @pytest.fixture
@@ -41,6 +51,7 @@ def _check(f, args, in_axes=0, out_axes=0, chunk=5, workers=2, leaf_axes=None):
     return got
 
 
+@needs_numpy2
 @pytest.mark.parametrize("workers", [1, 2])
 def test_elementwise_results_are_computed_in_their_slices(claims, workers):
     got = _check(np.sqrt, [np.abs(X)], workers=workers)
@@ -48,6 +59,7 @@ def test_elementwise_results_are_computed_in_their_slices(claims, workers):
     assert 1 <= len(claims) <= 5  # (chunks after the first joined: in place)
 
 
+@needs_numpy2
 def test_outer_products_are_computed_in_their_slices(claims):
     _check(lambda a: np.tensordot(a, a, 0), [X], workers=1)
     assert claims == ["multiply"] * 4
@@ -160,12 +172,14 @@ def test_zero_and_one_chunk_batches():
     assert empty.shape == (0, 4, 4) and empty.dtype == X.dtype
 
 
+@needs_numpy2
 def test_vmaps_inside_the_chunks_do_not_take_the_slices(claims):
     ones = np.ones((5, 4, 4))  # (the inner vmap's exp has a slice's shape, at its level)
     _check(lambda x: vmap(np.exp)(ones)[0] + x, [X[:20]], workers=1)
     assert claims and set(claims) == {"add"}  # (the outer trace's sums only)
 
 
+@needs_numpy2
 def test_auto_chunks_compute_their_results_in_place(monkeypatch, claims):
     """A call bound by writing its results goes to threads (no cache-sized chunks on one
     thread first) where they can compute into the outputs, after `WRITES_WHOLE` more
@@ -181,6 +195,7 @@ def test_auto_chunks_compute_their_results_in_place(monkeypatch, claims):
     assert len(claims) >= 2 and set(claims) == {"multiply"}
 
 
+@needs_numpy2
 def test_operators_compute_into_a_claimed_slice():
     """`(img - mean) / std`: the difference claims the slice, and the quotient, computed
     into that temporary (`vmapx._elision`), is the chunk's output: placed, not copied."""
@@ -218,6 +233,7 @@ def _options(**kwargs):
     )
 
 
+@needs_numpy2
 def test_peak_memory_of_results_computed_in_place():
     """Outputs known from an earlier call: every chunk computes into them, and the
     peak is the whole call's; where only the first chunk tells them, the chunks
@@ -251,3 +267,13 @@ def test_threads_writing_results_must_add_no_work(work, kept):
     for _ in range(1 + _autochunk.TRIALS):  # (the first is not judged)
         auto.observe_chunked(key, 0.025, work)
     assert auto.threaded(key) is kept
+
+
+@needs_numpy2
+def test_small_results_are_copied_at_the_join(monkeypatch, claims):
+    monkeypatch.setattr(_chunk_outputs, "OFFER_BYTES", 1 << 20)
+    _check(np.exp, [X], workers=1)
+    assert not claims  # (24 examples of 128 bytes: copied when joined)
+    big = RNG.standard_normal((16, 128, 128))  # (2 MiB)
+    _check(np.exp, [big], chunk=8, workers=1)
+    assert claims == ["exp"]  # (the second chunk: 1 MiB; the first runs before allocation)
