@@ -208,18 +208,41 @@ def write_markdown(path: Path, info: list, results: dict, count: int) -> None:
 WHERE_THE_TIME_GOES = [
     "## Where the padded mode's time goes",
     "",
-    "Measured by phase (CPU time of the calling thread, medians, interleaved with the hand "
-    "version) on the skewed batch at its 6 default buckets, November 2026, on this machine: the "
-    "NumPy calls of each bucket's run are the ones the hand version makes, on the same "
-    "padded arrays (`vmapx.jit(vmapx.vmap(pool, ...)).lower(...)` lists them). What the "
-    "hand version does not pay is vmapx interpreting `pool`'s ~55 batched NumPy calls in "
-    "Python: ~0.35 ms per bucket with warm caches, ~1 ms next to large arrays (each large "
-    "NumPy call evicts the interpreter's code and objects), about 6 ms over 6 buckets; and "
-    "grouping the 4096 examples and choosing the buckets, ~2.5 ms (reading 4096 shapes "
-    "alone is ~1 ms). Stacking the padded arrays (~4.5 ms) and splitting the results "
-    "(~0.5 ms) cost less than the hand version's loops. The exact-groups mode runs one "
-    "`vmap` per distinct length with 8 or more examples (76 of 180 here, ~0.6 ms each) "
-    "and the rest as plain calls, so it cannot approach the padded mode on this batch.",
+    "Measured by phase (CPU time of the calling thread, medians of 11 calls, interleaved "
+    "with the loop and the hand version, one thread) on the skewed batch, November 2026, on "
+    "this machine with a load average of 4-5: the NumPy calls of each bucket's run are the "
+    "ones the hand version makes, on the same padded arrays "
+    "(`vmapx.jit(vmapx.vmap(pool, ...)).lower(...)` lists them), so what decides the time "
+    "is the size of the buckets' arrays and vmapx's own work around them.",
+    "",
+    "- **Bucket sizes.** At the 6 buckets that the padded size alone picks, each bucket's "
+    "arrays are ~1 MiB: they and NumPy's temporaries no longer fit the core's cache "
+    "(25-37 ns per element over the 55 calls, against 11-15 ns at 0.3-0.5 MiB), and "
+    "where glibc gives the blocks freed at the end of a bucket back to the system, the "
+    "next bucket faults its pages in again (~3 000 page faults a call). `'auto'` now "
+    "weighs a bucket's elements beyond 64 Ki (512 KiB of float64) 2.5 times, and picks 10 "
+    "buckets of at most 512 KiB: in one process 22.1 ms against 24.5 ms a call, in "
+    "another 21.8 ms against 41.4 ms where the 6 buckets faulted. Which sizes fault "
+    "depends on the process's past (glibc's threshold for giving memory back rises with "
+    "the largest block freed so far): in a third process, with no larger arrays before, "
+    "the 10 buckets faulted (~1 200 a call) and the 6 did not, 24.6 ms against 20.5 ms.",
+    "- **vmapx's own work** (~9 ms of ~22): interpreting `pool`'s ~55 batched NumPy calls "
+    "in Python, ~0.45 ms per bucket (~4.5 ms over 10); grouping, ~2.2 ms (reading 4096 "
+    "shapes and dtypes ~1.5 ms with cold caches, the bucket search over 64 candidate "
+    "sizes ~0.35 ms, down from ~0.5 over 128); stacking the padded arrays, ~2.7 ms "
+    "(examples of one length next to each other are written by one `np.concatenate`: "
+    "~4.5 ms example by example); splitting the results, ~0.6 ms.",
+    "- The exact-groups mode runs one `vmap` per distinct length with 8 or more examples "
+    "(76 of 180 here, ~0.6 ms each) and the rest as plain calls, so it cannot approach the "
+    "padded mode on this batch.",
+    "",
+    "On 2 cores shared with other work the ratios move by 20-30% from run to run (the "
+    "loop's time is mostly the interpreter's, the batched runs' mostly memory's), more "
+    "than these changes move them: back to back at loads of 3.5-4.5, the skewed batch's "
+    "best mode measured 9.2x and 11.6x before them and 10.4x and 9.9x after (8.0x to "
+    "11.9x in four more runs after), so it sits at its 10x target, not reliably above. "
+    "The hand version padded to the same buckets gains from the new bucket sizes as much "
+    "as vmapx does (it uses them too): the padded mode stays at 1.2-1.7x of it.",
 ]
 
 

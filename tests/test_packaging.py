@@ -47,6 +47,23 @@ def test_a_library_imported_before_vmapx_is_adapted_on_first_use():
     assert out.split() == ["False", "function", "LibraryFunction"]
 
 
+def _script(imported: list[str], *lines: str) -> str:
+    """A program that imports the modules `imported`, then runs `lines`."""
+    return "".join(f"import {module}\n" for module in imported) + "".join(
+        f"{line}\n" for line in lines
+    )
+
+
+def _outputs_by_seed(code: str, seeds: int) -> list[str]:
+    """What `code` prints, run under each hash seed below `seeds` (each run succeeds)."""
+    outputs = []
+    for seed in range(seeds):
+        proc = _python_seeded(code, seed)
+        assert proc.returncode == 0, (seed, proc.stderr[-2000:])
+        outputs.append(proc.stdout)
+    return outputs
+
+
 def _python_seeded(code: str, seed: int) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     return subprocess.run(
@@ -61,18 +78,16 @@ def test_every_library_imported_before_vmapx_loads_whatever_the_hash_seed(first_
     modules, which once re-entered the deferred loading and, for some hash seeds, found
     an adapter module half initialised.)"""
     libraries = sorted(ADAPTERS)
-    code = (
-        "".join(f"import {library}\n" for library in libraries)
-        + "import vmapx\n"
-        + f"from vmapx import {first_name}\n"
-        + "import scipy.linalg, numpy.polynomial.polynomial as P\n"
-        + "print(vmapx.libraries.installed())\n"
-        + "print(type(scipy.linalg.solve).__name__, type(P.polyval).__name__)\n"
+    code = _script(
+        libraries,
+        "import vmapx",
+        f"from vmapx import {first_name}",
+        "import scipy.linalg, numpy.polynomial.polynomial as P",
+        "print(vmapx.libraries.installed())",
+        "print(type(scipy.linalg.solve).__name__, type(P.polyval).__name__)",
     )
-    for seed in range(4):
-        proc = _python_seeded(code, seed)
-        assert proc.returncode == 0, (seed, proc.stderr[-2000:])
-        installed, kinds = proc.stdout.splitlines()
+    for seed, out in enumerate(_outputs_by_seed(code, 4)):
+        installed, kinds = out.splitlines()
         assert installed == repr(libraries), seed
         assert kinds == "LibraryFunction LibraryFunction", seed
 
@@ -107,3 +122,40 @@ def test_license_and_supported_pythons_agree():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'requires-python = ">=3.11"' in pyproject
     assert "Python 3.11 to 3.13" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "before",
+    [["scipy.special", "scipy.linalg"], ["numpy.polynomial.polynomial", "scipy.integrate"]],
+)
+def test_a_library_imported_after_vmapx_loads_beside_deferred_ones(before):
+    """Some adapted libraries imported before vmapx (deferred), then one imported after
+    it whose import loads its adapters: the adapter machinery, imported for the first
+    time there, must not load the deferred adapters while it is half initialised."""
+    code = _script(
+        before,
+        "from scipy.linalg import solve",
+        "import vmapx",
+        "import scipy.stats",
+        "print(vmapx.libraries.installed())",
+    )
+    for out in _outputs_by_seed(code, 2):
+        assert set(before) <= set(eval(out)), out
+        assert "scipy.stats" in out
+
+
+@pytest.mark.parametrize(
+    "module", ["vmapx.libraries.scipy_signal", "vmapx.libraries._adapter", "vmapx.extend"]
+)
+def test_a_vmapx_module_imported_first_with_libraries_deferred(module):
+    """The adapted libraries imported before vmapx, then a vmapx module by its name: the
+    adapter machinery it imports must not load the deferred adapters half initialised."""
+    code = _script(
+        sorted(ADAPTERS),
+        f"import {module}",
+        "import vmapx",
+        "vmapx.vmap",
+        "print(vmapx.libraries.installed())",
+    )
+    (out,) = _outputs_by_seed(code, 1)
+    assert out.strip() == repr(sorted(ADAPTERS))

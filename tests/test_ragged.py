@@ -575,26 +575,29 @@ def test_auto_buckets_trade_padding_against_groups(seed: int) -> None:
     lengths = rng.integers(1, 400, int(rng.integers(1, 40)))
     weights = rng.integers(1, 2000, len(lengths)).astype(float)
 
-    def cost(sizes: np.ndarray) -> float:
-        return (sizes * weights).sum() + _padding.GROUP_COST_ELEMENTS * len(np.unique(sizes))
+    def cost(sizes: np.ndarray) -> float:  # (each bucket's elements, weighed as "auto" does)
+        tops = np.unique(sizes)
+        per_bucket = [_padding.auto_cost(top * weights[sizes == top].sum()) for top in tops]
+        return float(np.sum(per_bucket)) + _padding.GROUP_COST_ELEMENTS * len(tops)
 
     auto = cost(_padding.bucket_sizes(lengths, "auto", weights))
-    for k in range(1, len(np.unique(lengths)) + 1):
+    for k in range(1, min(len(np.unique(lengths)), _padding.MAX_AUTO_BUCKETS) + 1):
         assert auto <= cost(_padding.bucket_sizes(lengths, k, weights)) + 1e-6
 
 
+@pytest.mark.parametrize("weigh", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_the_auto_search_stops_where_buckets_save_too_little(seed: int) -> None:
-    """The least padding is convex in the number of buckets: the search for 'auto' stops
-    at the first bucket that saves no more than one costs, and picks what the full
-    search over 1..MAX_AUTO_BUCKETS picks."""
+def test_the_auto_search_stops_where_buckets_save_too_little(seed: int, weigh: bool) -> None:
+    """The least padding (as it is, or weighed by `auto_cost`) is convex in the number of
+    buckets: the search for 'auto' stops at the first bucket that saves no more than one
+    costs, and picks what the full search over 1..MAX_AUTO_BUCKETS picks."""
     rng = np.random.default_rng(seed)
     values = np.unique(rng.integers(1, int(rng.choice([30, 500])), int(rng.integers(2, 300))))
-    counts = rng.integers(1, 3000, len(values)).astype(float)
+    counts = rng.integers(1, int(rng.choice([300, 3000])), len(values)).astype(float)
     kmax = min(_padding.MAX_AUTO_BUCKETS, len(values))
-    full, _ = _padding._best_splits(values.astype(float), counts, kmax)
+    full, _ = _padding._best_splits(values.astype(float), counts, kmax, None, weigh)
     assert (np.diff(full, 2) >= -1e-6 * full[0]).all()  # (convex)
-    cut, _ = _padding._best_splits(values.astype(float), counts, kmax, 5000.0)
+    cut, _ = _padding._best_splits(values.astype(float), counts, kmax, 5000.0, weigh)
     np.testing.assert_array_equal(cut, full[: len(cut)])
     pick = lambda t: np.argmin(t + 5000.0 * np.arange(len(t)))  # noqa: E731
     assert pick(cut) == pick(full)

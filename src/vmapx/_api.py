@@ -25,6 +25,7 @@ from . import (
     _passthrough,
     _payload,
     _scalars,
+    _subclasses,
 )  # fmt: skip
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
@@ -34,6 +35,7 @@ from ._elision import CONSUMED
 from ._vmap_arguments import check_vmap_arguments
 from .errors import (
     AxisSizeError,
+    ConcretizationError,
     InAxesError,
     OutputError,
     PerformanceWarning,
@@ -184,6 +186,9 @@ def _vmap_call(
         if CALL_ADAPTERS:
             leaves, axes, kwargs, special = _prepare_special(leaves, axes, kwargs, opts.randomness)
         size = _batch_size(leaves, axes, lambda i: _leaf_name(f, args, i), opts.axis_size)
+        subclass = _subclasses.subclass_reason(leaves, axes)
+        if subclass is not None:  # (a mask, np.matrix: only the loop keeps them)
+            return _loop_for_reason(f, opts, leaves, treedef, axes, kwargs, size, subclass)
         if kwargs and not opts.kwargs_noticed:
             opts.kwargs_noticed = _kwargs_notice.notice(f, kwargs, size, user_stacklevel() + 1)
     if opts.chunk_size is not None and size > opts.chunk_size:
@@ -192,6 +197,20 @@ def _vmap_call(
     if opts.autochunk is not None and not special:  # (chunks would change random draws)
         return _auto_chunked(f, opts, leaves, treedef, axes, kwargs, size)
     return _run(f, opts, leaves, treedef, axes, kwargs, size)
+
+
+def _loop_for_reason(
+    f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int, reason: _fallback_memory.Reason,
+) -> Any:  # fmt: skip
+    """The whole-function loop for `reason`, known before any batched run (or, with
+    `fallback="error"`, the error that says so)."""
+    if (opts.fallback or _config.config.fallback) == "error":
+        raise ConcretizationError(
+            f"vmap: {reason.what}. With fallback='error' vmapx does not run the function "
+            f"per example. Fix: {reason.fix}."
+        )
+    return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, reason)
 
 
 def _plain_call(opts: _Options, args: tuple[Any, ...]) -> tuple[list[Any], int] | None:

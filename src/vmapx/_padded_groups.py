@@ -81,12 +81,14 @@ def _dims(shapes: list[Any]) -> np.ndarray | None:
 
 
 def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list[Any]]:
-    """Each example's bucket size, and the groups: (size, example indices in order) by
-    increasing size. `sizes_of(values, counts)` gives the bucket size of each distinct
-    length `values` (sorted) held by `counts` examples."""
+    """Each example's bucket size, and the groups: (size, example indices by length, in
+    order within a length) by increasing size. `sizes_of(values, counts)` gives the
+    bucket size of each distinct length `values` (sorted) held by `counts` examples."""
     values, inverse, counts = np.unique(lengths, return_inverse=True, return_counts=True)
     sizes = np.asarray(sizes_of(values, counts), dtype=np.int64)[inverse.ravel()]
-    order = np.argsort(sizes, kind="stable")
+    # (by length: then by size too, as sizes grow with lengths; examples of one length
+    # next to each other stack as one, `_padding.stack_padded`)
+    order = np.argsort(lengths, kind="stable")
     tops, starts = np.unique(sizes[order], return_index=True)
     parts = np.split(order, starts[1:])
     return sizes, [(int(top), part.tolist()) for top, part in zip(tops, parts, strict=True)]

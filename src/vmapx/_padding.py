@@ -16,7 +16,9 @@ from ._api import leaf_axes  # (a pytree prefix of axes to one axis per leaf, as
 from .errors import PaddingError
 
 # the most candidate sizes the bucket search looks at (lengths round up to one of them first)
-_MAX_CANDIDATES = 128
+# (64: the search takes ~0.2 ms over the benchmark's 180 distinct lengths, 128 ~0.5 ms,
+# for padding within 0.5% of it)
+_MAX_CANDIDATES = 64
 
 
 # -- which axis of each leaf pads -------------------------------------------------------
@@ -90,10 +92,24 @@ def example_length(leaves: list[Any], axes: list[Any], index: int) -> tuple[int,
 # "auto" buckets: one more batched group costs vmapx about as much time as this many more
 # array elements in each NumPy call (measured on 2 cores: ~25 us of interpretation per call
 # and group against ~0.5 ns per float64 element). On the benchmark's skewed lengths this
-# picks 6 buckets; fixed counts measured there: 4 and 16 faster than 8 by 5-15%, within
-# the noise of a loaded machine.
+# picks 10 buckets (6 before the weight of large buckets, `auto_cost`, came in).
 GROUP_COST_ELEMENTS = 50_000
 MAX_AUTO_BUCKETS = 16
+# "auto" buckets: a bucket of more than this many elements (512 KiB of float64) costs
+# `OVER_CACHE` times more per element beyond them. Its arrays and NumPy's temporaries no
+# longer fit the core's cache (~12 ns per element over the 55 NumPy calls of the
+# benchmark's function against ~25-35 ns, 2 cores), and where glibc gives the blocks
+# freed at the end of one bucket back to the system, the next bucket faults its pages in
+# again (~3 000 faults a call at 6 buckets of ~1 MiB, none at 10 of at most 512 KiB; which
+# sizes fault depends on the process's past: `benchmarks/ragged.md`).
+CACHE_ELEMENTS = 64 << 10
+OVER_CACHE = 1.5
+
+
+def auto_cost(elements: Any) -> Any:
+    """The cost that "auto" buckets weigh for buckets of `elements` padded elements (a
+    number or an array), before `GROUP_COST_ELEMENTS` for each bucket."""
+    return elements + OVER_CACHE * np.maximum(np.asarray(elements) - CACHE_ELEMENTS, 0)
 
 
 def bucket_sizes(
@@ -104,10 +120,11 @@ def bucket_sizes(
 
     `buckets` an int k: the k sizes that make the total padded size the least, each
     length weighted by `weights` (its examples' elements per unit of length; 1 if None),
-    found exactly by dynamic programming over the distinct lengths (beyond 128 of them,
-    each first rounded up to one of 128 spread evenly over them). `"auto"`: the number of
+    found exactly by dynamic programming over the distinct lengths (beyond 64 of them,
+    each first rounded up to one of 64 spread evenly over them). `"auto"`: the number of
     sizes (at most 16) that makes the padded size plus `GROUP_COST_ELEMENTS` per bucket the
-    least. A sequence: those sizes (a length beyond the largest keeps its own size)."""
+    least (each bucket's size weighed by `auto_cost`). A sequence: those sizes (a length
+    beyond the largest keeps its own size)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if not len(lengths):
         return lengths
@@ -133,7 +150,7 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
         values, counts = values[pick], np.bincount(slot, weights=counts, minlength=len(pick))
     enough = GROUP_COST_ELEMENTS if k == "auto" else None
     totals, choices = _best_splits(
-        values.astype(np.float64), counts, min(kmax, len(values)), enough
+        values.astype(np.float64), counts, min(kmax, len(values)), enough, k == "auto"
     )
     if k == "auto":
         k = 1 + int(np.argmin(totals + GROUP_COST_ELEMENTS * np.arange(1, len(totals) + 1)))
@@ -141,8 +158,9 @@ def _optimal_sizes(lengths: np.ndarray, weights: np.ndarray, k: int | str) -> np
 
 
 def _best_splits(
-    values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None
-) -> tuple[Any, ...]:
+    values: np.ndarray, counts: np.ndarray, kmax: int, enough: float | None = None,
+    weigh: bool = False,
+) -> tuple[Any, ...]:  # fmt: skip
     """The least sum(count * top) over sorted `values` with at most 1..kmax buckets, and
     `choices[t][j]`: where the last bucket starts when values[0..j] use t + 2 buckets (-1
     where fewer do as well). With `enough`, it stops at the first bucket that saves no
@@ -153,7 +171,10 @@ def _best_splits(
     m = len(values)
     before = np.concatenate([[0.0], np.cumsum(counts)])
     i, j = np.arange(m)[:, None], np.arange(m)[None, :]
-    cost = np.where(i <= j, values[None, :] * (before[1:][None, :] - before[:-1][:, None]), np.inf)
+    cost = values[None, :] * (before[1:][None, :] - before[:-1][:, None])
+    if weigh:  # ("auto": large buckets weighed by `auto_cost`)
+        cost = auto_cost(cost)
+    cost = np.where(i <= j, cost, np.inf)
     best, choices = cost[0].copy(), []  # best[j]: the least total for values[0..j]
     totals = [best[-1]]
     for _ in range(kmax - 1):
@@ -181,9 +202,11 @@ def _tops(choices: list[Any], m: int) -> list[Any]:
 # -- padded stacks and trimmed results ----------------------------------------------------
 
 
-def stack_padded(leaves: Sequence[Any], axis: int, size: int, pad_value: Any) -> Any:
+def stack_padded(
+    leaves: Sequence[Any], axis: int, size: int, pad_value: Any, lengths: np.ndarray
+) -> Any:
     """The examples `leaves` stacked on a new axis 0, each padded with `pad_value` at the
-    end of `axis` to `size`."""
+    end of `axis` to `size`; `lengths`: each example's size along `axis`."""
     first = leaves[0]
     shape = list(first.shape)
     shape[axis] = size
@@ -193,12 +216,27 @@ def stack_padded(leaves: Sequence[Any], axis: int, size: int, pad_value: Any) ->
         zero = isinstance(pad_value, numbers.Number) and cast(Any, pad_value) == 0
         # (zeros: pages the kernel gives zeroed, touched only where examples are written)
         out = np.zeros(stacked, first.dtype) if zero else np.full(stacked, pad_value, first.dtype)
-        head = (slice(None),) * axis
-        for i, x in enumerate(leaves):
-            at: tuple[int | slice, ...] = (i, *head, slice(0, x.shape[axis]))
-            out[at] = x
+        _write_runs(out, leaves, axis, lengths)
         return out
     return np.stack([_pad_one(x, axis, size, pad_value) for x in leaves])
+
+
+def _write_runs(out: np.ndarray, leaves: Sequence[Any], axis: int, lengths: np.ndarray) -> None:
+    """Write the arrays `leaves` into the rows of `out`, each at the start of `axis`.
+    Examples of one length next to each other (a run: the groups list them by length)
+    are joined by one `np.concatenate` and written at once: ~4 us a run against ~1 us an
+    example written alone, so 4096 examples of 180 lengths stack in ~2/3 of the time."""
+    head = (slice(None),) * axis
+    ends = (np.flatnonzero(lengths[1:] != lengths[:-1]) + 1).tolist()
+    for start, stop in zip([0, *ends], [*ends, len(leaves)], strict=True):
+        n = leaves[start].shape[axis]
+        if stop - start < 3:
+            for i in range(start, stop):
+                at: tuple[int | slice, ...] = (i, *head, slice(0, n))
+                out[at] = leaves[i]
+            continue
+        run = np.concatenate(leaves[start:stop]).reshape(stop - start, *leaves[start].shape)
+        out[(slice(start, stop), *head, slice(0, n))] = run
 
 
 def _pad_one(x: Any, axis: int, size: int, pad_value: Any) -> Any:

@@ -78,7 +78,8 @@ def map(  # noqa: A001  (the name users call: `vmapx.map`, like Python's `map`)
       k: the k sizes that make this batch's padded arrays the smallest (exact, by dynamic
       programming); `"auto"` (default): the number of sizes (up to 16) that best trades
       padding against one more batched run, which costs about as much as 50 000 more
-      elements per NumPy call (measured); or a sequence of sizes.
+      elements per NumPy call (measured), a bucket's elements beyond 65 536 (512 KiB of
+      float64, past the cache) weighing 2.5 times as much; or a sequence of sizes.
     - `pad_value`: padded mode: the value of padded positions.
     - `check`: padded mode: `True` (8 examples) or a number of examples, the most padded
       of each bucket first, whose results are compared with calling `f` on the unpadded
@@ -431,16 +432,7 @@ class _Plan:
         self, spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
     ) -> list[Any]:
         """`f`'s positional arguments from the mapped leaves `flat` and the `shared` values."""
-        args, start, parts = [], 0, iter(spec)
-        for p, ax in enumerate(self.axes):
-            if ax is None:
-                args.append(shared[p])
-                continue
-            treedef, count = next(parts)
-            leaves = flat[start : start + count]
-            args.append(leaves[0] if treedef is None else optree.tree_unflatten(treedef, leaves))
-            start += count
-        return args
+        return _arguments(self.axes, spec, flat, shared)
 
     def call(self, e: int) -> Any:
         """`f` on example `e` alone: its own (copied) arrays, the shared values read-only."""
@@ -451,6 +443,23 @@ class _Plan:
             assert self.lengths is not None  # (set by `group` in the padded mode)
             args.append(np.int64(self.lengths[e]))
         return self.f(*args, **self.kwargs)
+
+
+def _arguments(
+    axes: list[Any], spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
+) -> list[Any]:
+    """`f`'s positional arguments (`axes`: each one's `in_axes` entry) from the mapped
+    leaves `flat`, of the structure `spec`, and the `shared` values."""
+    args, start, parts = [], 0, iter(spec)
+    for p, ax in enumerate(axes):
+        if ax is None:
+            args.append(shared[p])
+            continue
+        treedef, count = next(parts)
+        leaves = flat[start : start + count]
+        args.append(leaves[0] if treedef is None else optree.tree_unflatten(treedef, leaves))
+        start += count
+    return args
 
 
 def _gather(plan: _Plan, k: int, idxs: list[Any]) -> list[Any] | tuple[Any, ...]:
@@ -565,6 +574,7 @@ class _GroupRunner:
         flat0 = plan.leaves[idxs[0]]
         values: list[Any] = []
         axes: list[int | None] = []
+        lengths = None if plan.lengths is None else plan.lengths[idxs]  # (the padded mode)
         for k, leaf in enumerate(flat0):
             if not _is_array(leaf):  # a non-array, equal in every example of the group
                 values.append(leaf)
@@ -575,22 +585,32 @@ class _GroupRunner:
             if ax is None:
                 values.append(_stack(column))
             else:
-                assert group.size is not None  # (a padded group's bucket size)
-                values.append(_padding.stack_padded(column, ax, group.size, self.pad_value))
+                assert group.size is not None and lengths is not None  # (a padded group)
+                padded = _padding.stack_padded(column, ax, group.size, self.pad_value, lengths)
+                values.append(padded)
             axes.append(0)
         nflat = len(values)
-        values += plan.shared
-        axes += [None] * len(plan.shared)
+        # (only the shared arguments' values: the mapped ones' None entries would take
+        # `vmap` off its path for plain arrays)
+        shared_at = [p for p, ax in enumerate(plan.axes) if ax is None]
+        values += [plan.shared[p] for p in shared_at]
+        axes += [None] * len(shared_at)
         if plan.padded:
-            assert plan.lengths is not None  # (set by `group` in the padded mode)
-            values.append(plan.lengths[idxs])
+            values.append(lengths)
             axes.append(0)
 
-        nshared = len(plan.shared)
+        nshared = len(shared_at)
+        # (what `one_example` holds: not the plan, whose attributes `vmap`'s search for
+        # random generators in closures would walk on every group, ~25 us; the plan holds
+        # no generator that is not an argument, and `f` is searched as before)
+        f, in_axes = plan.f, plan.axes
 
         def one_example(*vals: Any, **kwargs: Any) -> Any:
-            args = plan.arguments(spec, vals[:nflat], vals[nflat : nflat + nshared])
-            return plan.f(*args, *vals[nflat + nshared :], **kwargs)
+            shared: list[Any] = [None] * len(in_axes)
+            for p, v in zip(shared_at, vals[nflat : nflat + nshared], strict=True):
+                shared[p] = v
+            args = _arguments(in_axes, spec, vals[:nflat], shared)
+            return f(*args, *vals[nflat + nshared :], **kwargs)
 
         mapped = vmap(
             one_example, in_axes=tuple(axes), chunk_size=self.chunk_size, fallback=fallback

@@ -112,6 +112,13 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
         self.__doc__ = pyfunc.__doc__ if doc is None else doc
         functools.update_wrapper(self, pyfunc, assigned=("__name__", "__qualname__", "__module__"))
 
+    def __reduce__(self) -> Any:
+        """Copied and pickled as made again from its arguments (the default would call
+        `__new__` without `pyfunc`, which gives the decorator form)."""
+        options = (self.pyfunc, self.otypes, self.__doc__, tuple(self.excluded), self.cache,
+                   self.signature)  # fmt: skip
+        return functools.partial(type(self), **self._options), options
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         keys: list[Any] = [i for i in range(len(args)) if i not in self.excluded]
         keys += [k for k in kwargs if k not in self.excluded]

@@ -19,7 +19,9 @@ imported (now or later), and only if it is installed: no new dependency. Set the
 environment variable `VMAPX_LIBRARIES=0` before importing vmapx to leave libraries
 untouched; `uninstall()` restores them. Import vmapx before taking a library function by
 name (`from scipy.linalg import solve`): a name taken before keeps the plain function,
-which still gives the loop's answer under `vmap`, one example at a time.
+which still gives the loop's answer under `vmap`, one example at a time. A library
+imported before vmapx is adapted on vmapx's first use (`vmapx.vmap`, ...), not on
+`import vmapx`: a name taken between the two keeps the plain function too.
 """
 
 from __future__ import annotations
@@ -51,7 +53,20 @@ _deferred: set[str] = set()  # imported before vmapx: loaded on the first use of
 
 
 def _load(library: str) -> None:
-    """Load the adapters of `library` (imported already); once."""
+    """Load the adapters of `library` (imported already), with any deferred ones; once.
+
+    Through `load_deferred`, never directly: loading an adapter module imports vmapx's
+    public modules, whose import loads the deferred adapters, and an adapter loaded from
+    there would find the adapter machinery half initialised.
+    """
+    with _lock:
+        if library in _loaded:
+            return
+        _deferred.add(library)
+    load_deferred()
+
+
+def _load_now(library: str) -> None:
     with _lock:
         if library in _loaded:
             return
@@ -146,7 +161,7 @@ def load_deferred() -> None:
             while _deferred:
                 library = min(_deferred)
                 _deferred.discard(library)
-                _load(library)
+                _load_now(library)
         finally:
             _loading_deferred = False
 

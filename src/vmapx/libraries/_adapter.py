@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from .. import extend
+
+# its first use loads the deferred adapters, which need this module whole)
 from .._core import Tracer, current_level
+from ..extend import primitive, register_batch_rule  # (not through vmapx's namespace:
 
 __all__ = ["LibraryFunction", "Unsupported", "adapts", "batch_by_axis", "restore_all"]
 
@@ -115,9 +117,9 @@ def adapts(
         def by_name(*values: Any, **options: Any) -> Any:  # traced values come positionally
             return lowering(**dict(zip(arrays, values, strict=True)), **options)
 
-        prim = extend.primitive(by_name, name=f"{module}.{attr}")
+        prim = primitive(by_name, name=f"{module}.{attr}")
         if batch is not None:
-            extend.register_batch_rule(prim, batch)
+            register_batch_rule(prim, batch)
         _ADAPTERS.append((module, attr, lowering, prim, arrays))
         return lowering
 
@@ -176,6 +178,31 @@ def batch_by_axis(
             # a user's function (welch's `detrend`) would see the whole batch at once
             raise Unsupported
         out = library_call(in_batched, *args, **kwargs)
+        if axis_size == 0:  # (some libraries' shapes of no examples are not the loop's)
+            out = _empty_like_one(library_call, in_batched, args, kwargs, out_batched)
         return optree.tree_map(np.asarray, out), out_batched
 
     return rule
+
+
+def _empty_like_one(
+    library_call: Callable[..., Any], in_batched: list[Any], args: Any, kwargs: Any, out: Any
+) -> Any:
+    """The results of an empty batch: those of one example of zeros, cut to no examples
+    where `out` (the results' batched prefix) says they carry the batch."""
+    if any(not isinstance(b, bool) and any_batched(b) for b in in_batched):
+        raise Unsupported  # (a batched pytree argument)
+    one = [np.zeros_like(a, shape=(1, *np.shape(a)[1:])) if b is True else a
+           for a, b in zip(args, in_batched, strict=True)]  # fmt: skip
+    try:
+        with np.errstate(all="ignore"):
+            results = library_call(in_batched, *one, **kwargs)
+    except Exception as error:  # (zeros the library refuses: the loop's answer instead)
+        raise Unsupported from error
+    return _cut(results, out)
+
+
+def _cut(results: Any, batched: Any) -> Any:
+    if isinstance(batched, bool):
+        return optree.tree_map(lambda r: np.asarray(r)[:0] if batched else r, results)
+    return type(results)(_cut(r, b) for r, b in zip(results, batched, strict=True))

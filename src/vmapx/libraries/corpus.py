@@ -86,7 +86,8 @@ def _linalg(add: Callable[..., Any]) -> None:
 def _distance(add: Callable[..., Any]) -> None:
     sd = importlib.import_module("scipy.spatial.distance")
     p = _rng().normal(size=(B, 6, 3))
-    u, w = _rng().normal(size=(B, 5)), _rng().normal(size=(B, 5))
+    rng = _rng()
+    u, w = rng.normal(size=(B, 5)), rng.normal(size=(B, 5))  # (two different vectors)
     for metric in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine",
                    "correlation", "braycurtis", "canberra", "minkowski"):  # fmt: skip
         add("scipy.spatial.distance", metric, getattr(sd, metric), u, w)

@@ -26,7 +26,9 @@ def polyval(x: Any, c: Any, tensor: Any = True) -> Any:
 def polyder(c: Any, m: Any = 1, scl: Any = 1, axis: Any = 0) -> Any:
     if np.ndim(c) != 1 or axis != 0 or m < 0:
         raise Unsupported
-    dtype = np.result_type(c * 1.0)  # NumPy's: floats, of `c`'s precision
+    if np.result_type(c).kind in "biu":  # NumPy's: floats first (no integer overflow)
+        c = c + 0.0
+    dtype = np.result_type(c)
     for _ in range(m):
         if len(c) <= 1:
             return np.zeros_like(c[:1], dtype=dtype)

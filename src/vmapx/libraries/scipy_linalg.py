@@ -14,13 +14,15 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from .. import extend
+from .._batching import BatchTracer
+from ..extend import primitive, register_batch_rule
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
 
 # the library's own functions, taken before `install` puts the adapters in their place
 _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
+_LIBRARY_NORM = scipy.linalg.norm
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -43,11 +45,36 @@ def _check_square(a: Any) -> None:
         raise Unsupported
 
 
+# the dtypes whose results NumPy's linalg and SciPy's LAPACK wrappers give alike (SciPy
+# takes 8- and 16-bit integers and float16 as float32, booleans by the function)
+_AS_NUMPY = {np.dtype(t) for t in ("f4", "f8", "c8", "c16", "i4", "i8", "u4", "u8")}
+
+
+def _check_inputs(check_finite: Any, *arrays: Any) -> None:
+    """Inputs of other dtypes than `_AS_NUMPY`, and empty ones (SciPy gives their results
+    its own dtypes), go to the library; then SciPy's `check_finite`: a NaN or an infinity
+    raises ValueError (under `vmap`, examples that disagree run one at a time, each as
+    SciPy would)."""
+    dtypes = [x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype for x in arrays]
+    if any(d not in _AS_NUMPY for d in dtypes) or any(np.size(x) == 0 for x in arrays):
+        raise Unsupported
+    if check_finite and not all(_finite_batch(x) or np.all(np.isfinite(x)) for x in arrays):
+        raise ValueError("array must not contain infs or NaNs")
+
+
+def _finite_batch(x: Any) -> bool:
+    """Whether every example of `x` is finite, asked of its plain values without tracing
+    (a batch of NumPy arrays, or a constant); False where that is not known so."""
+    value = x.val if type(x) is BatchTracer else x
+    return type(value) is np.ndarray and bool(np.isfinite(value).all())
+
+
 @adapts("scipy.linalg", "solve", ("a", "b"))
 def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
           check_finite: Any = True,
           assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
     _check_square(a)
+    _check_inputs(check_finite, a, b)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -69,6 +96,7 @@ def inv(
     lower: Any = False,
 ) -> Any:
     _check_square(a)
+    _check_inputs(check_finite, a)
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -79,6 +107,7 @@ def inv(
 @adapts("scipy.linalg", "det", ("a",))
 def det(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     _check_square(a)
+    _check_inputs(check_finite, a)
     dtype = np.result_type(_LIBRARY_DET(np.eye(1, dtype=a.dtype)))  # SciPy's, not NumPy's
     return np.linalg.det(a).astype(dtype)
 
@@ -91,6 +120,7 @@ def _cholesky_factor(a: Any, lower: bool) -> Any:
 
 @adapts("scipy.linalg", "cholesky", ("a",))
 def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True) -> Any:
+    _check_inputs(check_finite, a)
     return _cholesky_factor(a, lower)
 
 
@@ -113,13 +143,14 @@ def _cho_factor_array(
     return factor + other
 
 
-_cho_factor_prim = extend.primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+_cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
 
 
 @adapts("scipy.linalg", "cho_factor", ("a",))
 def cho_factor(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
+    _check_inputs(check_finite, a)
     return _cho_factor_prim(a, lower=lower), lower
 
 
@@ -141,6 +172,7 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
 @adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
+    _check_inputs(check_finite, c, b)
     if not isinstance(lower, bool | np.bool_):
         raise Unsupported
     lower = bool(lower)
@@ -153,6 +185,7 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
     _check_square(a)
+    _check_inputs(check_finite, a, b)
     return _triangular_solve(a, b, lower, trans, unit_diagonal)
 
 
@@ -163,10 +196,8 @@ def _library_eigenvectors(a: Any, lower: bool = True, driver: Any = None) -> Any
     return np.reshape(np.stack(vectors), np.shape(a)) if vectors else np.zeros_like(a)
 
 
-_library_eigenvectors_prim = extend.primitive(
-    _library_eigenvectors, name="scipy.linalg.eigh eigenvectors"
-)
-extend.register_batch_rule(
+_library_eigenvectors_prim = primitive(_library_eigenvectors, name="scipy.linalg.eigh eigenvectors")
+register_batch_rule(
     _library_eigenvectors_prim,
     lambda n, in_batched, a, **kw: (_library_eigenvectors(a, **kw), in_batched[0]),
 )
@@ -192,6 +223,7 @@ def eigh(a: Any, b: Any = None, *, lower: Any = True, eigvals_only: Any = False,
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
+    _check_inputs(check_finite, a)
     h = _from_triangle(a, lower)
     if eigvals_only:
         return np.linalg.eigvalsh(h)
@@ -207,6 +239,7 @@ def eigvalsh(a: Any, b: Any = None, *, lower: Any = True, overwrite_a: Any = Fal
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise Unsupported
     _check_square(a)
+    _check_inputs(check_finite, a)
     return np.linalg.eigvalsh(_from_triangle(a, lower))
 
 
@@ -216,6 +249,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
         lapack_driver: Any = "gesdd") -> Any:  # fmt: skip
     if lapack_driver != "gesdd":  # (another driver: other signs than NumPy's)
         raise Unsupported
+    _check_inputs(check_finite, a)
     if compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh
@@ -224,6 +258,7 @@ def svd(a: Any, full_matrices: Any = True, compute_uv: Any = True, overwrite_a: 
 
 @adapts("scipy.linalg", "svdvals", ("a",))
 def svdvals(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
+    _check_inputs(check_finite, a)
     return np.linalg.svd(a, compute_uv=False)
 
 
@@ -238,6 +273,7 @@ def qr(
 ) -> Any:
     if pivoting or mode not in ("full", "r", "economic"):
         raise Unsupported
+    _check_inputs(check_finite, a)
     q, r = np.linalg.qr(a, mode="complete" if mode in ("full", "r") else "reduced")
     return (r,) if mode == "r" else (q, r)
 
@@ -246,7 +282,20 @@ def qr(
 def norm(
     a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
 ) -> Any:
-    return np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    _check_inputs(check_finite, a)
+    dtype = _norm_dtype(np.result_type(a), np.ndim(a), ord, axis, keepdims)
+    out = np.linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _norm_dtype(dtype: Any, ndim: int, ord: Any, axis: Any, keepdims: Any) -> Any:
+    """The dtype of SciPy's `norm` for these options: a vector's 2-norm and some matrix
+    norms come from BLAS/LAPACK as a Python float (float64 whatever the input's)."""
+    with np.errstate(all="ignore"):  # (a negative order's reciprocals of zeros)
+        made = _LIBRARY_NORM(np.ones((2,) * ndim, dtype=dtype), ord=ord, axis=axis,
+                             keepdims=keepdims)  # fmt: skip
+    return np.result_type(made)
 
 
 @adapts("scipy.linalg", "pinv", ("a",))
@@ -260,6 +309,7 @@ def pinv(
 ) -> Any:
     if atol is not None or rtol is not None or return_rank:
         raise Unsupported
+    _check_inputs(check_finite, a)
     return np.linalg.pinv(a, rcond=max(np.shape(a)) * np.finfo(np.result_type(a, 1.0)).eps)
 
 

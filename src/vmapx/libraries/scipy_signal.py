@@ -9,6 +9,7 @@ runs under `grad`, and says so).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -142,11 +143,58 @@ def _convolve_batch(name: str) -> Any:
             in2 = in2[..., ::-1]
         if np.shape(in1)[-1] < np.shape(in2)[-1] and mode == "valid":
             raise Unsupported
-        a = in1 if in_batched[0] else in1[None]
         b = in2 if in_batched[1] else in2[None]
+        a = in1 if in_batched[0] else np.broadcast_to(in1, (b.shape[0], np.shape(in1)[-1]))
+        if _method(name, a, b, mode, method) == "direct":
+            return _direct_convolve(a, b, mode)
         return ss.fftconvolve(a, b, mode=mode, axes=-1)
 
     return batch_by_axis(call, _no_lowering)
+
+
+_LIBRARY_CHOOSE_CONV_METHOD = ss.choose_conv_method
+_DIRECT_MOST = 2**22  # products a batched direct convolution may hold at once
+
+
+def _method(name: str, a: Any, b: Any, mode: str, method: str) -> str:
+    """The method SciPy uses for one example: `fftconvolve` always the FFT, `convolve`
+    and `correlate` the one asked for or the one `choose_conv_method` picks from the
+    shapes and dtypes (it differs from the FFT where a NaN or an infinity is: the
+    direct sum keeps it to the outputs whose window holds it)."""
+    if name == "fftconvolve":
+        return "fft"
+    if method != "auto":
+        return method
+    return _chosen_method(a.shape[-1], a.dtype, b.shape[-1], b.dtype, mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen_method(n: int, a_dtype: Any, k: int, b_dtype: Any, mode: str) -> str:
+    """SciPy's choice for float signals: from their lengths and dtypes alone."""
+    one_a, one_b = np.zeros(n, dtype=a_dtype), np.zeros(k, dtype=b_dtype)
+    return str(_LIBRARY_CHOOSE_CONV_METHOD(one_a, one_b, mode=mode))
+
+
+def _direct_convolve(a: Any, b: Any, mode: str) -> Any:
+    """The direct sum of the convolution of the rows of `a` (B or 1, n) with those of
+    `b` (B or 1, k), n >= k for mode "valid": the products the library's direct method
+    forms, and no others (a NaN in `b` reaches only the outputs it overlaps)."""
+    n, k = a.shape[-1], b.shape[-1]
+    if max(a.shape[0], b.shape[0]) * (n + k) * k > _DIRECT_MOST:
+        raise Unsupported
+    padded = np.pad(a, [(0, 0), (k - 1, k - 1)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=-1)
+    products = windows * b[:, None, ::-1]
+    if not np.isfinite(b).all():  # (a finite `b` times the padding's zeros is zero)
+        at = np.arange(n + k - 1)[:, None] + np.arange(k)  # each product's place in `padded`
+        products = np.where((at >= k - 1) & (at < n + k - 1), products, 0.0)
+    full = np.sum(products, axis=-1)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[:, k - 1 : n]
+    start = (k - 1) // 2  # "same": the centre of the full result, of `a`'s length
+    return full[:, start : start + n]
 
 
 @adapts("scipy.signal", "convolve", ("in1", "in2"), batch=_convolve_batch("convolve"))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.special as sc
 
-from .. import extend
+from ..extend import register_jvp
 
 # the Hurwitz zeta ufunc that the public `scipy.special.zeta(s, q)` calls: polygamma(1, x)
 # is zeta(2, x), the derivative of digamma
@@ -50,7 +50,7 @@ def elementwise(ufunc: np.ufunc, partials: Sequence[Partial]) -> None:
             tangent = tangent + term
         return out, tangent
 
-    extend.register_jvp(ufunc, jvp, nondiff_argnums=nondiff)
+    register_jvp(ufunc, jvp, nondiff_argnums=nondiff)
 
 
 def _unary(ufunc: np.ufunc, partial: Callable[..., Any]) -> None:

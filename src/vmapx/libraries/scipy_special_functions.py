@@ -42,7 +42,10 @@ def softmax(x: Any, axis: Any = None) -> Any:
 
 @adapts("scipy.special", "log_softmax", ("x",))
 def log_softmax(x: Any, axis: Any = None) -> Any:
-    shifted = x - _max_for_shift(x, axis)
+    shift = _max_for_shift(x, axis)
+    if np.result_type(x).kind in "iu":  # SciPy shifts integers as integers (int8 then
+        shift = shift.astype(np.result_type(x))  # gives float16, as NumPy's exp does)
+    shifted = x - shift
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 

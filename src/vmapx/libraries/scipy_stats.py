@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
+from .._core import Tracer
 from . import _adapter
-from ._adapter import adapts
+from ._adapter import Unsupported, adapts
 
 DISTRIBUTIONS = ("norm", "logistic", "laplace", "cauchy", "gumbel_r", "gumbel_l")
 
@@ -67,13 +68,23 @@ def _standard_formula(dist: Any, formula: str) -> Any:
     return getattr(dist, formula)
 
 
+def _as_dtype(v: Any, dtype: Any) -> Any:
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
 def _method(dist: Any, formula: str, rescale: Any) -> Any:
     standard = _standard_formula(dist, formula)
 
     def lowering(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-        safe_scale = np.where(scale > 0, scale, 1.0)
-        value = rescale(standard((x - loc) / safe_scale), safe_scale)
-        return np.where(scale > 0, value, np.nan) * 1.0
+        # SciPy's `asarray` of each: a Python number is as strong as an array's dtype
+        x, loc, scale = (v if isinstance(v, Tracer) else np.asarray(v) for v in (x, loc, scale))
+        dtype = np.promote_types(np.result_type(x), np.float64)  # SciPy's: `x`'s alone
+        if dtype.kind != "f" or not all(np.can_cast(v, dtype) for v in (loc, scale)):
+            raise Unsupported  # (complex values, a longer float: the library's own ways)
+        safe_scale = np.where(scale > 0, scale, 1)  # (an integer scale's log: as SciPy's)
+        z = _as_dtype((x - loc) / safe_scale, dtype)
+        value = rescale(standard(z), safe_scale)
+        return _as_dtype(np.where(scale > 0, value, np.nan), dtype)
 
     return lowering
 
