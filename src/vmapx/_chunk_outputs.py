@@ -55,7 +55,7 @@ from .errors import InAxesError
 try:  # (NumPy 2; NumPy 1's is np.byte_bounds)
     from numpy.lib.array_utils import byte_bounds as _byte_bounds
 except ImportError:  # pragma: no cover
-    _byte_bounds = np.byte_bounds
+    _byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # (NumPy 1 only)
 
 _local = threading.local()  # `offer`: the slices this thread's chunk may compute into
 _count = threading.Lock()
