@@ -14,7 +14,9 @@ import numpy as np
 
 from . import (
     _autochunk,
+    _chunk_outputs,
     _config,
+    _core,
     _dask,
     _fallback_memory,
     _kwargs_notice,
@@ -27,6 +29,7 @@ from . import (
 )  # fmt: skip
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, user_stacklevel
+from ._chunk_outputs import slice_axis as _slice_axis
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
 from ._vmap_arguments import check_vmap_arguments
@@ -258,8 +261,10 @@ def _auto_chunked(
         traced = any(isinstance(x, Tracer) for x in leaves)
         workers = _workers(opts) if auto.threaded(key) and not traced else 1
         spent: list[Any] = []  # (judged by CPU time: see _parallel.CpuTime)
-        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent)
+        spec = auto.outputs(key) if opts.out_axes == 0 else None
+        out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent, spec)
         auto.observe_chunked(key, *spent[-1])
+        auto.remember_outputs(key, _chunk_outputs.spec_of(out) if opts.out_axes == 0 else None)
         return out
     check = key is not None and auto.counts_faults(key)
     faulted = _autochunk.faults() if check else 0
@@ -268,15 +273,11 @@ def _auto_chunked(
         return _whole_function_loop(f, opts, leaves, treedef, axes, kwargs, size, recalled[2])
     made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
-    wall = time.perf_counter()
+    process = time.process_time()  # (and with BLAS's own threads: see remember_outputs)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
-    if not made or (
-        made[0].made < _autochunk.MIN_BYTES
-        and time.perf_counter() - wall < _autochunk.PARALLEL_SECONDS / 2
-    ):  # (a thread's CPU time never exceeds the time that passed: not read again)
-        return out
     cpu = time.thread_time() - cpu
-    if made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS:
+    process = time.process_time() - process
+    if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,
@@ -287,6 +288,9 @@ def _auto_chunked(
             _workers(opts),
             cpu,
         )
+        if opts.out_axes == 0:  # (where chunks may compute into the outputs)
+            key = key if key is not None else _autochunk.signature(size, leaves, axes)
+            auto.remember_outputs(key, _chunk_outputs.spec_of(out), process)
     return out
 
 
@@ -748,20 +752,29 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
 def _chunked(
     f: Callable[..., Any], opts: _Options, leaves: list[Any], treedef: Any, axes: list[Any],
     kwargs: dict[Any, Any], size: int,
-    chunk: int, workers: int = 1, spent: list[Any] | None = None,
+    chunk: int, workers: int = 1, spent: list[Any] | None = None, spec: Any = None,
 ) -> Any:  # fmt: skip
-    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`);
-    `spent`: a list to append the call's `_parallel.CpuTime` to."""
-    joined = _Joined(opts.out_axes, size)
+    """The call in chunks of `chunk` examples, on up to `workers` threads (`_parallel`),
+    written into the whole batch's outputs (`_chunk_outputs`; `spec`: theirs in an
+    earlier call); `spent`: a list to append the call's `_parallel.CpuTime` to."""
+    joined = _chunk_outputs.Joined(opts.out_axes, size, spec)
 
     def run(start: int, stop: int) -> tuple[Any, ...]:
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list[Any] = []
-        out = _run(
-            f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
-            watch_hidden=workers == 1,
-        )  # fmt: skip
-        return out, dtypes or None
+        slices = None if _core._state.stack else joined.slices(start, stop)
+        if slices is None:
+            out = _run(
+                f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
+                watch_hidden=workers == 1,
+            )  # fmt: skip
+            return out, dtypes or None
+        with _chunk_outputs.offered(list(slices)) as offer:  # (computed in place)
+            out = _run(
+                f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
+                watch_hidden=workers == 1,
+            )  # fmt: skip
+        return joined.place(out, slices, offer.claimed), dtypes or None
 
     def join(result: tuple[Any, ...], start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])
@@ -781,7 +794,7 @@ def _chunked(
             _legacy_random.restore(legacy)
         _legacy_random.restore_hidden(hidden)
         workers = 1
-        joined = _Joined(opts.out_axes, size)
+        joined = _chunk_outputs.Joined(opts.out_axes, size, spec)
         cpu = _parallel.run_chunks(run, join, size, chunk, 1, opts.progress)
     if spent is not None:
         spent.append(cpu)
@@ -792,96 +805,6 @@ def _workers(opts: _Options) -> int:
     """Threads for the chunks of a call: one where `f` may draw random numbers (chunk
     after chunk is how draws continue the loop's stream, see `vmapx.random`)."""
     return 1 if opts.randomness != "error" else _parallel.resolve_workers(opts.workers)
-
-
-def _slice_axis(x: Any, axis: int | None, start: int, stop: int) -> Any:
-    if axis is None:
-        return x
-    index = [slice(None)] * np.ndim(x)
-    index[axis] = slice(start, stop)
-    return x[tuple(index)]
-
-
-class _Joined:
-    """The outputs of chunks joined along their batch axes: written into arrays of the
-    whole batch's size as they come (no second copy of the results), or concatenated
-    where chunks disagree in dtype, to the dtype the loop's `np.stack` of every example
-    would have (NumPy's promotion is not associative: int8, uint8, float16 examples give
-    float16, where a chunk of the first two, int16, and one of float16 give float32)."""
-
-    def __init__(self, out_axes: Any, size: int) -> None:
-        self.out_axes, self.size = out_axes, size
-        self.treedef: Any = None
-        self.columns: list[Any] = []  # per leaf: a whole-batch array, a list of parts, or None
-        self.axes: list[Any] = []
-        self.first: list[Any] = []
-        self.dtypes: list[Any] = []  # per leaf: the dtypes of its examples
-
-    def add(self, out: Any, start: int, stop: int, dtypes: list[Any] | None = None) -> None:
-        """A chunk's outputs, for examples `start:stop`; `dtypes`: per output, those of
-        its examples, where they may differ (the loop ran)."""
-        if self.treedef is None:
-            self.first, self.treedef = optree.tree_flatten(out, is_leaf=_is_leaf)
-            self.axes = output_axes(self.out_axes, out, self.treedef)
-            self.columns = [
-                None if ax is None else _whole_like(leaf, ax, self.size)
-                if type(leaf) is np.ndarray else []  # (a tracer of an outer transform)
-                for leaf, ax in zip(self.first, self.axes, strict=True)
-            ]  # fmt: skip
-            self.dtypes = [set() for _ in self.first]
-        leaves = self.treedef.flatten_up_to(out)
-        for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
-            self.dtypes[j] |= dtypes[j] if dtypes else {getattr(leaf, "dtype", None)}
-            column = self.columns[j]
-            if ax is None:  # one value for the batch: every chunk must have found it
-                if not _same_output(self.first[j], leaf):
-                    raise InAxesError(
-                        f"vmap: out_axes is None for output {j}, but that output differs "
-                        "between examples; give it an integer out_axes"
-                    )
-                continue
-            if type(column) is list:
-                column.append(leaf)
-            elif _fits(column, leaf, ax, stop - start):
-                _slice_axis(column, ax, start, stop)[...] = leaf
-            else:  # parts so far, then this one: concatenated at the end
-                self.columns[j] = [_slice_axis(column, ax, 0, start), leaf]
-
-    def result(self) -> Any:
-        leaves = [
-            leaf if ax is None else _concatenate(c, ax, d) if type(c) is list else c
-            for leaf, ax, c, d in zip(self.first, self.axes, self.columns, self.dtypes, strict=True)
-        ]  # fmt: skip
-        return optree.tree_unflatten(self.treedef, leaves)
-
-
-def _concatenate(parts: list[Any], axis: int, dtypes: set[Any]) -> Any:
-    if None in dtypes or any(isinstance(p, Tracer) for p in parts):
-        return np.concatenate(parts, axis=axis)  # (an outer transform's values)
-    return np.concatenate(parts, axis=axis, dtype=np.result_type(*dtypes))
-
-
-def _same_output(a: Any, b: Any) -> bool:
-    """Whether two chunks' values of an unmapped output agree (values of an outer
-    transform's tracers cannot be compared: each chunk computed them alike)."""
-    if a is b or isinstance(a, Tracer) or isinstance(b, Tracer):
-        return True
-    try:
-        return bool(np.array_equal(a, b, equal_nan=True))
-    except TypeError:  # (no NaN in this dtype)
-        return bool(np.array_equal(a, b))
-
-
-def _whole_like(leaf: np.ndarray, ax: int, size: int) -> np.ndarray:
-    shape = list(leaf.shape)
-    shape[ax] = size
-    return np.empty(shape, dtype=leaf.dtype)
-
-
-def _fits(column: np.ndarray, leaf: Any, ax: int, n: int) -> bool:
-    shape = list(column.shape)
-    shape[ax] = n
-    return type(leaf) is np.ndarray and leaf.dtype == column.dtype and list(leaf.shape) == shape
 
 
 def _whole_function_loop(

@@ -41,10 +41,19 @@ With several threads (`vmapx._parallel`, `workers > 1`) a whole-batch call of at
 `PARALLEL_SECONDS` (of the calling thread's CPU time) runs split among them from the
 next call on: in `workers` chunks, up to `PIECES` per worker for calls of several
 `PIECE_SECONDS`, and chunks of at most `PIECE_RESULT_BYTES` of results (those of the
-chunks in flight, at most `workers`, are what the call holds beyond its output),
+chunks in flight, at most `workers`, are what the call holds beyond its output; not
+where the chunks compute them in the output, see below),
 cache-sized where the cache rule says smaller. Not where the call is bound by writing
 its results to memory (its values are mostly results, made at less than
-`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each): more threads do not write faster.
+`WRITE_BOUND_SECONDS_PER_BYTE` of CPU each) and its chunks cannot compute them in the
+outputs: chunks would hold their results, then copy them. Where they can (the outputs
+are arrays along axis 0 whose shapes and dtypes the last call showed:
+`vmapx._chunk_outputs`), each thread writes its own part of the results, and a call
+whose values are mostly results is split among the threads after `WRITES_WHOLE` more
+whole calls (judged against the best of them), at once in the threads' chunks (no
+cache-sized chunks on one thread first: they do not make writing results faster), and
+kept only where all threads together take no more CPU time than the whole call in all
+the process's threads (`WRITES_WORK`: threads writing memory at once contend for it).
 The split starts after a second whole-batch call (the first is often slow: cold caches,
 so it would flatter the split), and is judged by the best of `TRIALS` calls
 after the first: not faster by
@@ -103,6 +112,17 @@ PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the wh
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
 # 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
 WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
+# such a call whose chunks compute their results in place goes to threads after this
+# many more whole calls, whose best the split must beat (the first calls fault in fresh
+# pages for their results: 2.3 ms against 1.5 warm for np.sqrt of 9.4 MB, which flattered
+# threads that then cost 2.0)
+WRITES_WHOLE = 3
+# and keeps threads only where they add no work at all to the whole call's in all the
+# process's threads (BLAS's own included): threads that contend for memory bandwidth take
+# longer each (np.sqrt of 9.4 MB, tensordot(a, a, 0) of 50 MB: 1.2 and 1.1 times the
+# CPU time), where w9's per-example gradients on two threads took 0.7 times the CPU time
+# of the whole call, BLAS on two threads
+WRITES_WORK = 1.0
 PAGE = resource.getpagesize() if resource is not None else 4096
 
 
@@ -135,7 +155,7 @@ class _Seen:
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
                  "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
-                 "baseline")  # fmt: skip
+                 "baseline", "outputs", "wholes", "process")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -158,6 +178,9 @@ class _Seen:
         )  # (chunk, candidate, fault bytes) on one thread
         self.threads_later = 0  # (chunks on threads to try once those on one are timed)
         self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
+        self.outputs: Any = None  # (`_chunk_outputs.spec_of` the last call's outputs)
+        self.wholes = 0  # (whole-batch calls after the first, of a call bound by writing)
+        self.process = 0.0  # (the least CPU time of the whole-batch calls, all threads)
 
 
 class AutoChunk:
@@ -177,6 +200,23 @@ class AutoChunk:
         """Whether the chunks of the next call with this signature may run on threads."""
         entry = self.seen.get(key)
         return entry is not None and entry.parallel
+
+    def outputs(self, key: Any) -> Any:
+        """What the last call with this signature returned (`_chunk_outputs.spec_of`)."""
+        entry = self.seen.get(key)
+        return None if entry is None else entry.outputs
+
+    def remember_outputs(self, key: Any, spec: Any, process_seconds: float | None = None) -> None:
+        """What a call with this signature returned (`_chunk_outputs.spec_of`; None:
+        outputs the chunks cannot compute in place). Where they can, a call bound by
+        writing its results may run on threads: each writes its own part of them.
+        `process_seconds`: a whole-batch call's CPU time in all the process's threads
+        (BLAS's own included), which threads for such a call must not exceed."""
+        entry = self.seen.get(key)
+        if entry is not None:
+            entry.outputs = spec
+            if process_seconds is not None:
+                entry.process = min(entry.process or process_seconds, process_seconds)
 
     def counts_faults(self, key: Any) -> bool:
         """Whether the next (whole-batch) call with this signature is a fault check."""
@@ -235,11 +275,20 @@ class AutoChunk:
         """Split among threads from now on, or keep whole: decided on the faster of the
         first two calls' CPU times (the first's caches and pages are cold)."""
         entry.cpu = cpu
-        split = parallel_chunk(size, cpu, workers, result_bytes)
+        writes = entry.write_bound_cpu > 0  # (values mostly results)
+        if writes and entry.outputs is not None:
+            entry.wholes += 1  # (judged against the best of several: see WRITES_WHOLE)
+            if entry.wholes < WRITES_WHOLE:
+                return
+        in_place = writes and entry.outputs is not None  # (no results held per chunk)
+        split = parallel_chunk(size, cpu, workers, 0 if in_place else result_bytes)
         small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
-        if not split or cpu < entry.write_bound_cpu:
+        if not split or (cpu < entry.write_bound_cpu and entry.outputs is None):
             self._one_thread(entry)
-        elif small:  # (timed on one thread first: threads must beat them, in chunks as small)
+        elif small and not in_place:
+            # (timed on one thread first: threads must beat them, in chunks as small;
+            # not where each thread writes its part of the results in place: cache-sized
+            # chunks do not make writing them faster)
             self._one_thread(entry)
             entry.chunk, entry.threads_later = small, min(small, split)
         else:
@@ -284,7 +333,10 @@ class AutoChunk:
                 entry.chunked_calls, entry.trials, entry.work = 0, [], []
             return
         baseline = entry.baseline or entry.whole_seconds
-        if typical > PARALLEL_GAIN * baseline or typical_work > PARALLEL_WORK * baseline:
+        work = PARALLEL_WORK * baseline
+        if entry.write_bound_cpu and entry.outputs is not None:  # (threads writing results)
+            work = WRITES_WORK * max(baseline, entry.process)
+        if typical > PARALLEL_GAIN * baseline or typical_work > work:
             self._one_thread(entry)
 
 

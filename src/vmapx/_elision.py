@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _config, _core
+from . import _chunk_outputs, _config, _core
 from ._batching import BatchTrace, BatchTracer, aligned_operands
 from ._compat import NUMPY2
 
@@ -102,7 +102,8 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, 
         return None
     base = val.base  # a view (a transposed layout) of an array that only it holds is fine
     if base is not None and (type(base) is not np.ndarray or base.base is not None):
-        return None
+        if not (_chunk_outputs.active and _chunk_outputs.is_offered(base)):
+            return None  # (else: a chunk's output slice, held as a new array would be)
     del val, base  # the counts below must see only the tracer's (and the view's) reference
     if refs_of_val(temp) != _VAL_REFS:
         return None

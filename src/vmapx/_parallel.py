@@ -3,11 +3,13 @@
 The examples of a batch are independent, and NumPy releases the GIL inside its
 kernels, so the chunks of a chunked `vmap` call (`chunk_size=`, or those `"auto"`
 chose) can run on a pool of threads. Each thread runs its own batch trace (vmapx's
-trace stack is thread-local) on its chunk; the results are written into the whole
-batch's output arrays in the order of the chunks, by whichever worker finds the next
-one ready (`_InOrder`). A chunk's temporaries and results live only until then, so the
-peak memory stays that of the chunks in flight (at most `workers` of them, and those
-done waiting for an earlier one) plus the output.
+trace stack is thread-local) on its chunk, and computes its results into its slice of
+the whole batch's output arrays, or copies them there itself (`vmapx._chunk_outputs`);
+the chunks are then joined in their order, by whichever worker finds the next one ready
+(`_InOrder`: checks, and the copies of chunks that ran before the outputs were
+allocated). A chunk's temporaries live only until then, so the peak memory stays that
+of the chunks in flight (at most `workers` of them, and those done waiting for an
+earlier one) plus the output.
 
 **When chunks run in parallel.** `workers` (the `vmap` argument, else
 `vmapx.config.workers`, else the cores this process may run on) is more than 1, the

@@ -39,6 +39,7 @@ from .._batching import (
     unwrap,
     warn_fallback,
 )
+from .._chunk_outputs import computed
 from .._compat import NUMPY2, present
 from .._payload import like
 from .._registry import get_arg, register
@@ -207,7 +208,7 @@ def _products(va: Any, ba: bool, a: str, vb: Any, bb: bool, b: str, out: str) ->
     va, vb = spread(va, ba, a), spread(vb, bb, b)
     if ba != bb:  # (the unbatched operand: a leading axis of one for the batch)
         va, vb = (va, vb[None]) if ba else (va[None], vb)
-    return np.multiply(va, vb)
+    return computed(np.multiply, va, vb)  # (into a chunk's output slice where one fits)
 
 
 def _normalize_axes(axes: Any, ndim: int) -> list[int]:

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from .. import _chunk_outputs
 from .._autodiff import (
     NoRule,
     defcomposite,
@@ -37,6 +38,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
+from .._chunk_outputs import ufunc_destination
 from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer
 from .._payload import like, moved
@@ -59,6 +61,10 @@ def call_rule(ufunc: np.ufunc) -> Any:
         if unary and not kwargs and len(args) == 1:  # the common case, without the helpers
             x = args[0]
             if type(x) is BatchTracer and x._trace is trace:
+                if _chunk_outputs.active:  # (a chunk's output slice to compute into)
+                    out = ufunc_destination(trace, ufunc, (x.val,))
+                    if out is not None:
+                        return trace.wrap(ufunc(x.val, out=out))
                 return trace.wrap(ufunc(x.val))
         where = kwargs.get("where", True)
         if where is not True:
@@ -72,6 +78,10 @@ def call_rule(ufunc: np.ufunc) -> Any:
             out = _with_short_last_axis_moved(ufunc, vals)
             if out is not None:
                 return trace.wrap(out)
+        if _chunk_outputs.active and not kwargs:  # (a chunk's output slice to compute into)
+            out = ufunc_destination(trace, ufunc, vals)
+            if out is not None:
+                return trace.wrap(ufunc(*vals, out=out))
         return _wrap(trace, ufunc(*vals, **kwargs))
 
     return rule

@@ -20,7 +20,8 @@ def _library_dtype(name: str, y: Any, x: Any, dx: Any, initial: Any = None) -> A
     samples' own floating dtype in recent SciPy: `float32` stays `float32`)."""
     x_dtype = None if x is None else np.result_type(x)
     if isinstance(dx, int | float | complex | np.generic):  # (asked once per kind)
-        return _asked_dtype(name, np.result_type(y), x_dtype, type(dx), initial)
+        kind: Any = type(dx)  # (a class: hashable, whatever NumPy's stubs say)
+        return _asked_dtype(name, np.result_type(y), x_dtype, kind, initial)
     return _ask_dtype(name, np.result_type(y), x_dtype, dx, initial)
 
 
