@@ -269,3 +269,18 @@ def test_vmap_of_grad_of_scipy_functions() -> None:
     for f in (lambda x: np.sum(stats.zscore(x) ** 3), stats.skew, stats.kurtosis):
         got = vmapx.vmap(vmapx.grad(f))(X)
         assert_same(got, np.stack([_central_differences(f, x) for x in X]), 1e-5, 1e-6)
+
+
+def test_an_inner_vmaps_warning_made_an_error_reaches_the_caller():
+    """Nested vmaps over library code that converts its input: the inner vmap runs its
+    loop and warns; with warnings as errors the caller gets that PerformanceWarning, not
+    an escaped-tracer error from a record of the inner vmap, which has ended."""
+    ss = pytest.importorskip("scipy.signal")
+    x = np.random.default_rng(0).standard_normal((3, 4, 32))
+    inner = vmapx.vmap(lambda y: ss.lfilter([1.0, 0.5], [1.0, -0.2], y) ** 1)
+    with pytest.raises(vmapx.PerformanceWarning, match="once per example"):
+        vmapx.vmap(inner)(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmapx.vmap(inner)(x)
+    assert_same(got, np.stack([[ss.lfilter([1.0, 0.5], [1.0, -0.2], e) for e in a] for a in x]))
