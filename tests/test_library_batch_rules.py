@@ -273,3 +273,74 @@ def test_vector_metric_batch_rules_on_nan_and_infinity_give_the_loop_answer(name
             vmapx.vmap(f)(u, v)
         return
     np.testing.assert_allclose(vmapx.vmap(f)(u, v), want, rtol=1e-12, equal_nan=True)
+
+
+SYSTEM_DTYPES = [np.float64, np.float32, np.complex64, np.int64, np.float16]
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+@pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
+def test_solve_batch_rules_keep_the_library_dtype(name, dtype):
+    if "transposed" in name and np.dtype(dtype).kind == "c":
+        return  # (SciPy refuses a complex transposed solve)
+    a = (SPD * 4).astype(dtype)
+    tol = 1e-9 if dtype in (np.float64, np.int64) else 1e-2
+    check_vmap(SOLVE_CALLS[name], (a, (VECS * 4).astype(dtype)), rtol=tol, atol=tol)
+    check_vmap(SOLVE_CALLS[name], (a, RIGHT), rtol=tol, atol=tol)  # (mixed dtypes)
+
+
+@pytest.mark.parametrize("assume_a", ["diagonal", "upper triangular", "gen", "her", None])
+def test_solve_of_every_structure_matches_the_loop(assume_a):
+    a = np.triu(SPD) if assume_a == "upper triangular" else SPD
+    a = a * np.eye(4) if assume_a == "diagonal" else a
+    check_vmap(lambda a, b: sl.solve(a, b, assume_a=assume_a), (a, VECS))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (no columns: the library)
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+def test_solve_batch_rules_of_one_by_one_and_no_columns_match_the_loop(name):
+    check_vmap(SOLVE_CALLS[name], (SPD[:, :1, :1], VECS[:, :1]))
+    check_vmap(SOLVE_CALLS[name], (SPD, RIGHT[:, :, :0]))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+def test_solve_batch_rules_raise_the_loop_errors(name):
+    f = SOLVE_CALLS[name]
+    singular, bad = SPD.copy(), VECS.copy()
+    singular[2] = 0.0
+    bad[3, 1] = np.inf
+    for a, b in [(singular, VECS), (SPD, bad)]:
+        try:
+            want = np.stack([f(x, y) for x, y in zip(a, b, strict=True)])
+        except (np.linalg.LinAlgError, ValueError) as error:
+            with pytest.raises(type(error)) as in_vmap:
+                vmapx.vmap(f)(a, b)
+            assert str(in_vmap.value) == str(error)
+        else:  # (a unit diagonal: no matrix is singular)
+            np.testing.assert_allclose(vmapx.vmap(f)(a, b), want, rtol=1e-12)
+    for b in (VECS, RIGHT):  # (no examples: the shape and dtype of one)
+        empty, one = vmapx.vmap(f)(SPD[:0], b[:0]), f(SPD[0], b[0])
+        assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_an_ill_conditioned_solve_in_a_batch_gives_the_loop_warning():
+    ill = SPD.copy()
+    ill[1] = np.diag([1.0, 1.0, 1.0, 1e-18])
+    with pytest.raises(sl.LinAlgWarning) as in_loop:
+        [sl.solve(a, b) for a, b in zip(ill, VECS, strict=True)]
+    with pytest.raises(sl.LinAlgWarning) as in_vmap:
+        vmapx.vmap(sl.solve)(ill, VECS)
+    assert str(in_vmap.value) == str(in_loop.value)
+
+
+def test_solve_batch_rules_pass_overwrite_flags_without_writing_the_caller_arrays():
+    a, b = SPD.copy(), VECS.copy()
+    f = lambda a, b: sl.solve(a, b, overwrite_a=True, overwrite_b=True)  # noqa: E731
+    check_vmap(f, (a, b))
+    g = lambda a, b: sl.solve_triangular(a, b, overwrite_b=True)  # noqa: E731
+    check_vmap(g, (a, b))
+    np.testing.assert_array_equal(a, SPD)
+    np.testing.assert_array_equal(b, VECS)

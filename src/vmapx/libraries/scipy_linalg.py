@@ -16,13 +16,14 @@ import scipy.linalg
 
 from .._batching import BatchTracer
 from ..extend import primitive, register_batch_rule
-from . import _adapter
+from . import _adapter, _systems
 from ._adapter import Unsupported, adapts, batch_by_axis
 
 # the library's own functions, taken before `install` puts the adapters in their place
 _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
 _LIBRARY_NORM = scipy.linalg.norm
+_LIBRARY_SOLVE = scipy.linalg.solve
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -69,12 +70,34 @@ def _finite_batch(x: Any) -> bool:
     return type(value) is np.ndarray and bool(np.isfinite(value).all())
 
 
-@adapts("scipy.linalg", "solve", ("a", "b"))
-def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
-          check_finite: Any = True,
-          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
-    _check_square(a)
-    _check_inputs(check_finite, a, b)
+@functools.cache
+def _library_solves_stacks() -> bool:
+    """Whether this SciPy's `solve` solves a stack of systems in one call (SciPy 1.17),
+    rather than in a loop of Python (a wrapped function) or not at all: asked once."""
+    if hasattr(_LIBRARY_SOLVE, "__wrapped__"):
+        return False
+    try:
+        x = _LIBRARY_SOLVE(np.stack([np.eye(2), 2 * np.eye(2)]), np.ones((2, 2, 1)))
+    except Exception:  # (an older SciPy: a stack is not a matrix)
+        return False
+    return np.shape(x) == (2, 2, 1) and bool(x[1, 0, 0] == 0.5)
+
+
+def _solve_stack(a: Any, b: Any, lower: Any = False, check_finite: Any = True,
+                 assume_a: Any = None, transposed: Any = False, **ignored: Any) -> Any:  # fmt: skip
+    """`solve` of a stack of systems: SciPy's own where it solves a stack, each system
+    with the LAPACK routine the loop calls and with the loop's errors (`ignored`: the
+    overwrite flags, never passed on: the stack is vmapx's, not the caller's); else the
+    lowering's NumPy calls on the stack, after its checks asked of every example."""
+    if _library_solves_stacks() and assume_a != "banded":
+        return _LIBRARY_SOLVE(a, b, lower=lower, check_finite=check_finite,
+                              assume_a=assume_a, transposed=transposed)  # fmt: skip
+    _check_stack_inputs(check_finite, a, b)
+    return _solve(a, b, lower, assume_a, transposed)
+
+
+def _solve(a: Any, b: Any, lower: Any, assume_a: Any, transposed: Any) -> Any:
+    """`solve` after its checks, `b` a vector or columns (a stack of either)."""
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -84,6 +107,25 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
     if np.ndim(b) == 1:
         return np.linalg.solve(a, b[:, None])[:, 0]
     return np.linalg.solve(a, b)
+
+
+@adapts("scipy.linalg", "solve", ("a", "b"),
+        batch=_systems.on_systems(_solve_stack, lambda a, b, **kw: solve(a, b, **kw)))  # fmt: skip
+def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
+    _check_square(a)
+    _check_inputs(check_finite, a, b)
+    return _solve(a, b, lower, assume_a, transposed)
+
+
+def _check_stack_inputs(check_finite: Any, *arrays: Any) -> None:
+    """`_check_inputs` of plain arrays holding every example (each example has the
+    stack's dtype; the caller has seen that no example is empty)."""
+    if any(x.dtype not in _AS_NUMPY for x in arrays):
+        raise Unsupported
+    if check_finite and not all(np.isfinite(x).all() for x in arrays):
+        raise ValueError("array must not contain infs or NaNs")
 
 
 def _on_matrices(body: Any, lowering: Any) -> Any:
@@ -203,7 +245,8 @@ def cho_factor(
 def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False) -> Any:
     t = np.tril(c) if lower else np.triu(c)
     if unit:
-        t = t - t * np.eye(t.shape[-1]) + np.eye(t.shape[-1])
+        eye = np.eye(t.shape[-1], dtype=np.result_type(t))
+        t = t - t * eye + eye
     if trans in (1, "T"):
         t = np.swapaxes(t, -1, -2)
     elif trans in (2, "C"):
@@ -226,7 +269,18 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: 
     return _triangular_solve(c, y, lower, trans=2 if lower else 0)
 
 
-@adapts("scipy.linalg", "solve_triangular", ("a", "b"))
+def _solve_triangular_stack(a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                            unit_diagonal: Any = False, check_finite: Any = True,
+                            **ignored: Any) -> Any:  # fmt: skip
+    """`solve_triangular` of a stack of systems after its checks, asked of every example
+    at once (`ignored`: `overwrite_b`, which changes no value)."""
+    _check_stack_inputs(check_finite, a, b)
+    return _triangular_solve(a, b, lower, trans, unit_diagonal)
+
+
+@adapts("scipy.linalg", "solve_triangular", ("a", "b"),
+        batch=_systems.on_systems(_solve_triangular_stack,
+                                  lambda a, b, **kw: solve_triangular(a, b, **kw)))  # fmt: skip
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
