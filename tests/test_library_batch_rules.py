@@ -344,3 +344,15 @@ def test_solve_batch_rules_pass_overwrite_flags_without_writing_the_caller_array
     check_vmap(g, (a, b))
     np.testing.assert_array_equal(a, SPD)
     np.testing.assert_array_equal(b, VECS)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
+def test_cholesky_batch_rule_reads_one_triangle_and_the_real_diagonal(lower, dtype):
+    a = (HPD if np.dtype(dtype).kind == "c" else SPD).astype(dtype)
+    other = np.triu_indices(4, 1) if lower else np.tril_indices(4, -1)
+    a[:, other[0], other[1]] = 99.0  # (the triangle SciPy does not read)
+    if np.dtype(dtype).kind == "c":
+        a[:, np.arange(4), np.arange(4)] += 7j  # (nor the imaginary part of the diagonal)
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+    check_vmap(lambda m: sl.cholesky(m, lower=lower), (a,), rtol=tol, atol=tol)

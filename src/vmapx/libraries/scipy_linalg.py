@@ -200,7 +200,14 @@ def _cholesky_factor(a: Any, lower: bool) -> Any:
     return _cholesky(a, lower)
 
 
+# NumPy 2's `cholesky(a, upper=...)`: LAPACK's potrf with SciPy's triangle, which it reads
+# alone (and only the real part of its diagonal), as SciPy does
+_CHOLESKY_HAS_UPPER = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
 def _cholesky(a: Any, lower: Any = False, **ignored: Any) -> Any:
+    if _CHOLESKY_HAS_UPPER and type(a) is np.ndarray:  # (plain values: the batch rule)
+        return np.linalg.cholesky(a, upper=not lower)
     factor = np.linalg.cholesky(_from_triangle(a, lower))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
