@@ -231,7 +231,13 @@ def _cho_factor_keeps_other_triangle() -> bool:
 def _cho_factor_array(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
-    factor = _cholesky_factor(a, lower)
+    _check_square(a)
+    return _cho_factor_stack(a, lower)
+
+
+def _cho_factor_stack(a: Any, lower: Any = False, **ignored: Any) -> Any:
+    """`cho_factor`'s matrix (or stack of them) after its checks."""
+    factor = _cholesky(a, lower)
     if not _cho_factor_keeps_other_triangle():
         return factor
     other = np.triu(a, 1) if lower else np.tril(a, -1)
@@ -239,9 +245,17 @@ def _cho_factor_array(
 
 
 _cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+_cho_factor_matrices = _on_matrices(_cho_factor_stack, lambda a, **kw: cho_factor(a, **kw)[0])
 
 
-@adapts("scipy.linalg", "cho_factor", ("a",))
+def _cho_factor_rule(axis_size: int, in_batched: list[Any], a: Any, lower: Any = False,
+                     **options: Any) -> Any:  # fmt: skip
+    """`cho_factor`'s batch rule: the stack of matrices in one call, `lower` as given."""
+    c, batched = _cho_factor_matrices(axis_size, in_batched, a, lower=lower, **options)
+    return (c, lower), (batched, False)
+
+
+@adapts("scipy.linalg", "cho_factor", ("a",), batch=_cho_factor_rule)
 def cho_factor(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
@@ -265,7 +279,33 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
     return np.linalg.solve(t, b)
 
 
-@adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
+def _cho_solve_stack(c: Any, b: Any, lower: bool, check_finite: Any = True,
+                     **ignored: Any) -> Any:  # fmt: skip
+    """`cho_solve` of a stack of systems after its checks, asked of every example at
+    once (`ignored`: `overwrite_b`, which changes no value)."""
+    _check_stack_inputs(check_finite, c, b)
+    y = _triangular_solve(c, b, lower, trans=0 if lower else 2)
+    return _triangular_solve(c, y, lower, trans=2 if lower else 0)
+
+
+_cho_solve_systems = _systems.on_systems(
+    _cho_solve_stack, lambda c, b, lower, **kw: cho_solve((c, lower), b, **kw)
+)
+
+
+def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: Any,
+                    **options: Any) -> Any:  # fmt: skip
+    """`cho_solve`'s batch rule: the factors' stack (or one factor) and the right-hand
+    sides solved in one call, where `lower` is a plain boolean, not batched."""
+    c, lower = c_and_lower
+    flags = in_batched[0] if type(in_batched[0]) is tuple else (in_batched[0], False)
+    if flags[1] or not isinstance(lower, bool | np.bool_):
+        raise Unsupported  # (the library: the loop's answer)
+    return _cho_solve_systems(axis_size, [flags[0], in_batched[1]], c, b, lower=bool(lower),
+                              **options)  # fmt: skip
+
+
+@adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"), batch=_cho_solve_rule)
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
     _check_inputs(check_finite, c, b)
