@@ -5,6 +5,7 @@ by position and by keyword, and under `grad` (the lowering's path)."""
 from __future__ import annotations
 
 import numpy as np
+import optree
 import pytest
 
 import vmapx
@@ -356,3 +357,63 @@ def test_cholesky_batch_rule_reads_one_triangle_and_the_real_diagonal(lower, dty
         a[:, np.arange(4), np.arange(4)] += 7j  # (nor the imaginary part of the diagonal)
     tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
     check_vmap(lambda m: sl.cholesky(m, lower=lower), (a,), rtol=tol, atol=tol)
+
+
+CHO_CALLS = {
+    "cho_solve": lambda a, b: sl.cho_solve(sl.cho_factor(a), b),
+    "cho_solve lower": lambda a, b: sl.cho_solve(sl.cho_factor(a, lower=True), b),
+    "cho_solve of a lower triangle": lambda a, b: sl.cho_solve(sl.cho_factor(np.tril(a), True), b),
+    "cho_factor": lambda a, b: sl.cho_factor(a)[0],
+    "cho_factor lower flag": lambda a, b: (sl.cho_factor(a, lower=True), b),
+}
+
+
+@pytest.mark.parametrize("name", CHO_CALLS)
+@pytest.mark.parametrize("right", ["vectors", "matrices"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_cho_batch_rules_match_the_loop(name, right, in_axes):
+    b = VECS if right == "vectors" else RIGHT
+    a = SPD if in_axes[0] == 0 else SPD[0]
+    b = b if in_axes[1] == 0 else b[0]
+    check_vmap(CHO_CALLS[name], (a, b), in_axes=in_axes, rtol=1e-12)
+    check_vmap(CHO_CALLS[name], (HPD if in_axes[0] == 0 else HPD[0], b * (1 + 1j)),
+               in_axes=in_axes, rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.parametrize("name", CHO_CALLS)
+@pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
+def test_cho_batch_rules_keep_the_library_dtype(name, dtype):
+    tol = 1e-9 if dtype in (np.float64, np.int64) else 1e-2
+    a = np.round(SPD * 4).astype(dtype)
+    check_vmap(CHO_CALLS[name], (a, (VECS * 4).astype(dtype)), rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", CHO_CALLS)
+def test_cho_batch_rules_raise_the_loop_errors(name):
+    f = CHO_CALLS[name]
+    not_positive, bad, bad_b = SPD.copy(), SPD.copy(), VECS.copy()
+    not_positive[2] = -np.eye(4)
+    bad[1, 0, 0], bad_b[3, 1] = np.nan, np.inf
+    for a, b in [(not_positive, VECS), (bad, VECS), (SPD, bad_b)]:
+        try:
+            want = [f(x, y) for x, y in zip(a, b, strict=True)]
+        except (np.linalg.LinAlgError, ValueError) as error:
+            with pytest.raises(type(error)) as in_vmap:
+                vmapx.vmap(f)(a, b)
+            assert str(in_vmap.value) == str(error)
+        else:  # (cho_factor does not read b)
+            assert "cho_factor" in name
+            check_vmap(f, (a, b), rtol=1e-12)
+            del want
+    for b in (VECS, RIGHT):  # (no examples: the shape and dtype of one)
+        empty, one = vmapx.vmap(f)(SPD[:0], b[:0]), f(SPD[0], b[0])
+        for e, o in zip(optree.tree_leaves(empty), optree.tree_leaves(one), strict=True):
+            assert np.shape(e) == (0, *np.shape(o)) and np.result_type(e) == np.result_type(o)
+
+
+def test_cho_solve_under_grad_takes_the_lowering():
+    loss = lambda a, b: np.sum(CHO_CALLS["cho_solve"](a @ a.T + 4 * np.eye(4), b) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (_M[0], VECS[0]), order=1)
+    check_vmap(vmapx.grad(loss, argnums=(0, 1)), (_M, VECS))
