@@ -417,3 +417,53 @@ def test_cho_solve_under_grad_takes_the_lowering():
     loss = lambda a, b: np.sum(CHO_CALLS["cho_solve"](a @ a.T + 4 * np.eye(4), b) ** 2)  # noqa: E731
     vmapx.check_grads(loss, (_M[0], VECS[0]), order=1)
     check_vmap(vmapx.grad(loss, argnums=(0, 1)), (_M, VECS))
+
+
+sc = pytest.importorskip("scipy.special")
+MATS = RNG.normal(size=(5, 3, 4))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, -2, (0, 1), (-1,)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.int64])
+def test_softmax_batch_rules_match_the_loop(name, axis, dtype):
+    f = getattr(sc, name)
+    x = (MATS * 3).astype(dtype)
+    tol = 1e-5 if np.result_type(f(x[0], axis=axis)).itemsize < 8 else 1e-12
+    check_vmap(lambda v: f(v, axis=axis), (x,), rtol=tol, atol=tol)
+    if axis in (0, -1):  # (vectors, the axis by position)
+        check_vmap(lambda v: f(v, axis), (x[:, 0],), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_of_scalars_and_no_examples_match_the_loop(name):
+    f = getattr(sc, name)
+    check_vmap(f, (MATS[:, 0, 0],))
+    empty, one = vmapx.vmap(f)(MATS[:0]), f(MATS[0])
+    assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, on inf - inf)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_on_infinities_and_bad_axes_give_the_loop_answer(name):
+    f = getattr(sc, name)
+    x = MATS.copy()
+    x[1, 0, 2], x[2] = np.inf, -np.inf
+    x[3, 1] = np.nan
+    want = np.stack([f(v, axis=-1) for v in x])
+    np.testing.assert_array_equal(vmapx.vmap(lambda v: f(v, axis=-1))(x), want)
+    assert np.isnan(x[3, 1]).all() and np.isinf(x[2]).all()  # (the caller's, unchanged)
+    for axis in (2, -3, (0, 2)):
+        with pytest.raises(np.exceptions.AxisError):
+            f(x[0], axis=axis)
+        with pytest.raises(np.exceptions.AxisError):
+            vmapx.vmap(lambda v, axis=axis: f(v, axis=axis))(x)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_under_grad_take_the_lowering(name):
+    f = getattr(sc, name)
+    loss = lambda v: np.sum(f(v, axis=-1)[..., 1] ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (MATS[0],), order=1)
+    check_vmap(vmapx.grad(loss), (MATS,))
