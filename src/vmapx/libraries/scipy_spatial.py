@@ -255,7 +255,8 @@ def _vector_batched(name: Any) -> Any:
         if options or type(p) not in (int, float):
             raise Unsupported
         dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())
-        return _vector_value(name, u * 1.0, v * 1.0, p, sum_last_axis).astype(dtype)
+        u, v = (x if x.dtype.kind == "f" else x * 1.0 for x in (u, v))  # (floats: as they are)
+        return _vector_value(name, u, v, p, sum_last_axis).astype(dtype, copy=False)
 
     return call
 
