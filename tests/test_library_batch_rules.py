@@ -363,6 +363,7 @@ CHO_CALLS = {
     "cho_solve": lambda a, b: sl.cho_solve(sl.cho_factor(a), b),
     "cho_solve lower": lambda a, b: sl.cho_solve(sl.cho_factor(a, lower=True), b),
     "cho_solve of a lower triangle": lambda a, b: sl.cho_solve(sl.cho_factor(np.tril(a), True), b),
+    "cho_solve of a list": lambda a, b: sl.cho_solve(list(sl.cho_factor(a)), b),
     "cho_factor": lambda a, b: sl.cho_factor(a)[0],
     "cho_factor lower flag": lambda a, b: (sl.cho_factor(a, lower=True), b),
 }

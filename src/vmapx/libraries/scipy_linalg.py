@@ -297,10 +297,12 @@ def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: 
                     **options: Any) -> Any:  # fmt: skip
     """`cho_solve`'s batch rule: the factors' stack (or one factor) and the right-hand
     sides solved in one call, where `lower` is a plain boolean, not batched."""
-    c, lower = c_and_lower
-    flags = in_batched[0] if type(in_batched[0]) is tuple else (in_batched[0], False)
-    if flags[1] or not isinstance(lower, bool | np.bool_):
+    flags = in_batched[0]
+    if type(flags) not in (tuple, list) or len(flags) != 2 or flags[1] is not False:
         raise Unsupported  # (the library: the loop's answer)
+    c, lower = c_and_lower
+    if type(flags[0]) is not bool or not isinstance(lower, bool | np.bool_):
+        raise Unsupported
     return _cho_solve_systems(axis_size, [flags[0], in_batched[1]], c, b, lower=bool(lower),
                               **options)  # fmt: skip
 
