@@ -468,3 +468,42 @@ def test_softmax_batch_rules_under_grad_take_the_lowering(name):
     loss = lambda v: np.sum(f(v, axis=-1)[..., 1] ** 2)  # noqa: E731
     vmapx.check_grads(loss, (MATS[0],), order=1)
     check_vmap(vmapx.grad(loss), (MATS,))
+
+
+NORM_CALLS = {
+    "norm": sl.norm,
+    "norm unchecked": lambda a: sl.norm(a, check_finite=False),
+    "norm ord 1": lambda a: sl.norm(a, 1),
+    "norm axis": lambda a: sl.norm(a, axis=-1),
+    "norm keepdims": lambda a: sl.norm(a, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("name", NORM_CALLS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64, np.int64])
+@pytest.mark.parametrize("shape", ["vectors", "matrices"])
+def test_norm_batch_rule_matches_the_loop(name, dtype, shape):
+    x = (HPD if np.dtype(dtype).kind == "c" else SPD * 3).astype(dtype)
+    x = x[:, 0] if shape == "vectors" else x
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+    check_vmap(NORM_CALLS[name], (x,), rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_norm_batch_rule_on_nan_and_no_examples_gives_the_loop_answer():
+    bad = SPD.copy()
+    bad[2, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs") as in_loop:
+        [sl.norm(a) for a in bad]
+    with pytest.raises(ValueError, match="infs or NaNs") as in_vmap:
+        vmapx.vmap(sl.norm)(bad)
+    assert str(in_vmap.value) == str(in_loop.value)
+    check_vmap(NORM_CALLS["norm unchecked"], (bad,))
+    empty, one = vmapx.vmap(sl.norm)(SPD[:0]), sl.norm(SPD[0])
+    assert empty.shape == (0,) and empty.dtype == np.result_type(one)
+
+
+def test_norm_batch_rule_under_grad_takes_the_lowering():
+    loss = lambda a: sl.norm(a @ a.T) ** 2  # noqa: E731
+    vmapx.check_grads(loss, (_M[0],), order=1)
+    check_vmap(vmapx.grad(loss), (_M,))
