@@ -507,3 +507,25 @@ def test_norm_batch_rule_under_grad_takes_the_lowering():
     loss = lambda a: sl.norm(a @ a.T) ** 2  # noqa: E731
     vmapx.check_grads(loss, (_M[0],), order=1)
     check_vmap(vmapx.grad(loss), (_M,))
+
+
+P = pytest.importorskip("numpy.polynomial.polynomial")
+COEFS = RNG.normal(size=(5, 4)) * 3
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex64, np.int8,
+                                   np.int64, np.bool_])  # fmt: skip
+@pytest.mark.parametrize("options", [{}, {"m": 0}, {"m": 2}, {"m": 4}, {"m": 7},
+                                     {"m": 2, "scl": 0.5}, {"scl": 3}, {"axis": -1},
+                                     {"m": np.int64(2)}])  # fmt: skip
+def test_polyder_batch_rule_matches_the_loop(dtype, options):
+    c = (COEFS > 0) if dtype is np.bool_ else COEFS.astype(dtype)
+    check_vmap(lambda c: P.polyder(c, **options), (c,), rtol=0, atol=0)
+
+
+def test_polyder_batch_rule_of_no_examples_and_under_grad():
+    empty, one = vmapx.vmap(P.polyder)(COEFS[:0]), P.polyder(COEFS[0])
+    assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+    loss = lambda c: np.sum(P.polyder(c, 2) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (COEFS[0],), order=1)
+    check_vmap(vmapx.grad(loss), (COEFS,))
