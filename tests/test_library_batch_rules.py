@@ -280,6 +280,7 @@ SYSTEM_DTYPES = [np.float64, np.float32, np.complex64, np.int64, np.float16]
 
 
 @pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (SciPy 1.18 of float16, loop too)
 @pytest.mark.parametrize("name", SOLVE_CALLS)
 @pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
 def test_solve_batch_rules_keep_the_library_dtype(name, dtype):
@@ -382,6 +383,7 @@ def test_cho_batch_rules_match_the_loop(name, right, in_axes):
 
 
 @pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (SciPy 1.18 of float16, loop too)
 @pytest.mark.parametrize("name", CHO_CALLS)
 @pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
 def test_cho_batch_rules_keep_the_library_dtype(name, dtype):
@@ -529,3 +531,11 @@ def test_polyder_batch_rule_of_no_examples_and_under_grad():
     loss = lambda c: np.sum(P.polyder(c, 2) ** 2)  # noqa: E731
     vmapx.check_grads(loss, (COEFS[0],), order=1)
     check_vmap(vmapx.grad(loss), (COEFS,))
+
+
+def test_cho_solve_takes_a_lower_flag_given_as_a_0d_array():
+    """SciPy 1.18's `cho_factor` gives its `lower` flag as a 0-d boolean array (earlier
+    versions a bool): the factor stays one batched call either way."""
+    c, _ = sl.cho_factor(SPD[0], lower=True)
+    for flag in (True, np.array(True)):
+        check_vmap(lambda b, flag=flag: sl.cho_solve((c, flag), b), (VEC,))

@@ -26,6 +26,8 @@ def on_systems(body: Callable[..., Any], lowering: Callable[..., Any]) -> Callab
 
     def call(in_batched: list[Any], a: Any, b: Any, **options: Any) -> Any:
         vector = np.ndim(b) - in_batched[1] == 1
+        if not in_batched[1]:  # (NumPy 1's solve reads a `b` of one dimension fewer
+            b = np.broadcast_to(b, (len(a), *np.shape(b)))  # than `a` as vectors)
         out = body(a, b[..., None] if vector else b, **options)
         return out[..., 0] if vector else out
 

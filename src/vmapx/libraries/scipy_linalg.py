@@ -295,6 +295,14 @@ _cho_solve_systems = _systems.on_systems(
 )
 
 
+def _is_plain_flag(lower: Any) -> bool:
+    """Whether `lower` of a `cho_factor` result is one plain boolean (SciPy 1.18 gives a
+    0-d boolean array, earlier versions a bool)."""
+    if type(lower) is np.ndarray:
+        return lower.shape == () and lower.dtype == np.bool_
+    return isinstance(lower, bool | np.bool_)
+
+
 def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: Any,
                     **options: Any) -> Any:  # fmt: skip
     """`cho_solve`'s batch rule: the factors' stack (or one factor) and the right-hand
@@ -303,7 +311,7 @@ def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: 
     if type(flags) not in (tuple, list) or len(flags) != 2 or flags[1] is not False:
         raise Unsupported  # (the library: the loop's answer)
     c, lower = c_and_lower
-    if type(flags[0]) is not bool or not isinstance(lower, bool | np.bool_):
+    if type(flags[0]) is not bool or not _is_plain_flag(lower):
         raise Unsupported
     return _cho_solve_systems(axis_size, [flags[0], in_batched[1]], c, b, lower=bool(lower),
                               **options)  # fmt: skip
@@ -313,7 +321,7 @@ def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: 
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
     _check_inputs(check_finite, c, b)
-    if not isinstance(lower, bool | np.bool_):
+    if not _is_plain_flag(lower):
         raise Unsupported
     lower = bool(lower)
     y = _triangular_solve(c, b, lower, trans=0 if lower else 2)
