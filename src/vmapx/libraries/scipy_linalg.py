@@ -299,7 +299,7 @@ def _is_plain_flag(lower: Any) -> bool:
     """Whether `lower` of a `cho_factor` result is one plain boolean (SciPy 1.18 gives a
     0-d boolean array, earlier versions a bool)."""
     if type(lower) is np.ndarray:
-        return lower.shape == () and lower.dtype == np.bool_
+        return bool(lower.shape == () and lower.dtype == np.bool_)
     return isinstance(lower, bool | np.bool_)
 
 
