@@ -117,6 +117,10 @@ FILTER_CALLS = {
     "minimum_filter": lambda x: nd.minimum_filter(x, size=(2, 3), mode="constant", cval=1.0),
     "laplace": nd.laplace,
     "gaussian_laplace": lambda x: nd.gaussian_laplace(x, 1.0),
+    # (its derivatives smooth along every axis of the input, the batch's too: sigma 0 there)
+    "gaussian_gradient_magnitude": lambda x: nd.gaussian_gradient_magnitude(x, 1.0),
+    "gaussian_gradient_magnitude sigmas": lambda x: nd.gaussian_gradient_magnitude(x, [0.5, 2]),
+    "gaussian_gradient_magnitude axes": lambda x: nd.gaussian_gradient_magnitude(x, 1, axes=0),
 }
 
 
