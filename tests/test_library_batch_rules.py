@@ -277,3 +277,33 @@ def test_vector_metric_batch_rules_on_nan_and_infinity_give_the_loop_answer(name
             vmapx.vmap(f)(u, v)
         return
     np.testing.assert_allclose(vmapx.vmap(f)(u, v), want, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # (the loop's, as SciPy's)
+@pytest.mark.parametrize("name", ["inv", "det", "cholesky", "eigvalsh"])
+def test_unchecked_infinities_give_the_library_answer(name):
+    """With `check_finite=False` a NaN or an infinity goes to LAPACK as SciPy calls it
+    (NumPy's inverse of a matrix with an infinity is another array than SciPy's)."""
+    f = lambda a: getattr(sl, name)(a, check_finite=False)  # noqa: E731
+    bad = SPD.copy()
+    bad[2, 1, 1] = np.inf
+    with np.errstate(all="ignore"):
+        got = vmapx.vmap(f)(bad)
+        expected = np.stack([f(a) for a in bad])
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")
+@pytest.mark.parametrize("name", ["solve", "solve_triangular"])
+def test_unchecked_infinities_in_a_solve_give_the_library_answer(name):
+    f = lambda a, b: getattr(sl, name)(a, b, check_finite=False)  # noqa: E731
+    bad = SPD.copy()
+    bad[1, 0, 0] = np.inf
+    with np.errstate(all="ignore"):
+        got = vmapx.vmap(f)(bad, VECS)
+        expected = np.stack([f(a, b) for a, b in zip(bad, VECS, strict=True)])
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
