@@ -89,6 +89,7 @@ def test_scipy_linalg_of_small_dtypes_and_empty_matrices_is_the_libraries(name, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         warnings.simplefilter("ignore", sl.LinAlgWarning)  # (SciPy's, in the loop too)
+        warnings.simplefilter("ignore", DeprecationWarning)  # (SciPy 1.18: these dtypes)
         for a in (eye, eye + rows * np.swapaxes(rows, 1, 2)):
             try:
                 for example in a:

@@ -182,11 +182,13 @@ def cholesky(a: Any, lower: Any = False, overwrite_a: Any = False, check_finite:
 
 
 @functools.cache
-def _cho_factor_keeps_other_triangle() -> bool:
-    """Whether this SciPy's `cho_factor` leaves the other triangle as it was (LAPACK's
-    output; SciPy 1.17) or zeroes it (SciPy 1.18): asked of SciPy itself, once."""
+@functools.lru_cache(maxsize=32)
+def _cho_factor_keeps_other_triangle(dtype: np.dtype[Any]) -> bool:
+    """Whether this SciPy's `cho_factor` of a `dtype` matrix leaves the other triangle as
+    it was (LAPACK's output; SciPy 1.17) or zeroes it (SciPy 1.18 for floating matrices,
+    not for integer ones, which it converts first): asked of SciPy itself, once per dtype."""
     original = getattr(scipy.linalg.cho_factor, "original", scipy.linalg.cho_factor)
-    c, _ = original(np.array([[4.0, 1.0], [1.0, 4.0]]), lower=False)
+    c, _ = original(np.array([[4, 1], [1, 4]], dtype=dtype), lower=False)
     return bool(c[1, 0] != 0)
 
 
@@ -194,7 +196,7 @@ def _cho_factor_array(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
     factor = _cholesky_factor(a, lower)
-    if not _cho_factor_keeps_other_triangle():
+    if not _cho_factor_keeps_other_triangle(np.result_type(a)):
         return factor
     other = np.triu(a, 1) if lower else np.tril(a, -1)
     return factor + other
