@@ -55,6 +55,21 @@ def test_vector_metrics_keep_the_library_dtype(dtype):
         check_vmap(getattr(sd, name), (u, v), rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", METRICS)
+def test_distances_of_small_floats_are_computed_in_the_library_precision(name):
+    """SciPy computes `cdist`, `pdist`, `braycurtis` and `canberra` in float64 whatever
+    the floats given (the float16 or float32 sums differ by more than a rounding of
+    the result), and `correlation` and `cosine` of two dtypes square each in its own."""
+    half, single = PTS.astype(np.float16), PTS.astype(np.float32)
+    for points in (half, single):
+        check_vmap(lambda x: sd.pdist(x, name), (points,), rtol=1e-12, atol=0)
+        check_vmap(lambda a, b: sd.cdist(a, b, name), (points, points[::-1]), rtol=1e-12, atol=0)
+    f = getattr(sd, name)
+    check_vmap(f, (VEC.astype(np.float16), VEC[::-1].astype(np.float16)), rtol=1e-12, atol=0)
+    check_vmap(f, (VEC.astype(np.float32), VEC[::-1]), rtol=1e-12, atol=0)
+
+
 def test_minkowski_order_by_position_and_keyword():
     check_vmap(lambda u, v: sd.minkowski(u, v, 3), (VEC, VEC[::-1]))
     check_vmap(lambda u, v: sd.minkowski(u, v, p=1.5), (VEC, VEC[::-1]))
