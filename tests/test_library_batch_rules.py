@@ -5,6 +5,7 @@ by position and by keyword, and under `grad` (the lowering's path)."""
 from __future__ import annotations
 
 import numpy as np
+import optree
 import pytest
 
 import vmapx
@@ -322,3 +323,258 @@ def test_unchecked_infinities_in_a_solve_give_the_library_answer(name):
         expected = np.stack([f(a, b) for a, b in zip(bad, VECS, strict=True)])
     assert got.shape == expected.shape and got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+SYSTEM_DTYPES = [np.float64, np.float32, np.complex64, np.int64, np.float16]
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+@pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
+def test_solve_batch_rules_keep_the_library_dtype(name, dtype):
+    if "transposed" in name and np.dtype(dtype).kind == "c":
+        return  # (SciPy refuses a complex transposed solve)
+    a = (SPD * 4).astype(dtype)
+    tol = 1e-9 if dtype in (np.float64, np.int64) else 1e-2
+    check_vmap(SOLVE_CALLS[name], (a, (VECS * 4).astype(dtype)), rtol=tol, atol=tol)
+    check_vmap(SOLVE_CALLS[name], (a, RIGHT), rtol=tol, atol=tol)  # (mixed dtypes)
+
+
+@pytest.mark.parametrize("assume_a", ["diagonal", "upper triangular", "gen", "her", None])
+def test_solve_of_every_structure_matches_the_loop(assume_a):
+    a = np.triu(SPD) if assume_a == "upper triangular" else SPD
+    a = a * np.eye(4) if assume_a == "diagonal" else a
+    check_vmap(lambda a, b: sl.solve(a, b, assume_a=assume_a), (a, VECS))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (no columns: the library)
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+def test_solve_batch_rules_of_one_by_one_and_no_columns_match_the_loop(name):
+    check_vmap(SOLVE_CALLS[name], (SPD[:, :1, :1], VECS[:, :1]))
+    check_vmap(SOLVE_CALLS[name], (SPD, RIGHT[:, :, :0]))
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", SOLVE_CALLS)
+def test_solve_batch_rules_raise_the_loop_errors(name):
+    f = SOLVE_CALLS[name]
+    singular, bad = SPD.copy(), VECS.copy()
+    singular[2] = 0.0
+    bad[3, 1] = np.inf
+    for a, b in [(singular, VECS), (SPD, bad)]:
+        try:
+            want = np.stack([f(x, y) for x, y in zip(a, b, strict=True)])
+        except (np.linalg.LinAlgError, ValueError) as error:
+            with pytest.raises(type(error)) as in_vmap:
+                vmapx.vmap(f)(a, b)
+            assert str(in_vmap.value) == str(error)
+        else:  # (a unit diagonal: no matrix is singular)
+            np.testing.assert_allclose(vmapx.vmap(f)(a, b), want, rtol=1e-12)
+    for b in (VECS, RIGHT):  # (no examples: the shape and dtype of one)
+        empty, one = vmapx.vmap(f)(SPD[:0], b[:0]), f(SPD[0], b[0])
+        assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_an_ill_conditioned_solve_in_a_batch_gives_the_loop_warning():
+    ill = SPD.copy()
+    ill[1] = np.diag([1.0, 1.0, 1.0, 1e-18])
+    with pytest.raises(sl.LinAlgWarning) as in_loop:
+        [sl.solve(a, b) for a, b in zip(ill, VECS, strict=True)]
+    with pytest.raises(sl.LinAlgWarning) as in_vmap:
+        vmapx.vmap(sl.solve)(ill, VECS)
+    assert str(in_vmap.value) == str(in_loop.value)
+
+
+def test_solve_batch_rules_pass_overwrite_flags_without_writing_the_caller_arrays():
+    a, b = SPD.copy(), VECS.copy()
+    f = lambda a, b: sl.solve(a, b, overwrite_a=True, overwrite_b=True)  # noqa: E731
+    check_vmap(f, (a, b))
+    g = lambda a, b: sl.solve_triangular(a, b, overwrite_b=True)  # noqa: E731
+    check_vmap(g, (a, b))
+    np.testing.assert_array_equal(a, SPD)
+    np.testing.assert_array_equal(b, VECS)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
+def test_cholesky_batch_rule_reads_one_triangle_and_the_real_diagonal(lower, dtype):
+    a = (HPD if np.dtype(dtype).kind == "c" else SPD).astype(dtype)
+    other = np.triu_indices(4, 1) if lower else np.tril_indices(4, -1)
+    a[:, other[0], other[1]] = 99.0  # (the triangle SciPy does not read)
+    if np.dtype(dtype).kind == "c":
+        a[:, np.arange(4), np.arange(4)] += 7j  # (nor the imaginary part of the diagonal)
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+    check_vmap(lambda m: sl.cholesky(m, lower=lower), (a,), rtol=tol, atol=tol)
+
+
+CHO_CALLS = {
+    "cho_solve": lambda a, b: sl.cho_solve(sl.cho_factor(a), b),
+    "cho_solve lower": lambda a, b: sl.cho_solve(sl.cho_factor(a, lower=True), b),
+    "cho_solve of a lower triangle": lambda a, b: sl.cho_solve(sl.cho_factor(np.tril(a), True), b),
+    "cho_solve of a list": lambda a, b: sl.cho_solve(list(sl.cho_factor(a)), b),
+    "cho_factor": lambda a, b: sl.cho_factor(a)[0],
+    "cho_factor lower flag": lambda a, b: (sl.cho_factor(a, lower=True), b),
+}
+
+
+@pytest.mark.parametrize("name", CHO_CALLS)
+@pytest.mark.parametrize("right", ["vectors", "matrices"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_cho_batch_rules_match_the_loop(name, right, in_axes):
+    b = VECS if right == "vectors" else RIGHT
+    a = SPD if in_axes[0] == 0 else SPD[0]
+    b = b if in_axes[1] == 0 else b[0]
+    check_vmap(CHO_CALLS[name], (a, b), in_axes=in_axes, rtol=1e-12)
+    check_vmap(CHO_CALLS[name], (HPD if in_axes[0] == 0 else HPD[0], b * (1 + 1j)),
+               in_axes=in_axes, rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")  # (float16: the library)
+@pytest.mark.parametrize("name", CHO_CALLS)
+@pytest.mark.parametrize("dtype", SYSTEM_DTYPES)
+def test_cho_batch_rules_keep_the_library_dtype(name, dtype):
+    tol = 1e-9 if dtype in (np.float64, np.int64) else 1e-2
+    a = np.round(SPD * 4).astype(dtype)
+    check_vmap(CHO_CALLS[name], (a, (VECS * 4).astype(dtype)), rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", CHO_CALLS)
+def test_cho_batch_rules_raise_the_loop_errors(name):
+    f = CHO_CALLS[name]
+    not_positive, bad, bad_b = SPD.copy(), SPD.copy(), VECS.copy()
+    not_positive[2] = -np.eye(4)
+    bad[1, 0, 0], bad_b[3, 1] = np.nan, np.inf
+    for a, b in [(not_positive, VECS), (bad, VECS), (SPD, bad_b)]:
+        try:
+            want = [f(x, y) for x, y in zip(a, b, strict=True)]
+        except (np.linalg.LinAlgError, ValueError) as error:
+            with pytest.raises(type(error)) as in_vmap:
+                vmapx.vmap(f)(a, b)
+            assert str(in_vmap.value) == str(error)
+        else:  # (cho_factor does not read b)
+            assert "cho_factor" in name
+            check_vmap(f, (a, b), rtol=1e-12)
+            del want
+    for b in (VECS, RIGHT):  # (no examples: the shape and dtype of one)
+        empty, one = vmapx.vmap(f)(SPD[:0], b[:0]), f(SPD[0], b[0])
+        for e, o in zip(optree.tree_leaves(empty), optree.tree_leaves(one), strict=True):
+            assert np.shape(e) == (0, *np.shape(o)) and np.result_type(e) == np.result_type(o)
+
+
+def test_cho_solve_under_grad_takes_the_lowering():
+    loss = lambda a, b: np.sum(CHO_CALLS["cho_solve"](a @ a.T + 4 * np.eye(4), b) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (_M[0], VECS[0]), order=1)
+    check_vmap(vmapx.grad(loss, argnums=(0, 1)), (_M, VECS))
+
+
+sc = pytest.importorskip("scipy.special")
+MATS = RNG.normal(size=(5, 3, 4))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, -2, (0, 1), (-1,)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.int64])
+def test_softmax_batch_rules_match_the_loop(name, axis, dtype):
+    f = getattr(sc, name)
+    x = (MATS * 3).astype(dtype)
+    tol = 1e-5 if np.result_type(f(x[0], axis=axis)).itemsize < 8 else 1e-12
+    check_vmap(lambda v: f(v, axis=axis), (x,), rtol=tol, atol=tol)
+    if axis in (0, -1):  # (vectors, the axis by position)
+        check_vmap(lambda v: f(v, axis), (x[:, 0],), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_of_scalars_and_no_examples_match_the_loop(name):
+    f = getattr(sc, name)
+    check_vmap(f, (MATS[:, 0, 0],))
+    empty, one = vmapx.vmap(f)(MATS[:0]), f(MATS[0])
+    assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, on inf - inf)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_on_infinities_and_bad_axes_give_the_loop_answer(name):
+    f = getattr(sc, name)
+    x = MATS.copy()
+    x[1, 0, 2], x[2] = np.inf, -np.inf
+    x[3, 1] = np.nan
+    want = np.stack([f(v, axis=-1) for v in x])
+    np.testing.assert_array_equal(vmapx.vmap(lambda v: f(v, axis=-1))(x), want)
+    assert np.isnan(x[3, 1]).all() and np.isinf(x[2]).all()  # (the caller's, unchanged)
+    for axis in (2, -3, (0, 2)):
+        with pytest.raises(np.exceptions.AxisError):
+            f(x[0], axis=axis)
+        with pytest.raises(np.exceptions.AxisError):
+            vmapx.vmap(lambda v, axis=axis: f(v, axis=axis))(x)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_batch_rules_under_grad_take_the_lowering(name):
+    f = getattr(sc, name)
+    loss = lambda v: np.sum(f(v, axis=-1)[..., 1] ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (MATS[0],), order=1)
+    check_vmap(vmapx.grad(loss), (MATS,))
+
+
+NORM_CALLS = {
+    "norm": sl.norm,
+    "norm unchecked": lambda a: sl.norm(a, check_finite=False),
+    "norm ord 1": lambda a: sl.norm(a, 1),
+    "norm axis": lambda a: sl.norm(a, axis=-1),
+    "norm keepdims": lambda a: sl.norm(a, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("name", NORM_CALLS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64, np.int64])
+@pytest.mark.parametrize("shape", ["vectors", "matrices"])
+def test_norm_batch_rule_matches_the_loop(name, dtype, shape):
+    x = (HPD if np.dtype(dtype).kind == "c" else SPD * 3).astype(dtype)
+    x = x[:, 0] if shape == "vectors" else x
+    tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+    check_vmap(NORM_CALLS[name], (x,), rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+def test_norm_batch_rule_on_nan_and_no_examples_gives_the_loop_answer():
+    bad = SPD.copy()
+    bad[2, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs") as in_loop:
+        [sl.norm(a) for a in bad]
+    with pytest.raises(ValueError, match="infs or NaNs") as in_vmap:
+        vmapx.vmap(sl.norm)(bad)
+    assert str(in_vmap.value) == str(in_loop.value)
+    check_vmap(NORM_CALLS["norm unchecked"], (bad,))
+    empty, one = vmapx.vmap(sl.norm)(SPD[:0]), sl.norm(SPD[0])
+    assert empty.shape == (0,) and empty.dtype == np.result_type(one)
+
+
+def test_norm_batch_rule_under_grad_takes_the_lowering():
+    loss = lambda a: sl.norm(a @ a.T) ** 2  # noqa: E731
+    vmapx.check_grads(loss, (_M[0],), order=1)
+    check_vmap(vmapx.grad(loss), (_M,))
+
+
+P = pytest.importorskip("numpy.polynomial.polynomial")
+COEFS = RNG.normal(size=(5, 4)) * 3
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex64, np.int8,
+                                   np.int64, np.bool_])  # fmt: skip
+@pytest.mark.parametrize("options", [{}, {"m": 0}, {"m": 2}, {"m": 4}, {"m": 7},
+                                     {"m": 2, "scl": 0.5}, {"scl": 3}, {"axis": -1},
+                                     {"m": np.int64(2)}])  # fmt: skip
+def test_polyder_batch_rule_matches_the_loop(dtype, options):
+    c = (COEFS > 0) if dtype is np.bool_ else COEFS.astype(dtype)
+    check_vmap(lambda c: P.polyder(c, **options), (c,), rtol=0, atol=0)
+
+
+def test_polyder_batch_rule_of_no_examples_and_under_grad():
+    empty, one = vmapx.vmap(P.polyder)(COEFS[:0]), P.polyder(COEFS[0])
+    assert empty.shape == (0, *one.shape) and empty.dtype == one.dtype
+    loss = lambda c: np.sum(P.polyder(c, 2) ** 2)  # noqa: E731
+    vmapx.check_grads(loss, (COEFS[0],), order=1)
+    check_vmap(vmapx.grad(loss), (COEFS,))

@@ -616,7 +616,9 @@ def _polyfit_shared(trace: BatchTrace, p: dict[Any, Any], x: Any, order: int, rc
     lhs = lhs / scale
     c, rank, s = lstsq_svd(lhs, rhs, rcond)
     rank = int(rank)
-    if rank == order and n > order:  # lstsq's residuals: one per right-hand side
+    if not (p["full"] or p["cov"]):
+        resids: Any = None  # (neither returned nor scaling a covariance: not computed)
+    elif rank == order and n > order:  # lstsq's residuals: one per right-hand side
         resids = np.sum(np.abs(rhs - np.matmul(lhs, c)) ** 2, axis=0).reshape(b, k)
     else:
         resids = np.zeros((b, 0), s.dtype)

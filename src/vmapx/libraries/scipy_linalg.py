@@ -16,13 +16,14 @@ import scipy.linalg
 
 from .._batching import BatchTracer
 from ..extend import primitive, register_batch_rule
-from . import _adapter
+from . import _adapter, _systems
 from ._adapter import Unsupported, adapts, batch_by_axis
 
 # the library's own functions, taken before `install` puts the adapters in their place
 _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
 _LIBRARY_NORM = scipy.linalg.norm
+_LIBRARY_SOLVE = scipy.linalg.solve
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -78,12 +79,34 @@ def _finite_batch(x: Any) -> bool:
     return type(value) is np.ndarray and bool(np.isfinite(value).all())
 
 
-@adapts("scipy.linalg", "solve", ("a", "b"))
-def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
-          check_finite: Any = True,
-          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
-    _check_square(a)
-    _check_inputs(check_finite, a, b)
+@functools.cache
+def _library_solves_stacks() -> bool:
+    """Whether this SciPy's `solve` solves a stack of systems in one call (SciPy 1.17),
+    rather than in a loop of Python (a wrapped function) or not at all: asked once."""
+    if hasattr(_LIBRARY_SOLVE, "__wrapped__"):
+        return False
+    try:
+        x = _LIBRARY_SOLVE(np.stack([np.eye(2), 2 * np.eye(2)]), np.ones((2, 2, 1)))
+    except Exception:  # (an older SciPy: a stack is not a matrix)
+        return False
+    return np.shape(x) == (2, 2, 1) and bool(x[1, 0, 0] == 0.5)
+
+
+def _solve_stack(a: Any, b: Any, lower: Any = False, check_finite: Any = True,
+                 assume_a: Any = None, transposed: Any = False, **ignored: Any) -> Any:  # fmt: skip
+    """`solve` of a stack of systems: SciPy's own where it solves a stack, each system
+    with the LAPACK routine the loop calls and with the loop's errors (`ignored`: the
+    overwrite flags, never passed on: the stack is vmapx's, not the caller's); else the
+    lowering's NumPy calls on the stack, after its checks asked of every example."""
+    if _library_solves_stacks() and assume_a != "banded":
+        return _LIBRARY_SOLVE(a, b, lower=lower, check_finite=check_finite,
+                              assume_a=assume_a, transposed=transposed)  # fmt: skip
+    _check_stack_inputs(check_finite, a, b)
+    return _solve(a, b, lower, assume_a, transposed)
+
+
+def _solve(a: Any, b: Any, lower: Any, assume_a: Any, transposed: Any) -> Any:
+    """`solve` after its checks, `b` a vector or columns (a stack of either)."""
     if assume_a in _SYMMETRIC:
         a = _from_triangle(a, lower, hermitian=assume_a in _HERMITIAN)
     elif assume_a not in _GENERAL:
@@ -93,6 +116,27 @@ def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrit
     if np.ndim(b) == 1:
         return np.linalg.solve(a, b[:, None])[:, 0]
     return np.linalg.solve(a, b)
+
+
+@adapts("scipy.linalg", "solve", ("a", "b"),
+        batch=_systems.on_systems(_solve_stack, lambda a, b, **kw: solve(a, b, **kw)))  # fmt: skip
+def solve(a: Any, b: Any, lower: Any = False, overwrite_a: Any = False, overwrite_b: Any = False,
+          check_finite: Any = True,
+          assume_a: Any = None, transposed: Any = False) -> Any:  # fmt: skip
+    _check_square(a)
+    _check_inputs(check_finite, a, b)
+    return _solve(a, b, lower, assume_a, transposed)
+
+
+def _check_stack_inputs(check_finite: Any, *arrays: Any) -> None:
+    """`_check_inputs` of plain arrays holding every example (each example has the
+    stack's dtype; the caller has seen that no example is empty)."""
+    if any(x.dtype not in _AS_NUMPY for x in arrays):
+        raise Unsupported
+    if check_finite and not all(np.isfinite(x).all() for x in arrays):
+        raise ValueError("array must not contain infs or NaNs")
+    if not check_finite and not all(np.isfinite(x).all() for x in arrays):
+        raise Unsupported  # (unchecked: LAPACK's own answer, SciPy's warning, per example)
 
 
 def _on_matrices(body: Any, lowering: Any) -> Any:
@@ -169,7 +213,14 @@ def _cholesky_factor(a: Any, lower: bool) -> Any:
     return _cholesky(a, lower)
 
 
+# NumPy 2's `cholesky(a, upper=...)`: LAPACK's potrf with SciPy's triangle, which it reads
+# alone (and only the real part of its diagonal), as SciPy does
+_CHOLESKY_HAS_UPPER = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
 def _cholesky(a: Any, lower: Any = False, **ignored: Any) -> Any:
+    if _CHOLESKY_HAS_UPPER and type(a) is np.ndarray:  # (plain values: the batch rule)
+        return np.linalg.cholesky(a, upper=not lower)
     factor = np.linalg.cholesky(_from_triangle(a, lower))
     return factor if lower else np.conj(np.swapaxes(factor, -1, -2))
 
@@ -195,7 +246,13 @@ def _cho_factor_keeps_other_triangle(dtype: np.dtype[Any]) -> bool:
 def _cho_factor_array(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
-    factor = _cholesky_factor(a, lower)
+    _check_square(a)
+    return _cho_factor_stack(a, lower)
+
+
+def _cho_factor_stack(a: Any, lower: Any = False, **ignored: Any) -> Any:
+    """`cho_factor`'s matrix (or stack of them) after its checks."""
+    factor = _cholesky(a, lower)
     if not _cho_factor_keeps_other_triangle(np.result_type(a)):
         return factor
     other = np.triu(a, 1) if lower else np.tril(a, -1)
@@ -203,9 +260,17 @@ def _cho_factor_array(
 
 
 _cho_factor_prim = primitive(_cho_factor_array, name="scipy.linalg.cho_factor")
+_cho_factor_matrices = _on_matrices(_cho_factor_stack, lambda a, **kw: cho_factor(a, **kw)[0])
 
 
-@adapts("scipy.linalg", "cho_factor", ("a",))
+def _cho_factor_rule(axis_size: int, in_batched: list[Any], a: Any, lower: Any = False,
+                     **options: Any) -> Any:  # fmt: skip
+    """`cho_factor`'s batch rule: the stack of matrices in one call, `lower` as given."""
+    c, batched = _cho_factor_matrices(axis_size, in_batched, a, lower=lower, **options)
+    return (c, lower), (batched, False)
+
+
+@adapts("scipy.linalg", "cho_factor", ("a",), batch=_cho_factor_rule)
 def cho_factor(
     a: Any, lower: Any = False, overwrite_a: Any = False, check_finite: Any = True
 ) -> Any:
@@ -216,7 +281,8 @@ def cho_factor(
 def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = False) -> Any:
     t = np.tril(c) if lower else np.triu(c)
     if unit:
-        t = t - t * np.eye(t.shape[-1]) + np.eye(t.shape[-1])
+        eye = np.eye(t.shape[-1], dtype=np.result_type(t))
+        t = t - t * eye + eye
     if trans in (1, "T"):
         t = np.swapaxes(t, -1, -2)
     elif trans in (2, "C"):
@@ -228,7 +294,35 @@ def _triangular_solve(c: Any, b: Any, lower: bool, trans: int = 0, unit: bool = 
     return np.linalg.solve(t, b)
 
 
-@adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"))
+def _cho_solve_stack(c: Any, b: Any, lower: bool, check_finite: Any = True,
+                     **ignored: Any) -> Any:  # fmt: skip
+    """`cho_solve` of a stack of systems after its checks, asked of every example at
+    once (`ignored`: `overwrite_b`, which changes no value)."""
+    _check_stack_inputs(check_finite, c, b)
+    y = _triangular_solve(c, b, lower, trans=0 if lower else 2)
+    return _triangular_solve(c, y, lower, trans=2 if lower else 0)
+
+
+_cho_solve_systems = _systems.on_systems(
+    _cho_solve_stack, lambda c, b, lower, **kw: cho_solve((c, lower), b, **kw)
+)
+
+
+def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: Any,
+                    **options: Any) -> Any:  # fmt: skip
+    """`cho_solve`'s batch rule: the factors' stack (or one factor) and the right-hand
+    sides solved in one call, where `lower` is a plain boolean, not batched."""
+    flags = in_batched[0]
+    if type(flags) not in (tuple, list) or len(flags) != 2 or flags[1] is not False:
+        raise Unsupported  # (the library: the loop's answer)
+    c, lower = c_and_lower
+    if type(flags[0]) is not bool or not isinstance(lower, bool | np.bool_):
+        raise Unsupported
+    return _cho_solve_systems(axis_size, [flags[0], in_batched[1]], c, b, lower=bool(lower),
+                              **options)  # fmt: skip
+
+
+@adapts("scipy.linalg", "cho_solve", ("c_and_lower", "b"), batch=_cho_solve_rule)
 def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: Any = True) -> Any:
     c, lower = c_and_lower
     _check_inputs(check_finite, c, b)
@@ -239,7 +333,18 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: Any = False, check_finite: 
     return _triangular_solve(c, y, lower, trans=2 if lower else 0)
 
 
-@adapts("scipy.linalg", "solve_triangular", ("a", "b"))
+def _solve_triangular_stack(a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                            unit_diagonal: Any = False, check_finite: Any = True,
+                            **ignored: Any) -> Any:  # fmt: skip
+    """`solve_triangular` of a stack of systems after its checks, asked of every example
+    at once (`ignored`: `overwrite_b`, which changes no value)."""
+    _check_stack_inputs(check_finite, a, b)
+    return _triangular_solve(a, b, lower, trans, unit_diagonal)
+
+
+@adapts("scipy.linalg", "solve_triangular", ("a", "b"),
+        batch=_systems.on_systems(_solve_triangular_stack,
+                                  lambda a, b, **kw: solve_triangular(a, b, **kw)))  # fmt: skip
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: Any = False,
                      unit_diagonal: Any = False, overwrite_b: Any = False,
                      check_finite: Any = True) -> Any:  # fmt: skip
@@ -345,7 +450,31 @@ def qr(
     return (r,) if mode == "r" else (q, r)
 
 
-@adapts("scipy.linalg", "norm", ("a",))
+def _norm_rule(axis_size: int, in_batched: list[Any], a: Any, ord: Any = None, axis: Any = None,
+               keepdims: Any = False, check_finite: Any = True) -> Any:  # fmt: skip
+    """`norm`'s batch rule for its default (the 2-norm of a vector, the Frobenius norm of
+    a matrix): every example's sum of squares in one call, the checks asked of every
+    example at once; other calls take the lowering under `vmap`."""
+    if (axis_size == 0 or type(a) is not np.ndarray or a.ndim not in (2, 3) or ord is not None
+            or axis is not None or keepdims is not False or a.dtype not in _AS_NUMPY
+            or a[0].size == 0):  # fmt: skip
+        from .. import vmap
+
+        options = {"ord": ord, "axis": axis, "keepdims": keepdims, "check_finite": check_finite}
+        return vmap(functools.partial(norm, **options))(a), True
+    if check_finite and not np.isfinite(a).all():
+        raise ValueError("array must not contain infs or NaNs")
+    flat = np.reshape(a, (a.shape[0], -1))
+    if flat.dtype.kind in "iu":
+        flat = flat.astype(float)
+    squares = (
+        flat.real * flat.real + flat.imag * flat.imag if flat.dtype.kind == "c" else flat * flat
+    )
+    out = np.sqrt(np.sum(squares, axis=1))
+    return out.astype(_norm_dtype(a.dtype, a.ndim - 1, None, None, False), copy=False), True
+
+
+@adapts("scipy.linalg", "norm", ("a",), batch=_norm_rule)
 def norm(
     a: Any, ord: Any = None, axis: Any = None, keepdims: Any = False, check_finite: Any = True
 ) -> Any:

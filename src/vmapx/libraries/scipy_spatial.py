@@ -233,7 +233,7 @@ def _plain_values(*xs: Any) -> list[Any] | None:
 def _working(name: Any, u: Any, v: Any) -> tuple[Any, Any]:
     """`u` and `v` in the dtype SciPy's metric `name` computes in: float64 for
     `braycurtis` and `canberra` (their `v` is made float64), else the floats' own
-    (integers as float64). float16 vectors, whose norms and dot products SciPy computes
+    (integers as float64: `_float`). float16 vectors, whose norms and dot products SciPy computes
     with other intermediate precision, and `correlation` and `cosine` of two dtypes go to
     the library."""
     if name in ("braycurtis", "canberra"):
@@ -241,7 +241,12 @@ def _working(name: Any, u: Any, v: Any) -> tuple[Any, Any]:
     dtypes = (np.result_type(u), np.result_type(v))
     if np.float16 in dtypes or (name in ("correlation", "cosine") and dtypes[0] != dtypes[1]):
         raise Unsupported  # (SciPy centers and squares each vector in its own dtype)
-    return u * 1.0, v * 1.0
+    return _float(u), _float(v)
+
+
+def _float(x: Any) -> Any:
+    """`x` as floats: a float array as it is, others as float64 (as `x * 1.0`)."""
+    return x if np.result_type(x).kind == "f" else x * 1.0
 
 
 def _vector_value(name: Any, u: Any, v: Any, p: Any = 2, total: Any = None) -> Any:
@@ -279,7 +284,7 @@ def _vector_batched(name: Any) -> Any:
             raise Unsupported
         dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())
         u, v = _working(name, u, v)
-        return _vector_value(name, u, v, p, sum_last_axis).astype(dtype)
+        return _vector_value(name, u, v, p, sum_last_axis).astype(dtype, copy=False)
 
     return call
 

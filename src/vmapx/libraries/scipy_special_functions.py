@@ -9,7 +9,7 @@ import numpy as np
 import scipy.special as sc
 
 from . import _adapter
-from ._adapter import Unsupported, adapts
+from ._adapter import Unsupported, adapts, batch_by_axis
 
 
 def _max_for_shift(a: Any, axis: Any) -> Any:
@@ -32,7 +32,39 @@ def logsumexp(
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-@adapts("scipy.special", "softmax", ("x",))
+def _example_axes(x: Any, axis: Any) -> Any:
+    """The axes of a batch `x` (the batch on axis 0) that are `axis` of each example."""
+    ndim = np.ndim(x) - 1
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    axes = axis if type(axis) is tuple else (axis,)
+    if not all(type(a) is int and -ndim <= a < ndim for a in axes):
+        raise Unsupported  # (the library: the loop's error)
+    moved = tuple(a + 1 if a >= 0 else a for a in axes)
+    return moved if type(axis) is tuple else moved[0]
+
+
+def _softmax_batched(in_batched: list[Any], x: Any, axis: Any = None) -> Any:
+    """SciPy's `softmax`, its very NumPy calls, on the whole batch at once."""
+    axes = _example_axes(x, axis)
+    exp_x_shifted = np.exp(x - np.max(x, axis=axes, keepdims=True))
+    return exp_x_shifted / np.sum(exp_x_shifted, axis=axes, keepdims=True)
+
+
+def _log_softmax_batched(in_batched: list[Any], x: Any, axis: Any = None) -> Any:
+    """SciPy's `log_softmax`, its very NumPy calls, on the whole batch at once (a maximum
+    that is not finite shifts by 0, in the maximum's dtype)."""
+    axes = _example_axes(x, axis)
+    x_max = np.max(x, axis=axes, keepdims=True)
+    x_max[~np.isfinite(x_max)] = 0
+    tmp = x - x_max
+    with np.errstate(divide="ignore"):  # (SciPy's: the log of zero)
+        out = np.log(np.sum(np.exp(tmp), axis=axes, keepdims=True))
+    return tmp - out
+
+
+@adapts("scipy.special", "softmax", ("x",),
+        batch=batch_by_axis(_softmax_batched, lambda x, **kw: softmax(x, **kw)))  # fmt: skip
 def softmax(x: Any, axis: Any = None) -> Any:
     from .. import stop_gradient
 
@@ -40,7 +72,9 @@ def softmax(x: Any, axis: Any = None) -> Any:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-@adapts("scipy.special", "log_softmax", ("x",))
+@adapts("scipy.special", "log_softmax", ("x",),
+        batch=batch_by_axis(_log_softmax_batched, lambda x, **kw: log_softmax(x, **kw)),
+)  # fmt: skip
 def log_softmax(x: Any, axis: Any = None) -> Any:
     shift = _max_for_shift(x, axis)
     if np.result_type(x).kind in "iu":  # SciPy shifts integers as integers (int8 then
