@@ -277,3 +277,26 @@ def test_small_results_are_copied_at_the_join(monkeypatch, claims):
     big = RNG.standard_normal((16, 128, 128))  # (2 MiB)
     _check(np.exp, [big], chunk=8, workers=1)
     assert claims == ["exp"]  # (the second chunk: 1 MiB; the first runs before allocation)
+
+
+@needs_numpy2
+def test_a_vmap_in_the_per_example_loop_does_not_take_the_slices():
+    """A chunk that runs `f` per example (data-dependent control flow): a `vmap` inside
+    `f` is then the outermost trace, but its values are no outputs of the chunk; one
+    that `f` keeps must not be overwritten when the chunk's results are placed."""
+    ones = np.ones((5, 4, 4))  # (the inner result has the chunk's output slice's shape)
+    kept: list = []
+
+    def f(x):
+        if float(x.sum()) > 100:  # (a Python branch on the values: the loop)
+            return x
+        kept.append(vmap(np.exp)(ones))
+        return x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+        got = vmap(f, chunk_size=5, workers=1)(X)
+    assert_same(got, X * 2, rtol=0, atol=0)
+    assert len(kept) == len(X)
+    for value in kept:
+        assert_same(value, np.exp(ones), rtol=0, atol=0)

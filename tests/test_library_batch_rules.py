@@ -56,6 +56,21 @@ def test_vector_metrics_keep_the_library_dtype(dtype):
         check_vmap(getattr(sd, name), (u, v), rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.parametrize("name", METRICS)
+def test_distances_of_small_floats_are_computed_in_the_library_precision(name):
+    """SciPy computes `cdist`, `pdist`, `braycurtis` and `canberra` in float64 whatever
+    the floats given (the float16 or float32 sums differ by more than a rounding of
+    the result), and `correlation` and `cosine` of two dtypes square each in its own."""
+    half, single = PTS.astype(np.float16), PTS.astype(np.float32)
+    for points in (half, single):
+        check_vmap(lambda x: sd.pdist(x, name), (points,), rtol=1e-12, atol=0)
+        check_vmap(lambda a, b: sd.cdist(a, b, name), (points, points[::-1]), rtol=1e-12, atol=0)
+    f = getattr(sd, name)
+    check_vmap(f, (VEC.astype(np.float16), VEC[::-1].astype(np.float16)), rtol=1e-12, atol=0)
+    check_vmap(f, (VEC.astype(np.float32), VEC[::-1]), rtol=1e-12, atol=0)
+
+
 def test_minkowski_order_by_position_and_keyword():
     check_vmap(lambda u, v: sd.minkowski(u, v, 3), (VEC, VEC[::-1]))
     check_vmap(lambda u, v: sd.minkowski(u, v, p=1.5), (VEC, VEC[::-1]))
@@ -118,6 +133,10 @@ FILTER_CALLS = {
     "minimum_filter": lambda x: nd.minimum_filter(x, size=(2, 3), mode="constant", cval=1.0),
     "laplace": nd.laplace,
     "gaussian_laplace": lambda x: nd.gaussian_laplace(x, 1.0),
+    # (its derivatives smooth along every axis of the input, the batch's too: sigma 0 there)
+    "gaussian_gradient_magnitude": lambda x: nd.gaussian_gradient_magnitude(x, 1.0),
+    "gaussian_gradient_magnitude sigmas": lambda x: nd.gaussian_gradient_magnitude(x, [0.5, 2]),
+    "gaussian_gradient_magnitude axes": lambda x: nd.gaussian_gradient_magnitude(x, 1, axes=0),
 }
 
 
@@ -274,6 +293,36 @@ def test_vector_metric_batch_rules_on_nan_and_infinity_give_the_loop_answer(name
             vmapx.vmap(f)(u, v)
         return
     np.testing.assert_allclose(vmapx.vmap(f)(u, v), want, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # (the loop's, as SciPy's)
+@pytest.mark.parametrize("name", ["inv", "det", "cholesky", "eigvalsh"])
+def test_unchecked_infinities_give_the_library_answer(name):
+    """With `check_finite=False` a NaN or an infinity goes to LAPACK as SciPy calls it
+    (NumPy's inverse of a matrix with an infinity is another array than SciPy's)."""
+    f = lambda a: getattr(sl, name)(a, check_finite=False)  # noqa: E731
+    bad = SPD.copy()
+    bad[2, 1, 1] = np.inf
+    with np.errstate(all="ignore"):
+        got = vmapx.vmap(f)(bad)
+        expected = np.stack([f(a) for a in bad])
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")
+@pytest.mark.parametrize("name", ["solve", "solve_triangular"])
+def test_unchecked_infinities_in_a_solve_give_the_library_answer(name):
+    f = lambda a, b: getattr(sl, name)(a, b, check_finite=False)  # noqa: E731
+    bad = SPD.copy()
+    bad[1, 0, 0] = np.inf
+    with np.errstate(all="ignore"):
+        got = vmapx.vmap(f)(bad, VECS)
+        expected = np.stack([f(a, b) for a, b in zip(bad, VECS, strict=True)])
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
 
 
 SYSTEM_DTYPES = [np.float64, np.float32, np.complex64, np.int64, np.float16]

@@ -834,26 +834,34 @@ def _whole_function_loop(
             f"{signal.location}) and the batch is empty, so the output shape is unknown"
         )
 
-    examples = _plain_examples(leaves, treedef, axes, kwargs, size)
-    if examples is not None:  # the common case: arrays mapped on axis 0, no keywords
-        results = [f(*example) for example in examples]
-        first = results[0]
-        if dtypes is None and opts.out_axes == 0 and isinstance(first, _PLAIN_OUTPUTS):
-            return np.stack(results)  # (what `_stack_outputs` gives for one array output)
-    else:
-        results = []
-        for i in range(size):
-            example = [
-                _special_example(x, i) if ax is None else _take(x, ax, i)
-                for x, ax in zip(leaves, axes, strict=True)
-            ]
-            example_kwargs = (
-                optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
-                if kwargs else kwargs
-            )  # fmt: skip
-            results.append(f(*_arguments(treedef, example), **example_kwargs))
+    with _chunk_outputs.withheld():  # (a chunk's slices: not for a vmap inside `f`)
+        results = _run_examples(f, leaves, treedef, axes, kwargs, size)
+    if dtypes is None and opts.out_axes == 0 and isinstance(results[0], _PLAIN_OUTPUTS):
+        return np.stack(results)  # (what `_stack_outputs` gives for one array output)
     stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
+
+
+def _run_examples(
+    f: Callable[..., Any], leaves: list[Any], treedef: Any, axes: list[Any],
+    kwargs: dict[Any, Any], size: int,
+) -> list[Any]:  # fmt: skip
+    """`f`'s result for each example, in order."""
+    examples = _plain_examples(leaves, treedef, axes, kwargs, size)
+    if examples is not None:  # the common case: arrays mapped on axis 0, no keywords
+        return [f(*example) for example in examples]
+    results = []
+    for i in range(size):
+        example = [
+            _special_example(x, i) if ax is None else _take(x, ax, i)
+            for x, ax in zip(leaves, axes, strict=True)
+        ]
+        example_kwargs = (
+            optree.tree_map(lambda x: _special_example(x, i), kwargs)  # noqa: B023
+            if kwargs else kwargs
+        )  # fmt: skip
+        results.append(f(*_arguments(treedef, example), **example_kwargs))
+    return results
 
 
 _PLAIN_OUTPUTS = (np.ndarray, np.generic, float, int, complex)

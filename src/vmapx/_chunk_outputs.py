@@ -27,12 +27,13 @@ and every chunk's values go into their slice of it:
   have, as a call without these slices would.
 
 **Safety.** A slice is offered only to the batch trace of the chunk itself (not to a
-`vmap` nested inside `f`) and claimed by one operation at most, so while `f` runs the
-slice holds one value, as a new array would. An offered slice is C-contiguous (outputs
-with `out_axes=0`), and the operation computes with the dtypes it would choose itself,
-so the values are those of a new array. After `f` returns, a result that is a view of a
-claimed slice without being its own slice (a transposed or sliced value, another
-output's slice) is copied before any slice is written. An error in a chunk discards the
+`vmap` nested inside `f`, nor to one that `f` runs in the per-example loop: `withheld`)
+and claimed by one operation at most, so while `f` runs the slice holds one value, as a
+new array would. An offered slice is C-contiguous (outputs with `out_axes=0`), and the
+operation computes with the dtypes it would choose itself, so the values are those of a
+new array. After `f` returns, a result that is a view of a claimed slice without being
+its own slice (a transposed or sliced value, another output's slice) is copied before
+any slice is written. An error in a chunk discards the
 whole output: nothing partial is returned.
 """
 
@@ -107,6 +108,23 @@ def offered(regions: list[Any]) -> Iterator[_Offer]:
         _local.offer = previous
         with _count:
             active -= 1
+
+
+@contextmanager
+def withheld() -> Iterator[None]:
+    """While the block runs, nothing is offered to this thread: the per-example loop
+    runs `f` on plain examples, where a `vmap` inside `f` is the outermost trace and its
+    values are no chunk's outputs (a value it returned, kept by `f`, would be
+    overwritten when the chunk's results are placed)."""
+    previous = getattr(_local, "offer", None)
+    if previous is None:
+        yield
+        return
+    _local.offer = None
+    try:
+        yield
+    finally:
+        _local.offer = previous
 
 
 def computed(ufunc: np.ufunc, *vals: Any) -> Any:

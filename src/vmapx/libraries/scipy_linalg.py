@@ -61,6 +61,15 @@ def _check_inputs(check_finite: Any, *arrays: Any) -> None:
         raise Unsupported
     if check_finite and not all(_finite_batch(x) or np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("array must not contain infs or NaNs")
+    if not check_finite and any(_known_not_finite(x) for x in arrays):
+        raise Unsupported  # (unchecked: LAPACK's own answer, SciPy's warning, per example)
+
+
+def _known_not_finite(x: Any) -> bool:
+    """Whether the plain values of `x` (as `_finite_batch` reads them) hold a NaN or an
+    infinity: NumPy's LAPACK calls give other arrays than SciPy's for those."""
+    value = x.val if type(x) is BatchTracer else x
+    return type(value) is np.ndarray and not bool(np.isfinite(value).all())
 
 
 def _finite_batch(x: Any) -> bool:
@@ -126,6 +135,8 @@ def _check_stack_inputs(check_finite: Any, *arrays: Any) -> None:
         raise Unsupported
     if check_finite and not all(np.isfinite(x).all() for x in arrays):
         raise ValueError("array must not contain infs or NaNs")
+    if not check_finite and not all(np.isfinite(x).all() for x in arrays):
+        raise Unsupported  # (unchecked: LAPACK's own answer, SciPy's warning, per example)
 
 
 def _on_matrices(body: Any, lowering: Any) -> Any:
@@ -140,8 +151,10 @@ def _on_matrices(body: Any, lowering: Any) -> Any:
             raise Unsupported
         if a.dtype not in _AS_NUMPY or a.shape[1] == 0:
             raise Unsupported  # (as `_check_inputs`: the library)
-        if options.get("check_finite", True) and not np.isfinite(a).all():
-            raise ValueError("array must not contain infs or NaNs")
+        if not np.isfinite(a).all():
+            if options.get("check_finite", True):
+                raise ValueError("array must not contain infs or NaNs")
+            raise Unsupported  # (unchecked: LAPACK's own answer, SciPy's warning, per example)
         return body(a, **options)
 
     by_axis = batch_by_axis(call, lowering)

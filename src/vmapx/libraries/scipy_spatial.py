@@ -78,6 +78,12 @@ def _check(x: Any) -> None:
         raise Unsupported
 
 
+def _double(x: Any) -> Any:
+    """`x` in float64, as SciPy's `cdist` and `pdist` compute (float32 and float16
+    points too: their distances computed in their own dtype are other numbers)."""
+    return x if x.dtype == np.float64 else x.astype(np.float64)
+
+
 def _check_batched(in_batched: list[Any], args: tuple[Any, ...], ndim: int) -> None:
     """Raise `Unsupported` unless every argument is a float array of `ndim` axes per
     example (one more where batched: the batch on axis 0)."""
@@ -95,7 +101,7 @@ def _cdist(XA: Any, XB: Any, metric: Any = "euclidean", *, out: Any = None, p: A
         raise Unsupported
     _check(XA)
     _check(XB)
-    return _pairwise(XA, XB, metric, p).astype(np.float64)  # SciPy's dtype
+    return _pairwise(_double(XA), _double(XB), metric, p)  # (SciPy's dtype)
 
 
 def _cdist_batched(in_batched: list[Any], XA: Any, XB: Any, metric: Any = "euclidean", *,
@@ -103,8 +109,9 @@ def _cdist_batched(in_batched: list[Any], XA: Any, XB: Any, metric: Any = "eucli
     if out is not None or not isinstance(metric, str):
         raise Unsupported
     _check_batched(in_batched, (XA, XB), 2)
+    XA, XB = _double(XA), _double(XB)
     pairs = (XA[..., :, None, :], XB[..., None, :, :])
-    return _metric(*pairs, metric, p, sum_last_axis).astype(np.float64)
+    return _metric(*pairs, metric, p, sum_last_axis)
 
 
 @adapts("scipy.spatial.distance", "cdist", ("XA", "XB"),
@@ -118,7 +125,8 @@ def _pdist(X: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) 
         raise Unsupported
     _check(X)
     i, j = _upper_pairs(np.shape(X)[0])
-    return _metric(X[i], X[j], metric, p).astype(np.float64)  # (not the diagonal's zeros)
+    X = _double(X)
+    return _metric(X[i], X[j], metric, p)  # (not the diagonal's zeros)
 
 
 def _pdist_batched(in_batched: list[Any], X: Any, metric: Any = "euclidean", *,
@@ -127,7 +135,8 @@ def _pdist_batched(in_batched: list[Any], X: Any, metric: Any = "euclidean", *,
         raise Unsupported
     _check_batched(in_batched, (X,), 2)
     i, j = _upper_pairs(X.shape[-2])
-    return _metric(X[..., i, :], X[..., j, :], metric, p, sum_last_axis).astype(np.float64)
+    X = _double(X)
+    return _metric(X[..., i, :], X[..., j, :], metric, p, sum_last_axis)
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",), batch=batch_by_axis(_pdist_batched, _pdist))
@@ -221,6 +230,25 @@ def _plain_values(*xs: Any) -> list[Any] | None:
     return values
 
 
+def _working(name: Any, u: Any, v: Any) -> tuple[Any, Any]:
+    """`u` and `v` in the dtype SciPy's metric `name` computes in: float64 for
+    `braycurtis` and `canberra` (their `v` is made float64), else the floats' own
+    (integers as float64: `_float`). float16 vectors, whose norms and dot products SciPy computes
+    with other intermediate precision, and `correlation` and `cosine` of two dtypes go to
+    the library."""
+    if name in ("braycurtis", "canberra"):
+        return u.astype(np.float64), v.astype(np.float64)
+    dtypes = (np.result_type(u), np.result_type(v))
+    if np.float16 in dtypes or (name in ("correlation", "cosine") and dtypes[0] != dtypes[1]):
+        raise Unsupported  # (SciPy centers and squares each vector in its own dtype)
+    return _float(u), _float(v)
+
+
+def _float(x: Any) -> Any:
+    """`x` as floats: a float array as it is, others as float64 (as `x * 1.0`)."""
+    return x if np.result_type(x).kind == "f" else x * 1.0
+
+
 def _vector_value(name: Any, u: Any, v: Any, p: Any = 2, total: Any = None) -> Any:
     """Metric `name` between `u` and `v` (float vectors on the last axis), as SciPy's
     vector function gives it (NaN and infinities included)."""
@@ -255,7 +283,7 @@ def _vector_batched(name: Any) -> Any:
         if options or type(p) not in (int, float):
             raise Unsupported
         dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())
-        u, v = (x if x.dtype.kind == "f" else x * 1.0 for x in (u, v))  # (floats: as they are)
+        u, v = _working(name, u, v)
         return _vector_value(name, u, v, p, sum_last_axis).astype(dtype, copy=False)
 
     return call
@@ -265,7 +293,7 @@ def _vector_metric(name: Any) -> Any:
     def lowering(u: Any, v: Any, w: Any = None) -> Any:
         _check_vectors(u, v, w)
         dtype = _library_dtype(name, u, v)
-        return _vector_value(name, u * 1.0, v * 1.0).astype(dtype)
+        return _vector_value(name, *_working(name, u, v)).astype(dtype)
 
     lowering.__name__ = name
     batch = batch_by_axis(_vector_batched(name), lowering)
@@ -283,7 +311,7 @@ def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     _check_vectors(u, v, w)
     _check_finite_difference(u, v)
     dtype = _library_dtype("minkowski", u, v, p=p)
-    return _metric(u * 1.0, v * 1.0, "minkowski", p).astype(dtype)
+    return _metric(*_working("minkowski", u, v), "minkowski", p).astype(dtype)
 
 
 def install() -> None:
