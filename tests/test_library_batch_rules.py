@@ -57,6 +57,7 @@ def test_vector_metrics_keep_the_library_dtype(dtype):
 
 
 @pytest.mark.filterwarnings("ignore::vmapx.PerformanceWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (SciPy 1.18 of float16, loop too)
 @pytest.mark.parametrize("name", METRICS)
 def test_distances_of_small_floats_are_computed_in_the_library_precision(name):
     """SciPy computes `cdist`, `pdist`, `braycurtis` and `canberra` in float64 whatever
