@@ -258,7 +258,7 @@ def check_untrusted(trace: Trace, error: Exception) -> None:
     outer, passed = _local.outer, _local.passed
     if outer is None or passed is None:
         return
-    if not getattr(outer, "alive", True):
+    if not outer.alive:
         return  # (a record of a vmap that has ended: an inner one that ran its loop)
     _untrusted.add(_local.function)
     _wanted.discard(_local.function)
