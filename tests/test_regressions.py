@@ -622,3 +622,17 @@ def _sum_through_buffer(x):
 def test_vmap_of_grad_through_a_zeros_like_buffer():
     got = vmap(vmapx.grad(_sum_through_buffer))(np.arange(6.0).reshape(2, 3))
     assert_same(got, np.ones((2, 3)))
+
+
+def test_arctan2_derivative_with_an_integer_operand():
+    """The partials of arctan2 squared and negated an integer operand in its own dtype
+    (uint8: -4 is 252, 200 * 200 wraps): silently wrong gradients."""
+    y = np.array([4, 17, 200], dtype=np.uint8)
+    k = np.array([-100, 5, 100], dtype=np.int8)
+
+    def f(x):
+        return np.sum(np.arctan2(y, x) * np.array([1.0, -0.5, 0.25]) + np.arctan2(x, k))
+
+    x = np.array([0.5, 1.5, -2.0])
+    vmapx.check_grads(f, (x,), order=2)
+    check_vmap(vmapx.grad(f), (np.stack([x, 2 * x]),))

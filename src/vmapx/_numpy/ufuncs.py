@@ -530,9 +530,32 @@ defelementwise(np.tanh, lambda ans, x: 1 - ans * ans)
 defelementwise(np.arcsinh, lambda ans, x: 1 / np.sqrt(x * x + 1))
 defelementwise(np.arccosh, lambda ans, x: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)))
 defelementwise(np.arctanh, lambda ans, x: 1 / (1 - x * x))
-defelementwise(
-    np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y)
-)
+
+
+_FLOAT = np.dtype(np.float64)  # (a Python number's kind: not cast)
+
+
+def _arctan2_operands(ans: Any, y: Any, x: Any) -> tuple[Any, Any, Any]:
+    """`y`, `x` with integer arrays in the result's dtype, and `x² + y²`: an integer
+    operand's square or negation in its own dtype would wrap (uint8 `-4` is 252)."""
+    y, x = (
+        astype(v, ans.dtype, copy=False) if getattr(v, "dtype", _FLOAT).kind in "biu" else v
+        for v in (y, x)
+    )
+    return y, x, x * x + y * y
+
+
+def _arctan2_dy(ans: Any, y: Any, x: Any) -> Any:
+    y, x, squares = _arctan2_operands(ans, y, x)
+    return x / squares
+
+
+def _arctan2_dx(ans: Any, y: Any, x: Any) -> Any:
+    y, x, squares = _arctan2_operands(ans, y, x)
+    return -y / squares
+
+
+defelementwise(np.arctan2, _arctan2_dy, _arctan2_dx)
 defelementwise(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
 defelementwise([np.deg2rad, np.radians], np.pi / 180)
 defelementwise([np.rad2deg, np.degrees], 180 / np.pi)
