@@ -284,3 +284,14 @@ def test_an_inner_vmaps_warning_made_an_error_reaches_the_caller():
         warnings.simplefilter("ignore", vmapx.PerformanceWarning)
         got = vmapx.vmap(inner)(x)
     assert_same(got, np.stack([[ss.lfilter([1.0, 0.5], [1.0, -0.2], e) for e in a] for a in x]))
+
+
+def test_np_array_of_a_plain_array_beside_a_traced_one():
+    """`np.array([plain, traced])`: the plain array was taken apart as if it were a list,
+    down to its numbers (TypeError: 'numpy.float64' object is not iterable)."""
+    b = np.array([-0.69, -1.95, -1.08, -0.04])
+
+    def f(x):
+        return np.array([b, b + x])
+
+    check_vmap(f, (np.array([[4, 4, 0, 0], [1, 2, 3, 4]], dtype=np.int32),))

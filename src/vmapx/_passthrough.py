@@ -92,7 +92,7 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     elif isinstance(obj, Tracer):
         out = obj.astype(dtype)
     else:  # a (nested) list of tracers and values: NumPy stacks them
-        out = np.stack([convert("asarray", o, None, None, 0) for o in obj])
+        out = np.stack([convert("asarray", o, None, None, 0) if has_tracer(o) else o for o in obj])
         out = out if dtype is None else out.astype(dtype)
     ndmin = max(ndmin, _MIN_NDIM[name])
     if out.ndim < ndmin:
