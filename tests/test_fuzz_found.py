@@ -10,12 +10,13 @@ leaves each open construct out of its random programs until then: see
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
 
 import vmapx
-from harness import check_vmap
+from harness import check_vmap, check_zero_batch
 from np_compat import NUMPY2, numpy1_only
 
 
@@ -440,3 +441,38 @@ def test_grad_of_the_norm_of_an_empty_matrix(order):  # noqa: ANN001
     np.testing.assert_array_equal(
         vmapx.grad(lambda x: np.linalg.norm(x, order))(np.zeros((3, 0))), np.zeros((3, 0))
     )
+
+
+def _write_into_boolean(value_of: Any) -> Any:
+    def f(x: np.ndarray) -> Any:
+        b = np.zeros_like(x, shape=(2, 3), dtype=bool)
+        b[1, 0] = value_of(x)
+        return b
+
+    return f
+
+
+@pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26 warns for every dtype instead")
+@pytest.mark.parametrize("value_of", [
+    lambda x: x, lambda x: x[None] * 0, lambda x: [x[0]], lambda x: [], lambda x: x.copy(),
+])  # fmt: skip
+def test_an_element_of_a_boolean_array_takes_a_sequence_of_one_element(value_of: Any) -> None:
+    # NumPy 2 writes a one-element array (or a list's truth) into one element of a
+    # boolean array, and refuses it for every other dtype; vmap raised for both
+    check_vmap(_write_into_boolean(value_of), [np.array([[0.0], [2.0], [np.nan]])])
+    check_zero_batch(_write_into_boolean(value_of), [np.zeros((2, 1), dtype=bool)], 0)
+
+
+@pytest.mark.skipif(not NUMPY2, reason="NumPy 1.26 warns instead")
+def test_an_element_of_a_float_array_refuses_a_sequence_as_numpy_does() -> None:
+    def f(x: np.ndarray) -> Any:
+        b = np.zeros_like(x, shape=(3,))
+        b[1] = x
+        return b
+
+    with pytest.raises(ValueError, match="with a sequence"):
+        f(np.ones(1))
+    with pytest.raises(ValueError, match="with a sequence"):
+        vmapx.vmap(f)(np.ones((2, 1)))
+    with pytest.raises(ValueError, match="with a sequence"):  # (several elements)
+        vmapx.vmap(_write_into_boolean(lambda x: x))(np.ones((2, 2)))

@@ -6,6 +6,7 @@ implementation: each entry turns a NumPy-style call into `bind(primitive, ...)`.
 
 from __future__ import annotations
 
+import math
 import operator
 import sys
 from typing import Any, cast
@@ -152,11 +153,25 @@ def _sequence_into_element(target: Tracer, idx: Any, value: Any) -> bool:
     return (value.ndim if isinstance(value, Tracer) else np.ndim(value)) > 0
 
 
+def _element_of_sequence(target: Tracer, value: Any) -> Any:
+    """The one element NumPy 2 writes for `target[i, j, ...] = value` with a sequence
+    `value`, or its error. A boolean array takes the sequence's truth: a list's as
+    Python's (`[0]` is true), an array's of one element as that element's; every other
+    dtype refuses (NumPy converts the value to a scalar of the array's type)."""
+    if target.dtype != np.bool_:
+        raise ValueError("setting an array element with a sequence.")
+    if type(value) in (list, tuple):
+        return bool(value)
+    if math.prod(value.shape if isinstance(value, Tracer) else np.shape(value)) != 1:
+        raise ValueError("setting an array element with a sequence.")
+    return np.reshape(value, ())
+
+
 def setitem(target: Tracer, idx: Any, value: Any) -> None:
     """`target[idx] = value` as a functional update: `target` takes the new value."""
     _check_writeable(target)
     if NUMPY2 and _sequence_into_element(target, idx, value):  # (NumPy 1.26 warns)
-        raise ValueError("setting an array element with a sequence.")
+        value = _element_of_sequence(target, value)
     if _masked._pending.stand_ins:
         whole = _masked.written_back(target, idx, value)
         if whole is not None:
