@@ -231,7 +231,12 @@ def weighted_sum(t: Any, w: Any, axes: tuple[int, ...], kept: tuple[int, ...] | 
 
 
 @builder
-def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable[..., Any]) -> None:
+def _reduction_rules(
+    funcs: list[Any], names: tuple[str, ...], weights: Callable[..., Any], nan: bool = False
+) -> None:
+    """JVP and VJP of `funcs` from their `weights`; `nan`: NaN elements are left out, so
+    are their tangents (a NaN tangent times a zero weight would be NaN) and cotangents."""
+
     def setup(args: tuple[Any, ...], kwargs: dict[Any, Any], ans: Any) -> tuple[Any, ...]:
         p = _params(args, kwargs, names)
         x = args[0]
@@ -245,6 +250,8 @@ def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable
         if argnum != 0:
             raise NoRule(argnum, "jvp")
         x, axes, keepdims, kept, w = setup(args, kwargs, ans)
+        if nan:
+            t = np.where(np.isnan(x), 0, t)
         if w is not None and _contractible(t, w, x):
             return weighted_sum(t, w, axes, kept if keepdims else None)
         return np.sum(t if w is None else t * w, axis=axes, keepdims=keepdims)
@@ -257,6 +264,8 @@ def _reduction_rules(funcs: list[Any], names: tuple[str, ...], weights: Callable
         x, axes, keepdims, kept, w = setup(args, kwargs, ans)
         if w is None:
             return lambda g: np.reshape(g, kept)
+        if nan:  # (so the pullback's own derivatives leave the NaN elements out too)
+            return lambda g: np.where(np.isnan(x), 0, np.reshape(g, kept) * w)
         return lambda g: np.reshape(g, kept) * w
 
     defjvp_argnum(funcs, jvp)
@@ -272,13 +281,13 @@ defbatch(
 _SUM_ARGS = ("axis", "dtype", "out", "keepdims", "initial", "where")
 _MAX_ARGS = ("axis", "out", "keepdims", "initial", "where")
 _reduction_rules([np.sum], _SUM_ARGS, _w_sum)
-_reduction_rules([np.nansum], _SUM_ARGS, _w_nansum)
+_reduction_rules([np.nansum], _SUM_ARGS, _w_nansum, nan=True)
 _reduction_rules([np.mean], _SUM_ARGS[:4], _w_mean)
-_reduction_rules([np.nanmean], _SUM_ARGS[:4], _w_nanmean)
+_reduction_rules([np.nanmean], _SUM_ARGS[:4], _w_nanmean, nan=True)
 _reduction_rules([np.prod], _SUM_ARGS, _w_prod)
-_reduction_rules([np.nanprod], _SUM_ARGS, _w_nanprod)
-_reduction_rules([np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin], _MAX_ARGS,
-                 _w_extreme)  # fmt: skip
+_reduction_rules([np.nanprod], _SUM_ARGS, _w_nanprod, nan=True)
+_reduction_rules([np.max, np.min, np.amax, np.amin], _MAX_ARGS, _w_extreme)
+_reduction_rules([np.nanmax, np.nanmin], _MAX_ARGS, _w_extreme, nan=True)
 defbatch(
     [np.std, np.var, np.nanstd, np.nanvar],
     _axis_rule(axis_pos=1, flatten_none=False, operand_kw=("where", "mean")),
