@@ -4,6 +4,8 @@ compositions of transforms), each with the case that showed it: vmap must equal 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -29,3 +31,20 @@ def test_nan_reductions_leave_out_the_tangents_of_nan_elements(reduce):
         vmapx.jacfwd(lambda x: reduce(_with_nan(x)))(x),
         vmapx.jacrev(lambda x: reduce(_with_nan(x)))(x),
     )
+
+
+@pytest.mark.parametrize("chunk_size", ["auto", 2])
+@pytest.mark.parametrize(
+    ("f", "loops"),  # (`if` on a value the examples disagree on: the loop runs)
+    [(lambda a: "pos" if a > 0 else "negative", True), (lambda a: "label", False),
+     (lambda a: (a * 2, b"x" if a > 0 else b"yy"), True)],
+)  # fmt: skip
+def test_vectorize_of_a_function_returning_text_gives_numpys_text_arrays(f, loops, chunk_size):
+    # vmapx.vectorize raised "vmap: the function must return arrays" where np.vectorize works
+    x = np.array([1.0, -1.0, 2.0, -3.0, 4.0])
+    with pytest.warns(vmapx.PerformanceWarning) if loops else contextlib.nullcontext():
+        got = vmapx.vectorize(f, chunk_size=chunk_size)(x)
+    want = np.vectorize(f)(x)
+    for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import numpy as np
+import optree
 
 from . import _dask
 from ._api import vmap
@@ -158,7 +159,7 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
                     args[k] = v
                 else:
                     kwargs[k] = v
-            return pyfunc(*args, **kwargs)
+            return optree.tree_map(_text_as_array, pyfunc(*args, **kwargs))
 
         batched = one
         for d in reversed(range(len(has[0]) if has else 0)):
@@ -192,6 +193,12 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
             ]
         results = [r if _dask.is_dask(r) else np.asarray(r) for r in results]
         return tuple(results) if many else results[0]
+
+
+def _text_as_array(x: Any) -> Any:
+    """A `str` or `bytes` result as a 0-d array (`np.vectorize` gives arrays of text; `vmap`
+    takes arrays and numbers only)."""
+    return np.asarray(x) if isinstance(x, str | bytes) else x
 
 
 def _as_array(x: Any) -> Any:
