@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import numpy as np
-import optree
 
-from . import _dask
+from . import _dask, _pytree
 from ._api import vmap
 
 _DIMS = r"\((?:\w+(?:,\w+)*)?\)"
@@ -159,7 +158,7 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
                     args[k] = v
                 else:
                     kwargs[k] = v
-            return optree.tree_map(_text_as_array, pyfunc(*args, **kwargs))
+            return _pytree.tree_map(_text_as_array, pyfunc(*args, **kwargs))
 
         batched = one
         for d in reversed(range(len(has[0]) if has else 0)):
