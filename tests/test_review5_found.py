@@ -5,11 +5,13 @@ compositions of transforms), each with the case that showed it: vmap must equal 
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 import pytest
 
 import vmapx
+from harness import check_vmap
 
 RNG = np.random.default_rng(5)
 
@@ -48,3 +50,35 @@ def test_vectorize_of_a_function_returning_text_gives_numpys_text_arrays(f, loop
     for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+X46 = RNG.normal(size=(4, 6))
+
+
+def test_a_format_spec_of_a_batched_value_runs_the_loop():
+    # f"{x:.2f}" raised TypeError (object.__format__) where the loop formats each example
+    def f(x):
+        return x * len(f"{x.sum():.2f}")
+
+    with pytest.warns(vmapx.PerformanceWarning, match="format"):
+        check_vmap(f, (np.array([[1.0, 2.0], [-30.0, 0.5], [100.0, 0.0]]),))
+    check_vmap(lambda x: x * len(f"{x.shape[0]:3d}{np.sum(x * 0):.1f}"), (X46,))  # agree
+    with pytest.raises(vmapx.errors.ConcretizationError, match="format"):
+        vmapx.vmap(f, fallback="error")(np.array([[1.0, 2.0], [-30.0, 0.5]]))
+
+
+def test_round_and_trunc_of_a_batched_scalar_act_as_on_numpys_scalars():
+    # round(x.mean(), 1) and math.trunc(x) raised TypeError (a NumPy scalar has both)
+    check_vmap(lambda x: x * round(x.mean(), 1), (X46,))
+    check_vmap(lambda x: x * round(np.int64(25) + np.sum(x > 0), -1), (X46,))
+    x = np.array([[0.2, 0.1], [3.7, 0.4], [-2.5, 0.0]])
+    with pytest.warns(vmapx.PerformanceWarning):
+        check_vmap(lambda x: x * round(x[0]), (x,))
+    with pytest.warns(vmapx.PerformanceWarning):
+        check_vmap(lambda x: x * math.trunc(x[0]), (x,))
+    with pytest.raises(TypeError, match="__round__"):  # (as an ndarray's)
+        vmapx.vmap(lambda x: round(x, 1))(x)
+    np.testing.assert_allclose(  # round's derivative is zero, as of a NumPy scalar's round
+        vmapx.vmap(vmapx.grad(lambda x: np.sum(x * round(x.sum(), 1))))(X46),
+        np.stack([np.full(6, round(x.sum(), 1)) for x in X46]),
+    )

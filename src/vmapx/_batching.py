@@ -75,8 +75,15 @@ class BatchTracer(Tracer):
                 "new array use `np.zeros_like(x, shape=...)` and index assignment, or "
                 "`np.stack`",
             )
-        if how == "format":  # no format of its own (as before the protocol)
-            return object.__format__(self, args[0])
+        if how == "format":
+            if not args[0]:  # (`print(x)`, `f"{x}"`: the batch, see `__repr__`)
+                return object.__format__(self, args[0])
+            return self._to_concrete(
+                cast("Callable[..., Any]", convert),
+                f"a format (`{{x:{args[0]}}}`) of a batched value whose examples differ",
+                "format the values outside the vmapped function, or print them with "
+                "`vmapx.debug.print`",
+            )
         if how == "bool":
             if self.size != 1:
                 raise ValueError(

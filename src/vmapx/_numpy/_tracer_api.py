@@ -484,6 +484,24 @@ def _memory_attribute(name: str) -> property:
     return property(getter)
 
 
+def _round(self: Tracer, ndigits: Any = None) -> Any:
+    """`round(x, ndigits)` as of a NumPy scalar: `np.round`, or a Python int without
+    `ndigits` (a value that leaves the trace, as `int(x)`); an array of more than 0
+    dimensions has no `round`, as an ndarray."""
+    if self.ndim:
+        raise TypeError(f"type {type(self).__name__} doesn't define __round__ method")
+    if ndigits is None:
+        return int(np.round(self))
+    return np.round(self, ndigits)
+
+
+def _trunc(self: Tracer) -> int:
+    """`math.trunc(x)` as of a NumPy scalar: `int(x)` (a value that leaves the trace)."""
+    if self.ndim:
+        raise TypeError(f"type {type(self).__name__} doesn't define __trunc__ method")
+    return int(self)
+
+
 def _copy_dunder(self: Tracer) -> Any:
     return np.copy(self)
 
@@ -512,6 +530,8 @@ _METHODS = {
     "compress": _compress,
     "__divmod__": _divmod,
     "__rdivmod__": _rdivmod,
+    "__round__": _round,
+    "__trunc__": _trunc,
     "__copy__": _copy_dunder,
     "__deepcopy__": _deepcopy,
     "reshape": _reshape,
