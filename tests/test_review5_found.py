@@ -82,3 +82,59 @@ def test_round_and_trunc_of_a_batched_scalar_act_as_on_numpys_scalars():
         vmapx.vmap(vmapx.grad(lambda x: np.sum(x * round(x.sum(), 1))))(X46),
         np.stack([np.full(6, round(x.sum(), 1)) for x in X46]),
     )
+
+
+def _slice_updates(x):
+    y = x.copy()
+    y[1:3] += x[:2]
+    y[1:] += y[:-1]  # (overlapping: NumPy reads the old values)
+    y[::-2] **= 2
+    m = y.reshape(2, 3).copy()
+    m[1] -= m[0] * 0.5
+    m[:, 2] /= m[:, 0] + 3.0
+    m[..., 1:] *= 2
+    return m
+
+
+@pytest.mark.parametrize("call", range(12))  # (CPython specializes the subscript after ~6)
+def test_augmented_assignment_into_a_slice_stays_batched_and_differentiable(call):
+    # `y[1:3] += v` ran the loop under vmap and raised ConcretizationError under grad
+    # (the slice is a view, and `+=` wrote through it)
+    check_vmap(_slice_updates, (X46,))
+    loss = lambda x: np.sum(np.sin(_slice_updates(x)))  # noqa: E731
+    vmapx.check_grads(loss, (X46[0],), order=2)
+    expected = np.stack([vmapx.grad(loss)(x) for x in X46])
+    np.testing.assert_allclose(vmapx.vmap(vmapx.grad(loss))(X46), expected, rtol=1e-12)
+
+
+def test_augmented_assignment_through_a_batched_mask_stays_batched_on_every_call():
+    # after ~8 calls CPython's specialized subscript calls `__getitem__` inline, and the
+    # frame points past the instruction: the mask's stand-in was not made (the loop ran)
+    def f(x):
+        y = x.copy()
+        y[x > 0] += 1.0
+        return y
+
+    for _ in range(12):
+        got = vmapx.vmap(f)(X46)
+    np.testing.assert_array_equal(got, np.where(X46 > 0, X46 + 1.0, X46))
+
+
+def test_writes_through_views_still_give_numpys_values():
+    def stale(x):
+        y = x.copy()
+        z = y[1:3]
+        y[1:3] += 1.0
+        return z * 1.0  # NumPy's view shows the write
+
+    def through(x):
+        y = x.copy()
+        z = y[1:3]
+        z += 1.0  # writes into y
+        return y
+
+    for f in (stale, through):
+        with pytest.warns(vmapx.PerformanceWarning):
+            check_vmap(f, (X46,))
+        with pytest.raises(vmapx.errors.ConcretizationError):
+            vmapx.grad(lambda x: np.sum(f(x)))(X46[0])  # noqa: B023

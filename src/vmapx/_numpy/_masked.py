@@ -22,6 +22,8 @@ from .._core import Tracer
 
 _COPY = dis.opmap.get("COPY")
 _SUBSCRIPT = {dis.opmap[n] for n in ("BINARY_SUBSCR", "BINARY_OP") if n in dis.opmap}
+_SLICE = dis.opmap.get("BINARY_SLICE")
+_CACHE = dis.opmap.get("CACHE", 0)  # (Python 3.12+: `y[a:b]`, two-element slices)
 
 
 class _Pending(threading.local):
@@ -32,13 +34,37 @@ class _Pending(threading.local):
 _pending = _Pending()
 
 
+def _instruction(frame: Any) -> tuple[bytes, int]:
+    """`frame`'s code and the offset of the instruction it is executing. A subscript the
+    interpreter specialized for a Python `__getitem__` calls it inline, and the frame then
+    points past the instruction's inline cache entries (`CACHE`, 0)."""
+    code, i = frame.f_code.co_code, frame.f_lasti
+    j = i
+    while j >= 2 and code[j - 2] == _CACHE and code[j - 1] == 0:
+        j -= 2
+    return code, (j - 2 if j != i else i)
+
+
 def _augmented_subscript(frame: Any) -> bool:
     """Whether `frame` is at the read of `y[i] op= v` (`COPY 2; COPY 2; y[i]`)."""
-    code, i = frame.f_code.co_code, frame.f_lasti
+    code, i = _instruction(frame)
     return (
         _COPY is not None and i >= 4 and code[i] in _SUBSCRIPT
         and code[i - 4] == _COPY and code[i - 3] == 2 and code[i - 2] == _COPY
         and code[i - 1] == 2
+    )  # fmt: skip
+
+
+def augmented_read(frame: Any) -> bool:
+    """Whether `frame` is at the read of `y[i]` in `y[i] op= v`: the value read is
+    written back into `y[i]` as soon as `op=` has computed it (Python 3.12+ reads
+    `y[a:b]` by `COPY 3; COPY 3; COPY 3; BINARY_SLICE`)."""
+    if _augmented_subscript(frame):
+        return True
+    code, i = _instruction(frame)
+    return (
+        _SLICE is not None and i >= 6 and code[i] == _SLICE
+        and all(code[i - k] == _COPY and code[i - k + 1] == 3 for k in (6, 4, 2))
     )  # fmt: skip
 
 

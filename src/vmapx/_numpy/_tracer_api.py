@@ -203,6 +203,10 @@ def _getitem(self: Tracer, idx: Any) -> Any:
     element = _scalars.picks_element(idx) and out.ndim == 0
     if element or _copies(idx):
         out._view = None  # NumPy copies (advanced indexing, or a scalar): no memory shared
+    elif out._view is not None and _masked.augmented_read(sys._getframe(1)):
+        # `y[1:3] += v`: the view is written back into `y[1:3]` right after `+=` computes
+        # it, so `+=` need not write through it (and writing into `y` is allowed)
+        out._view = None
     return _scalars.mark(out) if element else out
 
 
