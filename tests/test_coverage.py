@@ -70,10 +70,12 @@ def test_emath_gives_complex_when_some_example_needs_it() -> None:
     from numpy.lib import scimath
 
     x = np.array([[4.0, 9.0], [-4.0, 1.0]])
-    got = vmapx.vmap(scimath.sqrt)(x)
+    with pytest.warns(vmapx.PerformanceWarning, match="complex result for some examples"):
+        got = vmapx.vmap(scimath.sqrt)(x)  # (each example's own type: the loop)
     expected = np.stack([scimath.sqrt(v) for v in x])
     assert got.dtype == expected.dtype == np.complex128
     np.testing.assert_array_equal(got, expected)
+    assert vmapx.vmap(scimath.sqrt)(-x[:1]).dtype == np.complex128  # all complex: batched
 
 
 def test_at_least_250_array_functions_are_native() -> None:

@@ -138,3 +138,43 @@ def test_writes_through_views_still_give_numpys_values():
             check_vmap(f, (X46,))
         with pytest.raises(vmapx.errors.ConcretizationError):
             vmapx.grad(lambda x: np.sum(f(x)))(X46[0])  # noqa: B023
+
+
+_MIXED = np.array([[4.0, 0.25, 9.0], [-4.0, 0.5, 2.0], [1.0, 0.1, 0.3]])  # one example < 0
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: np.float64(np.iscomplexobj(np.emath.sqrt(x))),
+     lambda x: np.emath.sqrt(x) * 2.0,
+     lambda x: np.real(np.emath.log(x)),
+     lambda x: np.float64(np.iscomplexobj(np.emath.arcsin(x * 0.5))),
+     lambda x: np.float64(np.iscomplexobj(np.emath.logn(x[0] + 0.5, x))),
+     lambda x: np.float64(np.iscomplexobj(np.emath.power(x, 0.5)))],
+)  # fmt: skip
+def test_emath_results_keep_each_examples_type(f):
+    # batched, an example in the real domain got a complex result (np.iscomplexobj, and
+    # np.sqrt of it, gave the other answer); the loop runs where the examples' types differ
+    with pytest.warns(vmapx.PerformanceWarning, match="complex result for some examples"):
+        check_vmap(f, (_MIXED,))
+    # (other shapes: a call that looped makes later calls of its signature loop at once)
+    check_vmap(f, (np.abs(_MIXED[:, :2]) + 1.5,))  # all real: batched
+    check_vmap(f, (-np.abs(_MIXED[:, :1]) - 1.5,))  # all complex: batched
+
+
+def test_eigenvalues_keep_each_examples_type():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    a = np.stack([rotation + np.diag([1.0, 2.0]), np.diag([2.0, -2.0]), rotation])
+
+    def f(a):
+        return np.float64(np.iscomplexobj(np.linalg.eig(a).eigenvalues)) + np.linalg.eigvals(a)
+
+    with pytest.warns(vmapx.PerformanceWarning, match="eigenvalues for some examples"):
+        check_vmap(f, (a,))
+    check_vmap(f, (a[[0, 2]],))  # all complex: batched (another batch size: see above)
+
+
+def test_real_if_close_keeps_each_examples_type():
+    z = np.array([[1.0 + 1e-20j, 2.0], [1.0 + 0.5j, 2.0]])
+    with pytest.warns(vmapx.PerformanceWarning, match="real_if_close"):
+        check_vmap(lambda z: np.float64(np.iscomplexobj(np.real_if_close(z))), (z,))

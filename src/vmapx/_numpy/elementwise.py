@@ -302,8 +302,9 @@ IN_PLACE[np.nan_to_num] = _nan_to_num_in_place
 
 
 def _real_if_close_rule(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The loop stacks real examples with complex ones: where examples disagree the
-    result is complex, with the imaginary part of the close examples dropped."""
+    """Each example is real where all its imaginary parts are close to zero: batched,
+    the examples must agree (a later step computes otherwise on a real value than on a
+    complex one), else the loop runs."""
 
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, tol = args[0], get_arg(args, kwargs, 1, "tol", 100)
@@ -316,7 +317,11 @@ def _real_if_close_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             return trace.wrap(v.real)
         if not bool(np.any(close)):
             return x
-        return trace.wrap(np.where(close.reshape((-1,) + (1,) * nd), v.real, v))
+        raise trace.concretization(
+            "`np.real_if_close` gives a real result for some examples and a complex one for "
+            "others (its type depends on the values)",
+            "take `np.real(x)` where a real value is meant, or keep `x` complex",
+        )
 
     return rule
 

@@ -247,7 +247,30 @@ def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
     return dw, dv
 
 
-defbatch([np.linalg.eig, np.linalg.eigvals], _stacked(2))
+def _eig_rule(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`eig`/`eigvals` stacked: NumPy gives an example of a real matrix (a stack of them)
+    real eigenvalues where all of them are real, else complex ones. Batched, the types
+    must agree among the examples (a later step computes otherwise on them), else the
+    loop runs."""
+    stacked = _stacked(2)(func)
+
+    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
+        out = stacked(trace, args, kwargs)
+        w = (out[0] if func is np.linalg.eig else out).val
+        if w.dtype.kind == "c" and not np.iscomplexobj(unwrap(trace, args[0])[0]):
+            if not bool(np.all(np.any(np.reshape(w.imag != 0, (w.shape[0], -1)), axis=1))):
+                raise trace.concretization(
+                    f"`np.linalg.{func.__name__}` gives complex eigenvalues for some examples "
+                    "and real ones for others (their type depends on the values)",
+                    "convert the matrices to complex first (`a.astype(complex)`) if complex "
+                    "eigenvalues are meant for every example",
+                )
+        return out
+
+    return rule
+
+
+defbatch([np.linalg.eig, np.linalg.eigvals], _eig_rule)
 _defjvp_multi(np.linalg.eig, _eig_jvp)
 defcomposite(np.linalg.eigvals, lambda a: np.linalg.eig(a)[0])
 
