@@ -178,3 +178,12 @@ def test_real_if_close_keeps_each_examples_type():
     z = np.array([[1.0 + 1e-20j, 2.0], [1.0 + 0.5j, 2.0]])
     with pytest.warns(vmapx.PerformanceWarning, match="real_if_close"):
         check_vmap(lambda z: np.float64(np.iscomplexobj(np.real_if_close(z))), (z,))
+
+
+@pytest.mark.parametrize("casting", ["no", "equiv", "safe", "same_kind"])
+def test_astype_follows_its_casting_rule(casting):
+    # x.astype(np.int8, casting="safe") cast anyway under vmap, where NumPy raises
+    x = np.array([[1.0, 2.0], [0.0, 1.0]])
+    with pytest.raises(TypeError, match="Cannot cast"):
+        vmapx.vmap(lambda x: x.astype(np.int8, casting=casting))(x)
+    check_vmap(lambda x: x.astype(np.float64, casting=casting), (x,))
