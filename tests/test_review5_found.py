@@ -180,6 +180,52 @@ def test_real_if_close_keeps_each_examples_type():
         check_vmap(lambda z: np.float64(np.iscomplexobj(np.real_if_close(z))), (z,))
 
 
+def _inverse_or_zeros(a):
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return np.zeros_like(a)
+
+
+def _reciprocal_or_zeros(x):
+    with np.errstate(divide="raise"):
+        try:
+            return 1.0 / x
+        except FloatingPointError:
+            return np.zeros_like(x)
+
+
+def _cholesky_with_jitter(a):
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return np.linalg.cholesky(a + 10.0 * np.eye(3))
+
+
+_SPD = np.stack([m @ m.T + np.eye(3) for m in RNG.normal(size=(4, 3, 3))])
+
+
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [(_inverse_or_zeros, np.stack([np.eye(3), np.zeros((3, 3)), 2 * np.eye(3)])),
+     (_reciprocal_or_zeros, np.array([[1.0, 2.0], [0.0, 1.0], [4.0, 8.0]])),
+     (_cholesky_with_jitter, _SPD - np.array([0.0, 6.0, 0.0, 0.0])[:, None, None] * np.eye(3))],
+)  # fmt: skip
+def test_an_error_the_function_catches_for_some_examples_runs_the_loop(f, x):
+    # a NumPy call raised for the whole batch, so every example took the `except` branch
+    # (zeros for all, where the loop inverts the invertible ones)
+    with pytest.warns(vmapx.PerformanceWarning, match="the function caught it"):
+        check_vmap(f, (x,))
+    with pytest.raises(vmapx.errors.ConcretizationError, match="the function caught it"):
+        vmapx.vmap(f, fallback="error")(x)
+    check_vmap(f, (x[[0, 2]],))  # no example raises: batched
+
+
+def test_an_error_the_function_does_not_catch_is_raised_as_before():
+    with pytest.raises(np.linalg.LinAlgError):
+        vmapx.vmap(np.linalg.inv)(np.stack([np.eye(2), np.zeros((2, 2))]))
+
+
 @pytest.mark.parametrize("casting", ["no", "equiv", "safe", "same_kind"])
 def test_astype_follows_its_casting_rule(casting):
     # x.astype(np.int8, casting="safe") cast anyway under vmap, where NumPy raises

@@ -466,6 +466,8 @@ def _run(
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise
+        if trace.pending is None and trace.raised is not None:  # `f` caught a NumPy error
+            _caught_error(trace)
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             pending = trace.pending
             pending.__traceback__ = None  # (its frames hold `f` and the arguments)
@@ -487,6 +489,24 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _caught_error(trace: BatchTrace) -> None:
+    """A NumPy call raised for the whole batch and `f` went on (an `except`): in the loop
+    only some examples may raise, so the batched result is not the loop's. The loop runs
+    (or, with `fallback="error"`, a `ConcretizationError` says so)."""
+    what, where = cast("tuple[str, str]", trace.raised)
+    what = f"{what} for the batch, and the function caught it"
+    fix = (
+        "test for the condition instead of catching the error (`np.where`, or "
+        "`vmapx.cond`), so that each example takes its own branch"
+    )
+    if trace.fallback == "error":
+        raise ConcretizationError(
+            f"vmap: {what} at {where}. With fallback='error' vmapx does not run the function "
+            f"per example. Fix: {fix}."
+        )
+    trace.pending = ConcretizationSignal(trace, what, fix, where)
 
 
 def _recall(

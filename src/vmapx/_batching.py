@@ -145,7 +145,7 @@ class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made", "like", "aware")  # fmt: skip
+                 "made", "like", "aware", "raised")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -170,6 +170,10 @@ class BatchTrace(Trace):
         # a duck payload (CuPy, ...) when the inputs live outside NumPy: host arrays met
         # by this trace's rules are moved to its array type (vmapx._payload)
         self.like: Any = None
+        # (what, where) of the first NumPy error of a batched call: raised for the whole
+        # batch, where the loop raises for some examples only; if `f` catches it and
+        # returns, its result is not the loop's (see `vmapx._api`)
+        self.raised: tuple[str, str] | None = None
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
@@ -185,10 +189,15 @@ class BatchTrace(Trace):
         rule = prim.rules.batch
         if self.like is not None:
             args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
-        if rule is None:
-            out = loop_rule(self, prim, args, kwargs)
-        else:
-            out = rule(self, args, kwargs)
+        try:
+            if rule is None:
+                out = loop_rule(self, prim, args, kwargs)
+            else:
+                out = rule(self, args, kwargs)
+        except Exception as error:
+            if self.raised is None and not type(error).__module__.startswith("vmapx"):
+                self.raised = (f"`{prim.name}` raised {type(error).__name__}", _frames.location())
+            raise
         return out
 
     def concretization(self, what: str, fix: str) -> BaseException:
@@ -287,6 +296,12 @@ def wrap_tree(trace: BatchTrace, tree: Any) -> Any:
     if hasattr(tree, "_fields"):
         return type(tree)(*(wrap_tree(trace, t) for t in tree))
     return trace.wrap(tree)
+
+
+def error_marks() -> list[tuple[BatchTrace, Any]]:
+    """The `raised` marks of this thread's running vmaps: vmapx code that handles a NumPy
+    error itself puts them back (the error is then not one that `f` caught)."""
+    return [(t, t.raised) for t in _core._state.stack if isinstance(t, BatchTrace)]
 
 
 # -- the loop fallback ---------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from .._batching import BatchTracer
+from .._batching import BatchTracer, error_marks
 from .._core import Tracer, current_level, find_top_trace
 
 # (not through vmapx's namespace: its first use loads the deferred adapters, which need
@@ -85,11 +85,14 @@ class LibraryFunction:
         arrays = [named.pop(p) if p in named else self._default(p) for p in self.arrays]
         if _traced(named) or not _traced(arrays):
             return self.original(*args, **kwargs)
+        marks = error_marks()
         try:
             out = _batch_directly(self.primitive, arrays, named)
             return self.primitive(*arrays, **named) if out is _NOT_DIRECT else out
         except Exception:  # (Unsupported, or the lowering failed on traced values: the
-            return self.original(*args, **kwargs)  # library gives the loop's answer)
+            for trace, raised in marks:  # library gives the loop's answer)
+                trace.raised = raised
+            return self.original(*args, **kwargs)
 
     def _default(self, name: str) -> Any:
         return self.signature.parameters[name].default
