@@ -233,3 +233,14 @@ def test_astype_follows_its_casting_rule(casting):
     with pytest.raises(TypeError, match="Cannot cast"):
         vmapx.vmap(lambda x: x.astype(np.int8, casting=casting))(x)
     check_vmap(lambda x: x.astype(np.float64, casting=casting), (x,))
+
+
+def test_an_error_caught_inside_a_cond_branch_runs_the_loop():
+    # the branch runs on its examples as a batch of its own: the same error, the same fix
+    a = np.stack([np.eye(3), np.zeros((3, 3)), 2 * np.eye(3), -np.eye(3)])
+
+    def f(a):
+        return vmapx.cond(np.trace(a) >= 0, lambda a: _inverse_or_zeros(a) + 1, lambda a: a, a)
+
+    with pytest.warns(vmapx.PerformanceWarning, match="the function caught it"):
+        check_vmap(f, (a,))

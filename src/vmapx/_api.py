@@ -28,7 +28,7 @@ from . import (
     _subclasses,
 )  # fmt: skip
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from ._batching import BatchTrace, BatchTracer, user_stacklevel
+from ._batching import BatchTrace, BatchTracer, caught_error, user_stacklevel
 from ._chunk_outputs import slice_axis as _slice_axis
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
@@ -492,15 +492,10 @@ def _run(
 
 
 def _caught_error(trace: BatchTrace) -> None:
-    """A NumPy call raised for the whole batch and `f` went on (an `except`): in the loop
-    only some examples may raise, so the batched result is not the loop's. The loop runs
-    (or, with `fallback="error"`, a `ConcretizationError` says so)."""
+    """A NumPy call raised for the whole batch and `f` went on (an `except`): the loop
+    runs (or, with `fallback="error"`, a `ConcretizationError` says so)."""
     what, where = cast("tuple[str, str]", trace.raised)
-    what = f"{what} for the batch, and the function caught it"
-    fix = (
-        "test for the condition instead of catching the error (`np.where`, or "
-        "`vmapx.cond`), so that each example takes its own branch"
-    )
+    what, fix = caught_error((what, where))
     if trace.fallback == "error":
         raise ConcretizationError(
             f"vmap: {what} at {where}. With fallback='error' vmapx does not run the function "

@@ -304,6 +304,17 @@ def error_marks() -> list[tuple[BatchTrace, Any]]:
     return [(t, t.raised) for t in _core._state.stack if isinstance(t, BatchTrace)]
 
 
+def caught_error(raised: tuple[str, str]) -> tuple[str, str]:
+    """`(what, fix)` for a NumPy error raised for a whole batch (`BatchTrace.raised`) that
+    `f` caught and went on: in the loop only some examples may raise, so the batched
+    result is not the loop's."""
+    return (
+        f"{raised[0]} for the batch, and the function caught it",
+        "test for the condition instead of catching the error (`np.where`, or "
+        "`vmapx.cond`), so that each example takes its own branch",
+    )
+
+
 # -- the loop fallback ---------------------------------------------------------------
 
 

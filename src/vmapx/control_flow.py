@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _payload, _scalars
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from ._batching import BatchTrace, BatchTracer, bcast_batch, is_batched, unwrap
+from ._batching import BatchTrace, BatchTracer, bcast_batch, caught_error, is_batched, unwrap
 from ._core import ConcretizationSignal, Trace, Tracer, _state, bind
 from ._registry import Primitive, register
 from .errors import ControlFlowError, TraceMixError
@@ -266,6 +266,9 @@ class _Chain:
             stack[span] = saved
             sub.alive = False
         failure = failure or sub.pending
+        if failure is None and sub.raised is not None:  # `fn` caught a NumPy error
+            what, fix = caught_error(sub.raised)
+            failure = types.SimpleNamespace(what=what, fix=fix)
         if failure is None:
             leaves, out_def = optree.tree_flatten(out)
             pairs = [self._exit(sub, x, what) for x in leaves]
