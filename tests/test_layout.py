@@ -113,13 +113,24 @@ def test_the_batch_last_layout_is_taken_and_reads_as_usual():
     np.testing.assert_array_equal(d.reshape(300, -1), (POINTS[None] - x[:, None]).reshape(300, -1))
 
 
-def test_gradients_through_a_batch_last_result_equal_the_loop():
-    from vmapx import grad
+GRADIENT_CASES = {
+    "distance": lambda x, s: np.log(((POINTS - x) ** 2).sum(-1) + s).sum(),
+    "scaled": lambda x, s: np.sum(np.sin(POINTS - x * s)),
+    "mean": lambda x, s: np.mean(np.tanh((POINTS - x) * s)),
+    "outer": lambda x, s: np.sum(np.outer(x, x) * s + np.outer(x, x) ** 2),
+}
 
-    f = lambda x, c: np.log(((c - x) ** 2).sum(-1)).sum()  # noqa: E731
+
+@pytest.mark.parametrize("case", list(GRADIENT_CASES))
+@pytest.mark.parametrize("argnum", [0, 1])
+def test_gradients_through_a_batch_last_result_have_the_loops_bits(case: str, argnum: int):
+    from vmapx import check_grads, grad
+
+    f = GRADIENT_CASES[case]
     x = RNG.standard_normal((300, 8))
-    check_vmap(grad(f), (x, POINTS), in_axes=(0, None), rtol=1e-10)
-    check_vmap(grad(f, argnums=1), (x, POINTS), in_axes=(0, None), rtol=1e-10)
+    got = vmap(grad(f, argnums=argnum), in_axes=(0, None))(x, 0.7)
+    np.testing.assert_array_equal(got, np.stack([grad(f, argnums=argnum)(e, 0.7) for e in x]))
+    check_grads(f, (x[0], 0.7), order=1)
 
 
 def test_a_batch_last_result_in_chunks_equals_the_loop():
