@@ -490,3 +490,16 @@ def test_a_reshaped_scalar_stays_a_scalar_under_in_place_operators(reshape: Any)
         return s
 
     check_vmap(f, [np.array([1, 3])])
+
+
+@pytest.mark.parametrize("part", [np.real, np.imag])
+@pytest.mark.parametrize("number", [
+    lambda b: b, lambda b: b + 1, lambda b: b * 1.5, lambda b: b * 1j,
+])  # fmt: skip
+def test_real_and_imag_of_a_python_number_are_its_attributes(part: Any, number: Any) -> None:
+    # `np.imag(True)` is `True.imag`, the int 0 (vmap gave a bool)
+    def f(x: np.ndarray) -> Any:
+        return part(number(np.array_equal(x, x[::-1])))
+
+    check_vmap(f, [np.array([[0, 1], [2, 2]], dtype=np.int32)])
+    check_vmap(lambda x: f(x) * np.float32(2.0), [np.array([[0, 1], [2, 2]])])
