@@ -111,7 +111,7 @@ def _array_function(
 _PARTS = (np.real, np.imag)
 
 
-def _part_of_python_number(prim: Primitive, x: Tracer) -> Any:
+def _part_of_python_number(prim: Primitive, x: Any) -> Any:
     """`np.real`/`np.imag` of a Python number per example: NumPy returns its `.real` or
     `.imag`, a Python int for a bool or an int (`True.imag` is 0), else a float."""
     if x.dtype == np.bool_:
