@@ -43,7 +43,7 @@ from .._chunk_outputs import computed
 from .._compat import NUMPY2, present
 from .._payload import like
 from .._registry import get_arg, register
-from .._rule_helpers import flat_shape
+from .._rule_helpers import flat_shape, in_example_order
 from .ufuncs import gufunc_rule
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)
@@ -61,8 +61,8 @@ _VECDOT = getattr(np, "vecdot", None)
 def operand_parts(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
     """`(value, batched, per-example shape)` of an operand; plain sequences become arrays."""
     v, b = unwrap(trace, x)
-    if b:
-        return v, True, tuple(v.shape[1:])
+    if b:  # (in C order: the loop's order of the sums; see in_example_order)
+        return in_example_order(v), True, tuple(v.shape[1:])
     if not hasattr(v, "shape"):
         v = np.asarray(v)
     return v, False, tuple(v.shape)
@@ -624,7 +624,27 @@ def _kron_impl(a: Any, b: Any) -> Any:
 
 
 defcomposite(np.kron, _kron_impl)
-defbatch(np.einsum, lambda f: _einsum_rule)
+
+
+def _einsum_gives_a_view(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
+    """NumPy's einsum of one operand that sums over no label (a transpose or a diagonal,
+    `'ij->ji'`, `'ii->i'`) returns a view of it: a later write into either is seen by
+    the other."""
+    if kwargs.get("out") is not None:
+        return False
+    try:
+        subscripts, operands = _einsum_form(args)
+    except (TypeError, ValueError):
+        return False  # (the rule gives NumPy's error)
+    ins, arrow, output = subscripts.partition("->")
+    if len(operands) != 1 or "," in ins:
+        return False
+    if not arrow:
+        output = _implicit_output([ins])
+    return set(ins) - {"."} <= set(output)
+
+
+defbatch(np.einsum, lambda f: _einsum_rule, may_view=_einsum_gives_a_view)
 
 
 def _explicit_einsum(args: tuple[Any, ...]) -> tuple[list[str], str, list[Any]]:
