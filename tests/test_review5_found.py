@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 
 import numpy as np
 import pytest
@@ -244,3 +245,23 @@ def test_an_error_caught_inside_a_cond_branch_runs_the_loop():
 
     with pytest.warns(vmapx.PerformanceWarning, match="the function caught it"):
         check_vmap(f, (a,))
+
+
+@pytest.mark.parametrize("chunk_size", ["auto", 1])
+@pytest.mark.parametrize(
+    ("f", "match"),
+    [(lambda a: a[: int(a[0])], r"output 0 of the function has shape \(1,\)"),
+     (lambda a: {"x": a[: int(a[0])]}, r"output 0 of the function has shape \(1,\)"),
+     (lambda a: (a,) if a[0] > 1 else (a, a), "another structure")],
+)  # fmt: skip
+def test_results_of_different_shapes_say_so(f, match, chunk_size):
+    # NumPy's "all input arrays must have the same shape" (or optree's, or concatenate's
+    # with chunks) named no output and no example
+    x = np.array([[1.0, 2.0], [2.0, 2.0]])
+    loops = chunk_size == "auto"  # (chunks of one example: each batched on its own)
+    with pytest.warns(vmapx.PerformanceWarning) if loops else contextlib.nullcontext():
+        with pytest.raises(ValueError) as caught:
+            vmapx.vmap(f, chunk_size=chunk_size)(x)
+    assert isinstance(caught.value, vmapx.errors.OutputShapeError)
+    assert re.search(match, str(caught.value)) or chunk_size == 1
+    assert "vmapx.map" in str(caught.value) or "structure" in match

@@ -280,7 +280,10 @@ def test_data_dependent_results_leave_the_batch() -> None:
     u = np.array([[1.0, 3.0, 2.0], [1.0, 3.0, 3.0]])  # remainders [0] and [1]: lengths 1, 1
     check_vmap(lambda u: np.polydiv(u, [1.0, 1.0]), [u])
     u = np.array([[1.0, 2.0, 1.0, 5.0], [1.0, 2.0, 2.0, 5.0]])  # remainders of lengths 1, 2
-    with pytest.warns(vmapx.PerformanceWarning), pytest.raises(ValueError, match="same shape"):
+    with (
+        pytest.warns(vmapx.PerformanceWarning),
+        pytest.raises(ValueError, match="cannot be stacked"),
+    ):
         vmapx.vmap(lambda u: np.polydiv(u, [1.0, 1.0, 0.0]))(u)  # as np.stack of the loop
 
 

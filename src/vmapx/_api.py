@@ -38,6 +38,7 @@ from .errors import (
     ConcretizationError,
     InAxesError,
     OutputError,
+    OutputShapeError,
     PerformanceWarning,
     raise_own_cause,
 )
@@ -852,7 +853,7 @@ def _whole_function_loop(
     with _chunk_outputs.withheld():  # (a chunk's slices: not for a vmap inside `f`)
         results = _run_examples(f, leaves, treedef, axes, kwargs, size)
     if dtypes is None and opts.out_axes == 0 and isinstance(results[0], _PLAIN_OUTPUTS):
-        return np.stack(results)  # (what `_stack_outputs` gives for one array output)
+        return _stack_column(results, 0)  # (what `_stack_outputs` gives for one array output)
     stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
 
@@ -911,13 +912,36 @@ def _take(x: Any, axis: int, i: int) -> Any:
 
 def _stack_outputs(results: list[Any], dtypes: list[Any] | None = None) -> Any:
     leaves0, treedef = optree.tree_flatten(results[0], is_leaf=_is_leaf)
-    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
+    columns: list[list[Any]] = []
+    for k, r in enumerate(results):
+        try:
+            columns.append(treedef.flatten_up_to(r))
+        except ValueError as e:
+            raise OutputShapeError(
+                f"vmap: the function's result for example {k} has another structure than "
+                f"for example 0 ({e}), so the results cannot be stacked. Return the same "
+                "structure for every example."
+            ) from None
     for i, leaf in enumerate(leaves0):
         _check_output_leaf(leaf, i)
     if dtypes is not None:
         dtypes.extend({np.result_type(c[j]) for c in columns} for j in range(len(leaves0)))
     return optree.tree_unflatten(
-        treedef, [np.stack([c[j] for c in columns]) for j in range(len(leaves0))]
+        treedef, [_stack_column([c[j] for c in columns], j) for j in range(len(leaves0))]
+    )
+
+
+def _stack_column(column: list[Any], i: int) -> Any:
+    """`np.stack` of output `i` of every example, or an error that says which differ."""
+    shapes = [np.shape(x) for x in column]
+    k = next((k for k, s in enumerate(shapes) if s != shapes[0]), None)
+    if k is None:
+        return np.stack(column)
+    raise OutputShapeError(
+        f"vmap: output {i} of the function has shape {shapes[0]} for example 0 but "
+        f"{shapes[k]} for example {k}, so the results cannot be stacked into one array (as "
+        "`np.stack` of the loop's results cannot). Return results of one shape (pad them, "
+        "with a mask if needed), or use `vmapx.map`, which returns a list of the results."
     )
 
 

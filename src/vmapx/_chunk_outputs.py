@@ -51,7 +51,7 @@ from . import _core
 from . import _pytree as optree
 from ._compat import NUMPY2
 from ._core import Tracer
-from .errors import InAxesError
+from .errors import InAxesError, OutputShapeError
 
 try:  # (NumPy 2; NumPy 1's is np.byte_bounds)
     from numpy.lib.array_utils import byte_bounds as _byte_bounds
@@ -260,7 +260,14 @@ class Joined:
         per output, those of its examples, where they may differ (the loop ran)."""
         if self.treedef is None:
             self._first(out)
-        leaves = self.treedef.flatten_up_to(out)
+        try:
+            leaves = self.treedef.flatten_up_to(out)
+        except ValueError as e:
+            raise OutputShapeError(
+                f"vmap: the function's results for examples {start}:{stop} have another "
+                f"structure than for the first examples ({e}), so they cannot be stacked. "
+                "Return the same structure for every example."
+            ) from None
         for j, (leaf, ax) in enumerate(zip(leaves, self.axes, strict=True)):
             self.dtypes[j] |= dtypes[j] if dtypes else {getattr(leaf, "dtype", None)}
             column = self.columns[j]
@@ -271,6 +278,7 @@ class Joined:
                         "between examples; give it an integer out_axes"
                     )
                 continue
+            _check_example_shape(self.first[j], leaf, ax, j, start)
             if type(column) is list:
                 column.append(leaf)
             elif _fits(column, leaf, ax, stop - start):
@@ -336,6 +344,21 @@ def _is_leaf(x: Any) -> bool:
 def _overlaps(leaf: np.ndarray, claimed: list[tuple[int, int]]) -> bool:
     low, high = _byte_bounds(leaf)
     return any(low < end and start < high for start, end in claimed)
+
+
+def _check_example_shape(first: Any, leaf: Any, ax: int, j: int, start: int) -> None:
+    """A chunk's output `j` has the first chunk's per-example shape, or an error says
+    that the examples' results differ (the loop's `np.stack` cannot stack them)."""
+    a, b = list(np.shape(first)), list(np.shape(leaf))
+    del a[ax], b[ax]
+    if a != b:
+        raise OutputShapeError(
+            f"vmap: output {j} of the function has shape {tuple(a)} for the first examples "
+            f"but {tuple(b)} for example {start} on, so the results cannot be stacked into "
+            "one array (as `np.stack` of the loop's results cannot). Return results of one "
+            "shape (pad them, with a mask if needed), or use `vmapx.map`, which returns a "
+            "list of the results."
+        )
 
 
 def _concatenate(parts: list[Any], axis: int, dtypes: set[Any]) -> Any:

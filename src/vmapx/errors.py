@@ -25,6 +25,11 @@ class OutputError(VmapxError, TypeError):
     """The mapped function returned something that is not an array."""
 
 
+class OutputShapeError(VmapxError, ValueError):
+    """The examples' results differ in shape or in structure, so they cannot be stacked
+    into one batch (as `np.stack` of the loop's results cannot)."""
+
+
 class ConcretizationError(VmapxError, TypeError):
     """A batched value had to become a single concrete value (`bool`, `float`,
     `np.asarray`, ...) and `fallback="error"` forbids the per-example loop."""
