@@ -512,6 +512,7 @@ _ERROR_BASES = {
     "InAxesError": (vmapx.errors.VmapxError, ValueError),
     "AxisSizeError": (vmapx.errors.VmapxError, ValueError),
     "OutputError": (vmapx.errors.VmapxError, TypeError),
+    "OutputShapeError": (vmapx.errors.VmapxError, ValueError),
     "ConcretizationError": (vmapx.errors.VmapxError, TypeError),
     "FallbackError": (vmapx.errors.VmapxError, NotImplementedError),
     "EscapedTracerError": (vmapx.errors.VmapxError, TypeError),
