@@ -265,3 +265,19 @@ def test_results_of_different_shapes_say_so(f, match, chunk_size):
     assert isinstance(caught.value, vmapx.errors.OutputShapeError)
     assert re.search(match, str(caught.value)) or chunk_size == 1
     assert "vmapx.map" in str(caught.value) or "structure" in match
+
+
+def test_jit_replay_whose_numpy_call_raises_runs_the_function():
+    # recorded where the inverse exists, a replay on a singular matrix raised LinAlgError
+    # where the function catches it
+    def f(x):
+        try:
+            return np.linalg.inv(np.outer(x, x) + np.diag(x))
+        except np.linalg.LinAlgError:
+            return np.zeros((3, 3))
+
+    jitted = vmapx.jit(f)
+    for x in (np.array([1.0, 2.0, 3.0]), np.array([2.0, 1.0, 5.0]), np.zeros(3)):
+        np.testing.assert_array_equal(jitted(x), f(x))
+    with pytest.raises(np.linalg.LinAlgError):  # (an error `f` does not catch: raised)
+        vmapx.jit(np.linalg.inv)(np.zeros((2, 2)))

@@ -98,6 +98,9 @@ class Jitted(Generic[P, R]):
                 return recorded.run(inputs)  # type: ignore[no-any-return]
             except ShapeChanged:  # a shape Python read differs on these values: run `f`
                 return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
+            except Exception:  # a NumPy call raised on these values, which `f` may catch:
+                # `f` gives the call's answer (or raises)
+                return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
         if type(recorded) is NotReplayable and recorded.again:
             return self._record_again(cast("tuple[Any, ...]", key), leaves, treedef, numbers)  # type: ignore[no-any-return]
         if key is None or recorded is not None or not self._room(key, leaves):
