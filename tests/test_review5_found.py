@@ -281,3 +281,24 @@ def test_jit_replay_whose_numpy_call_raises_runs_the_function():
         np.testing.assert_array_equal(jitted(x), f(x))
     with pytest.raises(np.linalg.LinAlgError):  # (an error `f` does not catch: raised)
         vmapx.jit(np.linalg.inv)(np.zeros((2, 2)))
+
+
+def test_jit_of_a_function_that_raises_under_its_own_errstate_is_not_replayed():
+    # the replay ran under the caller's errstate: 1 / 0 gave inf where `f` catches the
+    # FloatingPointError its own `np.errstate(divide="raise")` makes
+    def f(x):
+        with np.errstate(divide="raise"):
+            try:
+                return 1.0 / x
+            except FloatingPointError:
+                return np.zeros_like(x)
+
+    jitted = vmapx.jit(f)
+    for x in (np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([0.0, 1.0])):
+        np.testing.assert_array_equal(jitted(x), f(x))
+
+    def quiet(x):  # (an errstate that only silences warnings is replayed)
+        with np.errstate(divide="ignore"):
+            return np.log(x)
+
+    assert "def replay" in str(vmapx.jit(quiet).lower(np.array([1.0, 2.0])))

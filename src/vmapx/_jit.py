@@ -237,7 +237,7 @@ class RecordTrace(Trace):
     """Runs each NumPy call on the concrete arrays and records it as a step."""
 
     __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest", "why",
-                 "static_needed", "shapes_read")  # fmt: skip
+                 "static_needed", "shapes_read", "errstate")  # fmt: skip
 
     def __init__(self, n_inputs: int) -> None:
         super().__init__("jit")
@@ -251,6 +251,7 @@ class RecordTrace(Trace):
         self.owners = _replay_memory.Owners()
         self.layouts: list[Any] = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
+        self.errstate = np.geterr()  # (the caller's: replays run under theirs)
 
     def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         values = _replace(self, args, _value)
@@ -259,6 +260,8 @@ class RecordTrace(Trace):
         owner = getattr(impl, "__self__", None)
         if type(owner) is np.ufunc and impl.__name__ == "at":
             impl = _functional_at(owner)  # (the trace's callers expect the new value)
+        if self.replayable and np.geterr() != self.errstate:
+            self._check_errstate(prim)
         try:
             out = impl(*values, **kw_values)
         except BaseException:
@@ -317,6 +320,15 @@ class RecordTrace(Trace):
 
     def concretization(self, what: str, fix: str) -> BaseException:
         return NotRecordable(what)
+
+    def _check_errstate(self, prim: Primitive) -> None:
+        """A call under an `np.errstate` of `f`'s own that raises (or calls a function)
+        where the caller's does not: a replay, under the caller's, would go on where `f`
+        raises (and may catch it). Other differences change warnings only."""
+        state = np.geterr()
+        if any(v in ("raise", "call") and v != self.errstate[k] for k, v in state.items()):
+            self.replayable = False
+            self.why = self.why or f"`{prim.name}` ran under an `np.errstate` that raises"
 
     def record_effect(self, fn: Callable[..., Any], args: list[Any]) -> None:
         """Record `fn(*args)`, a call made for what it does (no result): every replay
