@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from harness import check_vmap
+from np_compat import NUMPY2
 from vmapx import vmap
 
 RNG = np.random.default_rng(5)
@@ -41,14 +42,19 @@ def test_the_moved_layout_is_bit_identical_and_reads_as_usual():
 @pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16"])
 @pytest.mark.parametrize("n", [2, 3, 5, 7])
 def test_sums_over_a_short_last_axis_have_the_loops_bits(dtype, n):
-    """float32/float64 rows are added column by column (NumPy's order); float16 (NumPy
-    sums it in float32) and complex rows keep NumPy's own path."""
+    """float32/float64 rows are added column by column (NumPy's order; a mean divides
+    that sum by the count); float16 (NumPy sums it in float32) and complex rows keep
+    NumPy's own path."""
     x = (RNG.standard_normal((400, n)) * 10.0 ** RNG.integers(-4, 5, (400, n))).astype(dtype)
     if dtype.startswith("c"):
         x = x + 1j * x[::-1]
-    got = vmap(lambda r: r.sum())(x)
-    np.testing.assert_array_equal(got, np.stack([r.sum() for r in x]))
-    assert got.dtype == x.dtype
+    numpy1_complex = not NUMPY2 and dtype.startswith("c")  # (its batched mean rounds apart)
+    for reduce in (np.sum,) if numpy1_complex else (np.sum, np.mean):
+        got = vmap(lambda r, reduce=reduce: reduce(r))(x)  # noqa: B023
+        np.testing.assert_array_equal(got, np.stack([reduce(r) for r in x]))
+        assert got.dtype == np.stack([reduce(r) for r in x]).dtype
+        got = vmap(lambda r, reduce=reduce: reduce(r, axis=-1, keepdims=True))(x)
+        np.testing.assert_array_equal(got, reduce(x, axis=-1, keepdims=True))
 
 
 # -- the batch axis last: a small batched operand broadcast against a larger shape -------
@@ -195,3 +201,25 @@ def test_a_batch_last_layout_replays_under_jit():
         np.testing.assert_array_equal(index, [w[0] for w in want])
         np.testing.assert_allclose(dist, [w[1] for w in want], rtol=1e-14)  # (see `jit`)
     assert len(calls) == 1  # one recording, then replays
+
+
+# -- max/min over a short last axis: the columns in turn ---------------------------------
+
+SPECIAL = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 1.0, -1.0])
+
+
+@pytest.mark.parametrize("reduce", [np.max, np.min, np.amax, np.amin])
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 16, 17])
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "i1", "u2", "i8", "?"])
+def test_max_and_min_over_a_short_last_axis_equal_the_loop(reduce, n: int, dtype: str):
+    picks = RNG.integers(0, len(SPECIAL), (300, 2, n))
+    x = SPECIAL[picks] if dtype.startswith("f") else RNG.integers(-50, 50, (300, 2, n))
+    x = x.astype(dtype)
+    for f in (lambda r: reduce(r, axis=-1), lambda r: reduce(r, -1, keepdims=True)):
+        got = vmap(f)(x)
+        want = np.stack([f(e) for e in x])
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # (signed zeros)
+    batch_last = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 0, -1)), -1, 0)
+    np.testing.assert_array_equal(vmap(lambda r: reduce(r, axis=-1))(batch_last), reduce(x, -1))
