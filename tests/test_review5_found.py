@@ -302,3 +302,22 @@ def test_jit_of_a_function_that_raises_under_its_own_errstate_is_not_replayed():
             return np.log(x)
 
     assert "def replay" in str(vmapx.jit(quiet).lower(np.array([1.0, 2.0])))
+
+
+def test_a_view_with_another_dtype_batches_or_runs_the_loop():
+    # `x.view(np.int64)` raised UnsupportedError under vmap where the loop works
+    x = RNG.normal(size=(3, 4))
+    check_vmap(lambda x: x.view(np.int64) >> 52, (x,))  # the same itemsize: batched
+    check_vmap(lambda x: x.view(np.int64) >> 52, (x.T.copy(),), in_axes=1)
+    with pytest.warns(vmapx.PerformanceWarning, match="view"):
+        check_vmap(lambda x: x.view(np.uint8).sum(), (x,))  # another itemsize: the loop
+
+    def write_through(x):
+        y = x.copy()
+        y.view(np.int64)[0] = 0  # (writes y's first element)
+        return y
+
+    with pytest.warns(vmapx.PerformanceWarning):
+        check_vmap(write_through, (x,))
+    with pytest.raises(vmapx.errors.ConcretizationError, match="view"):
+        vmapx.grad(lambda x: np.sum(x.view(np.int64)))(x[0])

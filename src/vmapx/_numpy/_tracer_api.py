@@ -18,7 +18,6 @@ from .._batching import BatchTracer, defbatch
 from .._compat import NUMPY2, astype
 from .._core import Tracer, bind, find_top_trace
 from .._registry import FUNCTIONS, UFUNC_PRIMITIVES, Primitive, primitive, ufunc_primitive
-from ..errors import UnsupportedError
 from . import _masked
 
 # Primitives for ndarray behaviour that has no NumPy function of its own.
@@ -474,9 +473,13 @@ def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect"
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
     if dtype is None or np.dtype(dtype) == self.dtype:
         return self
-    raise UnsupportedError(
-        "`ndarray.view` with another dtype reinterprets memory and cannot be traced; "
-        "use `.astype` to convert values"
+    if self.__class__ is BatchTracer and np.dtype(dtype).itemsize == self.dtype.itemsize:
+        out = self._trace.wrap(self.val.view(dtype))  # (element by element: batched)
+        out._view = (self, self._version)
+        return out
+    raise self._trace.concretization(
+        "`x.view(dtype)` of a traced value (another dtype reinterprets the array's memory)",
+        "use `.astype` to convert values",
     )
 
 
