@@ -321,3 +321,17 @@ def test_a_view_with_another_dtype_batches_or_runs_the_loop():
         check_vmap(write_through, (x,))
     with pytest.raises(vmapx.errors.ConcretizationError, match="view"):
         vmapx.grad(lambda x: np.sum(x.view(np.int64)))(x[0])
+
+
+def test_an_error_caught_then_another_raised_runs_the_loop():
+    # the batch took the `except` branch, whose own call failed for an example that the
+    # loop never sends there (its inverse exists): a LinAlgError where the loop succeeds
+    def f(a):
+        try:
+            return np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            return np.linalg.cholesky(a + 1e-3 * np.eye(3))
+
+    a = np.stack([np.diag([1.0, -1.0, 1.0]), np.zeros((3, 3)), 2 * np.eye(3)])
+    with pytest.warns(vmapx.PerformanceWarning, match="the function caught it"):
+        check_vmap(f, (a,))

@@ -458,6 +458,8 @@ def _run(
         except Exception as error:
             if trace.pending is None:
                 _passthrough.check_untrusted(trace, error)
+            if trace.pending is None and trace.raised and trace.raised[2] != id(error):
+                _caught_error(trace)  # (`f` caught a NumPy error, then raised another)
             if trace.pending is None:
                 if _passthrough.retry(f):  # (fallback="error": the converters just found)
                     pop_trace(trace)
@@ -495,8 +497,9 @@ def _run(
 def _caught_error(trace: BatchTrace) -> None:
     """A NumPy call raised for the whole batch and `f` went on (an `except`): the loop
     runs (or, with `fallback="error"`, a `ConcretizationError` says so)."""
-    what, where = cast("tuple[str, str]", trace.raised)
-    what, fix = caught_error((what, where))
+    raised = cast("tuple[str, str, int]", trace.raised)
+    what, fix = caught_error(raised)
+    where = raised[1]
     if trace.fallback == "error":
         raise ConcretizationError(
             f"vmap: {what} at {where}. With fallback='error' vmapx does not run the function "

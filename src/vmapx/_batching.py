@@ -173,7 +173,7 @@ class BatchTrace(Trace):
         # (what, where) of the first NumPy error of a batched call: raised for the whole
         # batch, where the loop raises for some examples only; if `f` catches it and
         # returns, its result is not the loop's (see `vmapx._api`)
-        self.raised: tuple[str, str] | None = None
+        self.raised: tuple[str, str, int] | None = None  # (and the error's id)
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
@@ -196,7 +196,8 @@ class BatchTrace(Trace):
                 out = rule(self, args, kwargs)
         except Exception as error:
             if self.raised is None and not type(error).__module__.startswith("vmapx"):
-                self.raised = (f"`{prim.name}` raised {type(error).__name__}", _frames.location())
+                what = f"`{prim.name}` raised {type(error).__name__}"
+                self.raised = (what, _frames.location(), id(error))
             raise
         return out
 
@@ -304,7 +305,7 @@ def error_marks() -> list[tuple[BatchTrace, Any]]:
     return [(t, t.raised) for t in _core._state.stack if isinstance(t, BatchTrace)]
 
 
-def caught_error(raised: tuple[str, str]) -> tuple[str, str]:
+def caught_error(raised: tuple[str, str, int]) -> tuple[str, str]:
     """`(what, fix)` for a NumPy error raised for a whole batch (`BatchTrace.raised`) that
     `f` caught and went on: in the loop only some examples may raise, so the batched
     result is not the loop's."""
