@@ -335,3 +335,17 @@ def test_an_error_caught_then_another_raised_runs_the_loop():
     a = np.stack([np.diag([1.0, -1.0, 1.0]), np.zeros((3, 3)), 2 * np.eye(3)])
     with pytest.warns(vmapx.PerformanceWarning, match="the function caught it"):
         check_vmap(f, (a,))
+
+
+def test_python_code_that_refuses_a_batched_value_runs_the_loop():
+    # `np.ndarray.sum(x)`, `{0: a}[x]` (a NumPy scalar is hashable) raised TypeError naming
+    # BatchTracer where the loop works
+    x = np.arange(6.0).reshape(3, 2)
+    weights = {0.0: 1.5, 2.0: 2.5, 4.0: 3.5}
+    for f in (np.ndarray.sum, lambda x: np.float64(weights[x[0]])):
+        with pytest.warns(vmapx.PerformanceWarning, match="refused a batched value"):
+            check_vmap(f, (x,))
+    with pytest.raises(vmapx.errors.ConcretizationError, match="refused a batched value"):
+        vmapx.vmap(np.ndarray.sum, fallback="error")(x)
+    with pytest.raises(TypeError, match="did not contain a loop"):  # (a genuine error)
+        vmapx.vmap(lambda x: x + "a")(x)

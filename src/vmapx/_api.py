@@ -460,6 +460,14 @@ def _run(
                 _passthrough.check_untrusted(trace, error)
             if trace.pending is None and trace.raised and trace.raised[2] != id(error):
                 _caught_error(trace)  # (`f` caught a NumPy error, then raised another)
+            if trace.pending is None and _refuses_tracer(error):
+                signal = trace.concretization(
+                    f"Python or C code refused a batched value ({_first_line(error)})",
+                    "give that code the plain values it needs outside the vmap, or NumPy "
+                    "functions inside it",
+                )
+                if not isinstance(signal, ConcretizationSignal):  # (fallback="error")
+                    raise signal from error
             if trace.pending is None:
                 if _passthrough.retry(f):  # (fallback="error": the converters just found)
                     pop_trace(trace)
@@ -492,6 +500,18 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _refuses_tracer(error: Exception) -> bool:
+    """Whether `error` is a `TypeError` of code that takes NumPy arrays or scalars but not
+    a batched value (`np.ndarray.sum(x)`, `{0: a}[x]`, `struct.pack("d", x)`), which the
+    loop's values pass."""
+    return type(error) is TypeError and "'BatchTracer'" in str(error)
+
+
+def _first_line(error: Exception) -> str:
+    line = str(error).split("\n", 1)[0]
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
 def _caught_error(trace: BatchTrace) -> None:
