@@ -476,3 +476,17 @@ def test_an_element_of_a_float_array_refuses_a_sequence_as_numpy_does() -> None:
         vmapx.vmap(f)(np.ones((2, 1)))
     with pytest.raises(ValueError, match="with a sequence"):  # (several elements)
         vmapx.vmap(_write_into_boolean(lambda x: x))(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("reshape", [
+    lambda s: np.reshape(s, ()), lambda s: s.reshape(()), lambda s: np.moveaxis(s, [], []),
+])  # fmt: skip
+def test_a_reshaped_scalar_stays_a_scalar_under_in_place_operators(reshape: Any) -> None:
+    # `np.reshape(np.int64(1), ())` is a NumPy scalar: `s *= floats` rebinds to floats
+    # (vmap wrote into the int64 value and raised a casting error)
+    def f(x: np.ndarray) -> Any:
+        s = reshape(np.invert(x)).copy()
+        s *= np.array([0.5, 2.0])
+        return s
+
+    check_vmap(f, [np.array([1, 3])])

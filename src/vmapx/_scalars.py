@@ -40,7 +40,9 @@ SCALAR_FUNCTIONS = frozenset(
 
 # NumPy functions that give a scalar for a scalar (they call its methods: `x.real`) and a
 # 0-d array for a 0-d array
-SCALAR_PRESERVING = frozenset((np.real, np.imag, np.squeeze, np.transpose, np.flip))
+SCALAR_PRESERVING = frozenset(
+    (np.real, np.imag, np.squeeze, np.transpose, np.flip, np.reshape, np.moveaxis)
+)
 
 
 def mark(out: Any) -> Any:

@@ -65,6 +65,8 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 axis = shift_axis(axis, nd)
             if func is np.sum and _short_last_axis(v, axis, args, kwargs):
                 return trace.wrap(_sum_short_last_axis(v, kwargs.get("keepdims", False)))
+            if func is np.sum and _last_axis_across_batch(v, axis, args, kwargs):
+                return trace.wrap(_sum_pairwise_columns(v, kwargs.get("keepdims", False)))
             args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", axis)
             return trace.wrap(func(*args, **kwargs))
 
@@ -101,6 +103,43 @@ def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
             total += v[..., i]
         else:  # under `vmapx.jit`'s recording (`+=` would be a copy and a write)
             total = total + v[..., i]
+    return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
+
+
+# An array whose batch axis is last in memory (`ufuncs._with_batch_axis_last` makes them,
+# and a batch mapped along an example's last axis is one) is summed over its last axis by
+# NumPy one batch row at a time, in order; the loop's example has that axis contiguous and
+# NumPy sums it pairwise (eight running sums combined as a tree), which rounds differently
+# from 8 entries on. Up to 16 entries the columns are added in that order (each addition
+# over a whole row of the batch); longer rows are copied to C order and summed by NumPy.
+# Either way: the loop's bits.
+_PAIRWISE_COLUMNS = 16
+
+
+def _last_axis_across_batch(
+    v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> bool:
+    return (
+        type(v) in PLAIN_ARRAYS
+        and axis in (v.ndim - 1, (v.ndim - 1,))
+        and v.ndim > 1
+        and v.shape[-1] >= 8
+        and abs(v.strides[0]) < abs(v.strides[-1])
+        and v.dtype in _SHORT_AXIS_DTYPES
+        and len(args) <= 2
+        and kwargs.keys() <= {"axis", "keepdims"}
+    )
+
+
+def _sum_pairwise_columns(v: np.ndarray, keepdims: bool) -> np.ndarray:
+    n = v.shape[-1]
+    if n > _PAIRWISE_COLUMNS:
+        return cast("np.ndarray[Any, Any]", np.ascontiguousarray(v).sum(-1, keepdims=keepdims))
+    col = [v[..., j] for j in range(n)]
+    p = [col[j] + col[j + 8] if j + 8 < n and n == 16 else col[j] for j in range(8)]
+    total = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+    for j in range(16 if n == 16 else 8, n):
+        total += col[j]
     return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
 
 

@@ -76,6 +76,8 @@ def call_rule(ufunc: np.ufunc) -> Any:
             vals = _numpy1_promotion(trace, ufunc, args, vals)
         if not kwargs and len(vals) == 2 and ufunc.nout == 1:
             out = _with_short_last_axis_moved(ufunc, vals)
+            if out is None and not _chunk_outputs.active:
+                out = _with_batch_axis_last(trace, ufunc, args, vals)
             if out is not None:
                 return trace.wrap(out)
         if _chunk_outputs.active and not kwargs:  # (a chunk's output slice to compute into)
@@ -131,6 +133,43 @@ def _spread_along_last_only(v: np.ndarray, shape: tuple[Any, ...]) -> bool:
     """Whether `v` varies along the (short) last axis but is broadcast along the one
     before: NumPy's innermost loop is then the short axis."""
     return v.ndim >= 1 and v.shape[-1] == shape[-1] > 1 and (v.ndim < 2 or v.shape[-2] == 1)
+
+
+_BATCH_LAST_MIN_SIZE = 1 << 14  # elements of the result...
+_BATCH_LAST_SHORT_AXIS = 16  # ...whose last axis is at most this long...
+_BATCH_LAST_SPREAD = 4  # ...and at least this many times larger than a batched operand
+
+
+def _with_batch_axis_last(
+    trace: BatchTrace, ufunc: np.ufunc, args: tuple[Any, ...], vals: list[Any]
+) -> Any:
+    """`ufunc(a, b)` computed with the batch axis last in memory, where a batched operand
+    is broadcast against a larger shape with a short last axis: `c - x` for shared points
+    `c` (64, 8) and a batched `x` (8,) makes (B, 64, 8), and NumPy's inner loop is then
+    8 elements long (~10 ns an element, against ~1 for a long one) because `x` does not
+    vary along the middle axis. With the batch axis last the inner loop runs over the
+    batch: each batched operand is copied with its batch axis last (it is at most a
+    quarter of the result), the result is a view with the batch axis in front. Same
+    values; later elementwise calls keep its memory order (NumPy's order 'K'), and a
+    reduction over its example axes reads rows of the batch (`np.sum` over the last
+    axis adds columns in NumPy's pairwise order: the loop's bits, see `reductions`).
+    None where it does not apply."""
+    a, b = vals
+    if type(a) not in PLAIN_ARRAYS or type(b) not in PLAIN_ARRAYS or max(a.ndim, b.ndim) < 3:
+        return None  # (a number operand: NumPy's loop runs over the whole batched array)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    size = math.prod(shape)
+    if size < _BATCH_LAST_MIN_SIZE or shape[-1] > _BATCH_LAST_SHORT_AXIS:
+        return None
+    moved = []
+    for arg, v in zip(args, vals, strict=True):
+        if type(arg) is BatchTracer and arg._trace is trace:
+            if v.size * _BATCH_LAST_SPREAD > size or v.dtype.hasobject:
+                return None  # (as large as the result: NumPy joins its axes into one loop)
+            moved.append(np.moveaxis(v, 0, -1).copy())
+        else:
+            moved.append(v[..., None])
+    return np.moveaxis(ufunc(*moved), -1, 0)
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion
