@@ -6,6 +6,8 @@ share memory, as no two of the loop's do)."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 
 import vmapx
 from test_ragged import DTYPES, assert_loop, random_array, random_signatures
-from vmapx import _exact_groups, _padded_groups, _padding
+from vmapx import _exact_groups, _heap_room, _padded_groups, _padding
 
 
 def groups_by_dict(columns: list) -> list:
@@ -98,3 +100,53 @@ def test_array_results_are_rows_of_their_own() -> None:
     assert_no_shared_memory(got)
     got[0][0] = 100.0  # (a write into one result reaches no other)
     assert all(g[0] == x[-1] for g, x in zip(got[1:], xs[1:], strict=True))
+
+
+ROOM_SCRIPT = """
+import resource, sys
+import numpy as np
+from vmapx import _heap_room
+if sys.argv[1] == "room":
+    _heap_room.make_room(6 * (512 << 10))  # (a run whose arrays come to 3 MiB)
+
+def run():  # (temporaries of a batched run: six arrays of 512 KiB live at once)
+    arrays = [np.ones(64 << 10) for _ in range(6)]
+    del arrays
+
+for _ in range(3):
+    run()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    run()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not _heap_room._GLIBC, reason="the thresholds are glibc's")
+def test_room_in_the_heap_keeps_temporaries_from_faulting_in_again() -> None:
+    def faults(mode: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", ROOM_SCRIPT, mode], capture_output=True, text=True, check=True
+        )
+        return int(done.stdout)
+
+    pages = 10 * 6 * (512 << 10) // 4096  # (what the runs would fault in from new pages)
+    without, with_room = faults("none"), faults("room")
+    assert with_room < pages // 20, (with_room, without, pages)
+
+
+def test_room_is_made_once_per_size_and_at_most_the_largest(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_heap_room, "_GLIBC", True)
+    monkeypatch.setattr(_heap_room, "_made", [0])
+    sizes: list = []
+    real_empty = np.empty
+    monkeypatch.setattr(
+        _heap_room.np, "empty", lambda n, dtype: sizes.append(n) or real_empty(0, dtype)
+    )
+    for nbytes in [1 << 10, 1 << 20, 1 << 19, 1 << 20, 3 << 20, 1 << 30, 1 << 30]:
+        _heap_room.make_room(nbytes)
+    assert sizes == [_heap_room.HEADROOM << 20, 3 * _heap_room.HEADROOM << 20, _heap_room.MAX_BYTES]
+    monkeypatch.setattr(_heap_room, "_GLIBC", False)
+    monkeypatch.setattr(_heap_room, "_made", [0])
+    _heap_room.make_room(1 << 20)
+    assert len(sizes) == 3  # (not glibc: nothing)

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import _exact_groups, _padded_groups, _padding
+from . import _exact_groups, _heap_room, _padded_groups, _padding
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._config import config
@@ -617,6 +617,8 @@ class _GroupRunner:
                 values.append(padded)
             axes.append(0)
         nflat = len(values)
+        # (the run's temporaries from the heap, not fresh pages each run: `_heap_room`)
+        _heap_room.make_room(sum(v.nbytes for v in values if type(v) is np.ndarray))
         # (only the shared arguments' values: the mapped ones' None entries would take
         # `vmap` off its path for plain arrays)
         shared_at = [p for p, ax in enumerate(plan.axes) if ax is None]
