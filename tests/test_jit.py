@@ -555,6 +555,22 @@ def test_a_data_dependent_shape_that_python_reads_is_checked_by_each_replay():
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("like", [np.zeros_like, np.ones_like, lambda v: np.empty_like(v) * 0])
+def test_an_array_shaped_like_a_data_dependent_shape_is_checked_by_each_replay(like):
+    # `np.zeros_like(x[x > 0])` was a constant of the recording: a replay on data with
+    # another number of positives returned the recorded shape (also under vmap's loop)
+    def f(x):
+        return like(np.not_equal(x[x > 0], x[:, None]))
+
+    fast, batched = jit(f), jit(vmapx.vmap(f))
+    for x in ([1.0, -1.0, 2.0], [1.0, 2.0, 3.0], [-1.0, -2.0, 3.0], [1.0, -1.0, 2.0]):
+        assert_same(fast(np.array(x)), f(np.array(x)), rtol=0, atol=0)
+        with warnings.catch_warnings():  # (a boolean mask: vmap runs the loop)
+            warnings.simplefilter("ignore", vmapx.PerformanceWarning)
+            got = batched(np.array([x]))
+        assert_same(got, f(np.array(x))[None], rtol=0, atol=0)
+
+
 def test_a_replayed_copy_method_has_the_method_s_c_order():
     """`x.copy()` is C order (np.copy's default is "K"): a replay makes the same layout
     as `f` (the moved layout of a broadcast subtraction copies its operands so)."""

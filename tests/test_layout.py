@@ -113,13 +113,24 @@ def test_the_batch_last_layout_is_taken_and_reads_as_usual():
     np.testing.assert_array_equal(d.reshape(300, -1), (POINTS[None] - x[:, None]).reshape(300, -1))
 
 
-def test_gradients_through_a_batch_last_result_equal_the_loop():
-    from vmapx import grad
+GRADIENT_CASES = {
+    "distance": lambda x, s: np.log(((POINTS - x) ** 2).sum(-1) + s).sum(),
+    "scaled": lambda x, s: np.sum(np.sin(POINTS - x * s)),
+    "mean": lambda x, s: np.mean(np.tanh((POINTS - x) * s)),
+    "outer": lambda x, s: np.sum(np.outer(x, x) * s + np.outer(x, x) ** 2),
+}
 
-    f = lambda x, c: np.log(((c - x) ** 2).sum(-1)).sum()  # noqa: E731
+
+@pytest.mark.parametrize("case", list(GRADIENT_CASES))
+@pytest.mark.parametrize("argnum", [0, 1])
+def test_gradients_through_a_batch_last_result_have_the_loops_bits(case: str, argnum: int):
+    from vmapx import check_grads, grad
+
+    f = GRADIENT_CASES[case]
     x = RNG.standard_normal((300, 8))
-    check_vmap(grad(f), (x, POINTS), in_axes=(0, None), rtol=1e-10)
-    check_vmap(grad(f, argnums=1), (x, POINTS), in_axes=(0, None), rtol=1e-10)
+    got = vmap(grad(f, argnums=argnum), in_axes=(0, None))(x, 0.7)
+    np.testing.assert_array_equal(got, np.stack([grad(f, argnums=argnum)(e, 0.7) for e in x]))
+    check_grads(f, (x[0], 0.7), order=1)
 
 
 def test_a_batch_last_result_in_chunks_equals_the_loop():
@@ -129,3 +140,58 @@ def test_a_batch_last_result_in_chunks_equals_the_loop():
     want = [np.stack(r) for r in zip(*[f(e, POINTS) for e in x], strict=True)]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+W3 = RNG.standard_normal((12, 3))
+ADDING_OVER_A_BATCH_LAST_RESULT = {
+    "sum": lambda d: d.sum(-1),
+    "mean": lambda d: d.mean(-1),
+    "var": lambda d: d.var(-1),
+    "std": lambda d: np.std(d, axis=-1, ddof=1),
+    "nansum": lambda d: np.nansum(d, axis=-1),
+    "nanmean": lambda d: np.nanmean(d, axis=1),
+    "sum over all": lambda d: d.sum(),
+    "mean over both": lambda d: d.mean(axis=(0, 1)),
+    "norm": lambda d: np.linalg.norm(d, axis=-1),
+    "norm of all": lambda d: np.linalg.norm(d),
+    "sum of the flattened": lambda d: d.reshape(-1).sum(),
+    "einsum": lambda d: np.einsum("ij,ij->i", d, d),
+    "matmul": lambda d: d @ W3,
+    "average": lambda d: np.average(d, axis=-1),
+    "weighted average": lambda d: np.average(d, axis=-1, weights=np.arange(1.0, 13.0)),
+    "float32 mean": lambda d: d.astype(np.float32).mean(-1),
+}
+if hasattr(np.linalg, "vector_norm"):  # (NumPy 2)
+    ADDING_OVER_A_BATCH_LAST_RESULT["vector norm of all"] = lambda d: np.linalg.vector_norm(d)
+
+
+@pytest.mark.parametrize("case", list(ADDING_OVER_A_BATCH_LAST_RESULT))
+def test_adding_reductions_of_a_batch_last_layout_have_the_loops_bits(case: str):
+    """Sums over an example's axes follow the loop's (pairwise) order, whatever the layout."""
+    reduce = ADDING_OVER_A_BATCH_LAST_RESULT[case]
+    c, x = RNG.standard_normal((64, 12)), RNG.standard_normal((400, 12))
+    f = lambda x, c: reduce(c - x)  # noqa: E731
+    got = vmap(f, in_axes=(0, None))(x, c)
+    np.testing.assert_array_equal(got, np.stack([f(e, c) for e in x]))
+    rows = np.ascontiguousarray(np.moveaxis(c[None] - x[:, None], 0, -1))  # (64, 12, 400)
+    got = vmap(reduce, in_axes=2)(rows)  # (the batch mapped along the last axis)
+    np.testing.assert_array_equal(got, np.stack([reduce(rows[..., i].copy()) for i in range(400)]))
+
+
+def test_a_batch_last_layout_replays_under_jit():
+    from vmapx import jit
+
+    calls = []
+
+    def f(x: np.ndarray, c: np.ndarray) -> tuple:
+        calls.append(1)
+        return BATCH_LAST_CASES["nearest"](x, c)
+
+    fast = jit(vmap(f, in_axes=(0, None), chunk_size=None))
+    for _ in range(3):
+        x = RNG.standard_normal((300, 8))
+        index, dist = fast(x, POINTS)
+        want = [BATCH_LAST_CASES["nearest"](e, POINTS) for e in x]
+        np.testing.assert_array_equal(index, [w[0] for w in want])
+        np.testing.assert_allclose(dist, [w[1] for w in want], rtol=1e-14)  # (see `jit`)
+    assert len(calls) == 1  # one recording, then replays

@@ -271,7 +271,11 @@ class RecordTrace(Trace):
                 self.shapes_read |= t.shaped_by
         python_op = _is_python_op(impl)
         if prim.impl in _SHAPE_ONLY and not _has_tracer(self, (args[1:], kwargs)):
-            return out  # depends on the shape and dtype only: a constant of the recording
+            # depends on the shape and dtype only: a constant of the recording, checked by
+            # each replay where that shape can depend on the values (`x[x > 0]`)
+            for t in _tracers_in(self, args[:1]):
+                self.shapes_read |= t.shaped_by
+            return out
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         operands = {id(v) for v in _arrays_in((values, kw_values))}
         shaped_by = _shaped_by(self, prim, args, kwargs)

@@ -27,6 +27,20 @@ from ._differentiate_rule import NotByRule, own_impl
 from ._registry import function_name, primitive
 
 
+def in_example_order(v: Any) -> Any:
+    """`v` copied into C order where its batch axis varies fastest in memory (a batch-last
+    layout: `ufuncs._with_batch_axis_last` makes them, and a batch mapped along an
+    example's last axis is one), else `v` itself. NumPy adds pairwise only along the
+    inner loop of its iteration, which is an example's last axis in the loop and in C
+    order, but the batch axis in a batch-last layout: sums over an example's axes (means,
+    variances, norms, contractions) then round as the loop's do. (Under `vmapx.jit`'s
+    recording the layout is not read, as the replay's may differ: its sums may differ in
+    the last bits, as its docs say.)"""
+    if type(v) is np.ndarray and v.ndim > 1 and 0 < abs(v.strides[0]) < abs(v.strides[-1]):
+        return np.ascontiguousarray(v)
+    return v
+
+
 def shift_axis(axis: Any, ndim: int) -> Any:
     """A per-example axis (or tuple, or None = all) as an axis of the batched value."""
     if axis is None:

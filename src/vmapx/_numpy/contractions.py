@@ -43,7 +43,7 @@ from .._chunk_outputs import computed
 from .._compat import NUMPY2, present
 from .._payload import like
 from .._registry import get_arg, register
-from .._rule_helpers import flat_shape
+from .._rule_helpers import flat_shape, in_example_order
 from .ufuncs import gufunc_rule
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)
@@ -61,8 +61,8 @@ _VECDOT = getattr(np, "vecdot", None)
 def operand_parts(trace: BatchTrace, x: Any) -> tuple[Any, bool, tuple[int, ...]]:
     """`(value, batched, per-example shape)` of an operand; plain sequences become arrays."""
     v, b = unwrap(trace, x)
-    if b:
-        return v, True, tuple(v.shape[1:])
+    if b:  # (in C order: the loop's order of the sums; see in_example_order)
+        return in_example_order(v), True, tuple(v.shape[1:])
     if not hasattr(v, "shape"):
         v = np.asarray(v)
     return v, False, tuple(v.shape)

@@ -51,7 +51,7 @@ from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
 from .._payload import moved
 from .._registry import builder, get_arg, set_arg
-from .._rule_helpers import flat_shape, shift_axis, shift_one
+from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
 
 LinAlgError = np.linalg.LinAlgError
@@ -800,12 +800,12 @@ def _norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any])
             raise ValueError("Improper number of dimensions to norm.")
         axis = tuple(range(nd))
     axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
-    return trace.wrap(np.linalg.norm(v, ord_, axis, keepdims))
+    return trace.wrap(np.linalg.norm(in_example_order(v), ord_, axis, keepdims))
 
 
 def _flat_two_norm(v: Any) -> Any:
     """sqrt(sum |x|^2) over one example's elements, as NumPy's `x.dot(x)`."""
-    flat = np.reshape(v, flat_shape(v))
+    flat = in_example_order(np.reshape(v, flat_shape(v)))
     if not np.issubdtype(flat.dtype, np.inexact):
         flat = astype(flat, float)
     if np.iscomplexobj(flat):
@@ -820,10 +820,12 @@ def _vector_norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any
     ord_ = kwargs.get("ord", 2)
     v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
     if axis is None:
-        out = np.linalg.vector_norm(np.reshape(v, flat_shape(v)), axis=1, ord=ord_)
+        flat = in_example_order(np.reshape(v, flat_shape(v)))
+        out = np.linalg.vector_norm(flat, axis=1, ord=ord_)
         return trace.wrap(np.reshape(out, (out.shape[0], *(1,) * nd)) if keepdims else out)
     axis = shift_axis(tuple(axis), nd) if isinstance(axis, tuple) else shift_one(axis, nd)
-    return trace.wrap(np.linalg.vector_norm(v, axis=axis, keepdims=keepdims, ord=ord_))
+    out = np.linalg.vector_norm(in_example_order(v), axis=axis, keepdims=keepdims, ord=ord_)
+    return trace.wrap(out)
 
 
 defbatch(np.linalg.norm, lambda f: _norm_rule)

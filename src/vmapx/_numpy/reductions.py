@@ -31,7 +31,7 @@ from .._batching import (
 from .._compat import astype, present
 from .._plain import PLAIN_ARRAYS
 from .._registry import builder, get_arg, set_arg
-from .._rule_helpers import flat_shape, shift_axis, shift_one
+from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
 
 
 def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...] = ()) -> Any:
@@ -67,12 +67,23 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 return trace.wrap(_sum_short_last_axis(v, kwargs.get("keepdims", False)))
             if func is np.sum and _last_axis_across_batch(v, axis, args, kwargs):
                 return trace.wrap(_sum_pairwise_columns(v, kwargs.get("keepdims", False)))
+            if func in _ADDING and _covers_last_axis(v, axis):
+                v = in_example_order(v)  # (the loop's pairwise order, not the batch's)
             args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", axis)
             return trace.wrap(func(*args, **kwargs))
 
         return rule
 
     return factory
+
+
+# the reductions that add along their axes (NumPy's pairwise order: see in_example_order)
+_ADDING = frozenset((np.sum, np.mean, np.nansum, np.nanmean, np.std, np.var, np.nanstd, np.nanvar))
+
+
+def _covers_last_axis(v: Any, axis: Any) -> bool:
+    last = v.ndim - 1
+    return axis is None or axis == last or (isinstance(axis, tuple) and last in axis)
 
 
 # NumPy reduces a short contiguous last axis one row at a time (a C call per row: slow
@@ -120,7 +131,7 @@ def _last_axis_across_batch(
     v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> bool:
     return (
-        type(v) in PLAIN_ARRAYS
+        type(v) is np.ndarray  # (its strides are read: not under `vmapx.jit`'s recording)
         and axis in (v.ndim - 1, (v.ndim - 1,))
         and v.ndim > 1
         and v.shape[-1] >= 8

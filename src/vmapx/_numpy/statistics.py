@@ -29,7 +29,7 @@ from .._batching import (
 from .._compat import NUMPY2, normalize_axis_tuple
 from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like, moved
-from .._rule_helpers import example_shape, shift_axis
+from .._rule_helpers import example_shape, in_example_order, shift_axis
 from .._rule_helpers import loop as _loop
 from .misc import as_array, call_params, defrules, gather_last, searchsorted_rows
 
@@ -393,7 +393,8 @@ def _average_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         kw = {} if p["keepdims"] is _NoValue else {"keepdims": p["keepdims"]}
         sax = shift_axis(None if axis is None else normalize_axis_tuple(axis, nd), nd)
         if weights is None and not own_impl(trace):
-            out = np.average(unwrap(trace, a)[0], axis=sax, returned=p["returned"], **kw)
+            av = in_example_order(unwrap(trace, a)[0])
+            out = np.average(av, axis=sax, returned=p["returned"], **kw)
             return tuple(map(trace.wrap, out)) if p["returned"] else trace.wrap(out)
         if weights is None:  # np.average's own steps
             av = bcast_batch(trace, a)
@@ -402,7 +403,7 @@ def _average_rule(func: Callable[..., Any]) -> Callable[..., Any]:
                 return trace.wrap(avg)
             scl = np.full_like(avg, av.size / avg.size, dtype=avg.dtype)
             return trace.wrap(avg), trace.wrap(scl)
-        av = unwrap(trace, a)[0]
+        av = in_example_order(unwrap(trace, a)[0])
         axes = None if axis is None else normalize_axis_tuple(axis, nd)
         wv = weights_for(trace, weights, example_shape(trace, a), axes)
         if np.issubdtype(av.dtype, np.integer) or av.dtype == np.bool_:
