@@ -78,7 +78,8 @@ def _axis(spec: Any, shapes: set[Any]) -> int | None:
     if len(ndims) != 1:
         return None
     (nd,) = ndims
-    return int(spec) % nd if -nd <= spec < nd else None
+    axis = int(spec)
+    return axis % nd if -nd <= axis < nd else None
 
 
 class Bucket(NamedTuple):

@@ -100,8 +100,9 @@ MAX_AUTO_BUCKETS = 16
 # longer fit the core's cache (~12 ns per element over the 55 NumPy calls of the
 # benchmark's function against ~25-35 ns, 2 cores), and where glibc gives the blocks
 # freed at the end of one bucket back to the system, the next bucket faults its pages in
-# again (~3 000 faults a call at 6 buckets of ~1 MiB, none at 10 of at most 512 KiB; which
-# sizes fault depends on the process's past: `benchmarks/ragged.md`).
+# again (~3 000 faults a call at 6 buckets of ~1 MiB; which sizes fault depends on the
+# process's past). `vmapx._heap_room` now keeps those blocks in the heap; with it, 5 to 10
+# buckets measure within ~5% of each other on that batch (`benchmarks/ragged.md`).
 CACHE_ELEMENTS = 64 << 10
 OVER_CACHE = 1.5
 
