@@ -238,10 +238,10 @@ def _write_runs(out: np.ndarray, leaves: Sequence[Any], axis: int, lengths: np.n
                 out[at] = leaves[i]
             continue
         into = out[(slice(start, stop), *head, slice(0, n))]
-        if axis:  # (the rows merge with each example's axis 0: a view of `out`)
-            into = into.reshape((stop - start) * into.shape[1], *into.shape[2:])
-            np.concatenate(leaves[start:stop], out=into)
-        else:
+        merged = into.reshape((stop - start) * into.shape[1], *into.shape[2:]) if axis else None
+        if merged is not None and merged.base is out:  # (rows merged with each example's axis 0)
+            np.concatenate(leaves[start:stop], out=merged)
+        else:  # (axis 0: no such view)
             np.stack(leaves[start:stop], out=into)
 
 
