@@ -490,3 +490,56 @@ def test_a_reshaped_scalar_stays_a_scalar_under_in_place_operators(reshape: Any)
         return s
 
     check_vmap(f, [np.array([1, 3])])
+
+
+@pytest.mark.parametrize("part", [np.real, np.imag])
+@pytest.mark.parametrize("number", [
+    lambda b: b, lambda b: b + 1, lambda b: b * 1.5, lambda b: b * 1j,
+])  # fmt: skip
+def test_real_and_imag_of_a_python_number_are_its_attributes(part: Any, number: Any) -> None:
+    # `np.imag(True)` is `True.imag`, the int 0 (vmap gave a bool)
+    def f(x: np.ndarray) -> Any:
+        return part(number(np.array_equal(x, x[::-1])))
+
+    check_vmap(f, [np.array([[0, 1], [2, 2]], dtype=np.int32)])
+    if NUMPY2:  # (NumPy 1.26 promotes a Python int with a float32 scalar to float64)
+        check_vmap(lambda x: f(x) * np.float32(2.0), [np.array([[0, 1], [2, 2]])])
+
+
+def _diagonal_written(x: np.ndarray) -> np.ndarray:
+    d = np.einsum("ii->i", x)
+    d[0] = 100.0
+    return x
+
+
+def _transpose_after_write(x: np.ndarray) -> np.ndarray:
+    t = np.einsum("ij->ji", x)
+    x[0, 1] = -1.0
+    return t
+
+
+def _sublists_after_write(x: np.ndarray) -> np.ndarray:
+    t = np.einsum(x, [0, 1], [1, 0])
+    x[1, 0] = 9.0
+    return t
+
+
+@pytest.mark.parametrize("f", [_diagonal_written, _transpose_after_write, _sublists_after_write])
+def test_an_einsum_that_numpy_gives_as_a_view_shares_writes(f: Any) -> None:
+    # `np.einsum("ij->ji", x)` is a view of `x`: vmap returned a copy, so a later write
+    # into `x` was not seen in it (a silent wrong value); now the loop runs
+    x = np.arange(18.0).reshape(2, 3, 3)
+    with pytest.warns(vmapx.PerformanceWarning, match="view"):
+        got = vmapx.vmap(f)(x.copy())
+    np.testing.assert_array_equal(got, np.stack([f(e) for e in x.copy()]))
+
+
+def test_an_einsum_that_sums_is_no_view_and_stays_batched() -> None:
+    def f(x: np.ndarray) -> np.ndarray:
+        s = np.einsum("ij,jk->ik", x, x)
+        s += 1.0
+        r = np.einsum("ij->i", x)
+        x[0] = 7.0
+        return s + r[:, None]
+
+    check_vmap(f, [np.arange(18.0).reshape(2, 3, 3)])  # (warnings are errors here)

@@ -195,3 +195,25 @@ def test_a_batch_last_layout_replays_under_jit():
         np.testing.assert_array_equal(index, [w[0] for w in want])
         np.testing.assert_allclose(dist, [w[1] for w in want], rtol=1e-14)  # (see `jit`)
     assert len(calls) == 1  # one recording, then replays
+
+
+# -- max/min over a short last axis: the columns in turn ---------------------------------
+
+SPECIAL = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 1.0, -1.0])
+
+
+@pytest.mark.parametrize("reduce", [np.max, np.min, np.amax, np.amin])
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 16, 17])
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "i1", "u2", "i8", "?"])
+def test_max_and_min_over_a_short_last_axis_equal_the_loop(reduce, n: int, dtype: str):
+    picks = RNG.integers(0, len(SPECIAL), (300, 2, n))
+    x = SPECIAL[picks] if dtype.startswith("f") else RNG.integers(-50, 50, (300, 2, n))
+    x = x.astype(dtype)
+    for f in (lambda r: reduce(r, axis=-1), lambda r: reduce(r, -1, keepdims=True)):
+        got = vmap(f)(x)
+        want = np.stack([f(e) for e in x])
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # (signed zeros)
+    batch_last = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 0, -1)), -1, 0)
+    np.testing.assert_array_equal(vmap(lambda r: reduce(r, axis=-1))(batch_last), reduce(x, -1))

@@ -20,7 +20,7 @@ import numpy as np
 from . import _config, _core, _frames, _passthrough, _payload
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
-from ._registry import Primitive, builder, each_function, prim_of, register
+from ._registry import Primitive, ViewTest, builder, each_function, prim_of, register
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
 
 if TYPE_CHECKING:
@@ -384,7 +384,7 @@ def _loop_zero(
 @builder
 def defbatch(
     funcs: Callable[..., Any] | Iterable[Callable[..., Any]], rule: Callable[..., Any], *,
-    may_view: bool = False,
+    may_view: bool | ViewTest = False,
     replace: bool = False,
 ) -> None:  # fmt: skip
     """Register `rule(func)` as the batch rule of each function in `funcs`.
@@ -395,7 +395,7 @@ def defbatch(
     for func in each_function(funcs):
         prim = prim_of(func)
         if may_view:
-            prim.may_view = True
+            prim.may_view = may_view
         register(prim, "batch", rule(func), replace=replace)
 
 

@@ -243,7 +243,8 @@ def bind(prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     if trace is None:
         return prim.impl(*args, **kwargs)
     out = trace.process(prim, args, kwargs)
-    if prim.may_view and trace.level == len(_state.stack):
+    view = prim.may_view
+    if view and trace.level == len(_state.stack) and (view is True or view(args, kwargs)):
         # only the user's own view operations: those a rule makes on the values one
         # level down run while this trace is still on top, with a lower level
         mark_view(trace, args, out)

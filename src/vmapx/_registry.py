@@ -67,17 +67,24 @@ class Rules:
         return f"Rules({', '.join(kinds) or 'none'})"
 
 
+# whether a call `(args, kwargs)` of a primitive gives a view of an input (`may_view`)
+ViewTest = Callable[[tuple[Any, ...], dict[Any, Any]], bool]
+
+
 class Primitive:
     """A callable seen by the transforms.
 
     `impl` runs the operation on plain values; `name` is what messages show;
     `may_view` marks operations whose NumPy result can be a view of an input, so that
-    an in-place write through either one can be detected; `rules` is its record.
+    an in-place write through either one can be detected (True, or a predicate of the
+    call's `(args, kwargs)` where only some calls give a view); `rules` is its record.
     """
 
     __slots__ = ("name", "impl", "may_view", "rules", "__weakref__")
 
-    def __init__(self, name: str, impl: Callable[..., Any], *, may_view: bool = False) -> None:
+    def __init__(
+        self, name: str, impl: Callable[..., Any], *, may_view: bool | ViewTest = False
+    ) -> None:
         self.name = name
         self.impl = impl
         self.may_view = may_view

@@ -95,6 +95,8 @@ def _array_function(
             return func(*args, like=_payload.like(self), **kwargs)
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
+    if func in _PARTS and _scalars.SEEN.weak and _scalars.any_weak(args[:1]):
+        return _part_of_python_number(prim, args[0])
     if out is None:
         if func in _scalars.SCALAR_FUNCTIONS or (
             func in _scalars.SCALAR_PRESERVING and args and isinstance(args[0], Tracer)
@@ -104,6 +106,17 @@ def _array_function(
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     return assign(out, bind(prim, args, kwargs))
+
+
+_PARTS = (np.real, np.imag)
+
+
+def _part_of_python_number(prim: Primitive, x: Any) -> Any:
+    """`np.real`/`np.imag` of a Python number per example: NumPy returns its `.real` or
+    `.imag`, a Python int for a bool or an int (`True.imag` is 0), else a float."""
+    if x.dtype == np.bool_:
+        x = astype(x, np.result_type(0))
+    return _scalars.mark_weak(bind(prim, (x,), {}))
 
 
 def assign(target: Any, value: Any) -> Any:

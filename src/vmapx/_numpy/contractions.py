@@ -624,7 +624,27 @@ def _kron_impl(a: Any, b: Any) -> Any:
 
 
 defcomposite(np.kron, _kron_impl)
-defbatch(np.einsum, lambda f: _einsum_rule)
+
+
+def _einsum_gives_a_view(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
+    """NumPy's einsum of one operand that sums over no label (a transpose or a diagonal,
+    `'ij->ji'`, `'ii->i'`) returns a view of it: a later write into either is seen by
+    the other."""
+    if kwargs.get("out") is not None:
+        return False
+    try:
+        subscripts, operands = _einsum_form(args)
+    except (TypeError, ValueError):
+        return False  # (the rule gives NumPy's error)
+    ins, arrow, output = subscripts.partition("->")
+    if len(operands) != 1 or "," in ins:
+        return False
+    if not arrow:
+        output = _implicit_output([ins])
+    return set(ins) - {"."} <= set(output)
+
+
+defbatch(np.einsum, lambda f: _einsum_rule, may_view=_einsum_gives_a_view)
 
 
 def _explicit_einsum(args: tuple[Any, ...]) -> tuple[list[str], str, list[Any]]:
