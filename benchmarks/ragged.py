@@ -241,10 +241,16 @@ WHERE_THE_TIME_GOES = [
     "(one process: 18.4-19.1 ms at 5-8, 19.6 at the 10 of `'auto'`, 21.8 at 3); fewer "
     "buckets interpret fewer runs but pad more and leave the cache.",
     "",
-    "What is left is vmapx's interpretation of each run (~4 ms a call here) and the "
-    "per-example work (grouping, stacking, splitting: ~1 us per example), against a loop "
-    "of ~200 ms: the best mode sits 5-30% above its 10x target, by how busy the cores are "
-    "(the loop's time is mostly the interpreter's, the batched runs' mostly memory's).",
+    "What is left: vmapx's interpretation of each run, ~0.35 ms a bucket whatever its "
+    "size (the 10 buckets run alone, no faults: 13.4 ms against 9.9 ms for the hand "
+    "version's runs, 0.39 against 0.08 ms for 8 examples each), and the per-example work "
+    "(grouping, stacking, splitting: ~1 us an example), against a loop of ~50 us an "
+    "example. Whole runs of this benchmark after these changes, at load averages of "
+    "1.9-2.8: the skewed batch's best mode 9.9x, 10.7x, 9.9x, 12.8x and 10.5x faster "
+    "than the loop (the padded mode 1.35-1.69x the hand version), so it sits at its 10x "
+    "target, not reliably above; the 16 lengths' exact groups 11.3-14.4x. On 2 cores "
+    "shared with other work the ratios move by 20-30% from run to run (the loop's time "
+    "is mostly the interpreter's, the batched runs' mostly memory's).",
 ]
 
 
