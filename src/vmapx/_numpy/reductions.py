@@ -63,8 +63,10 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 axis = shift_axis(tuple(axis), nd)
             else:
                 axis = shift_axis(axis, nd)
-            if func is np.sum and _short_last_axis(v, axis, args, kwargs):
-                return trace.wrap(_sum_short_last_axis(v, kwargs.get("keepdims", False)))
+            if func in (np.sum, np.mean) and _short_last_axis(v, axis, args, kwargs):
+                total = _sum_short_last_axis(v, kwargs.get("keepdims", False))
+                # (NumPy's mean is that sum divided by the count, in the same dtype)
+                return trace.wrap(total if func is np.sum else total / v.shape[-1])
             if func is np.sum and _last_axis_across_batch(v, axis, args, kwargs):
                 return trace.wrap(_sum_pairwise_columns(v, kwargs.get("keepdims", False)))
             extreme = _EXTREMES.get(func)
