@@ -7,7 +7,7 @@ import pytest
 
 from harness import check_vmap
 from np_compat import NUMPY2
-from vmapx import vmap
+from vmapx import jit, vmap
 
 RNG = np.random.default_rng(5)
 YS = RNG.standard_normal((300, 3))
@@ -197,8 +197,6 @@ def test_adding_reductions_of_a_batch_last_layout_have_the_loops_bits(case: str)
 
 
 def test_a_batch_last_layout_replays_under_jit():
-    from vmapx import jit
-
     calls = []
 
     def f(x: np.ndarray, c: np.ndarray) -> tuple:
@@ -235,3 +233,16 @@ def test_max_and_min_over_a_short_last_axis_equal_the_loop(reduce, n: int, dtype
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # (signed zeros)
     batch_last = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 0, -1)), -1, 0)
     np.testing.assert_array_equal(vmap(lambda r: reduce(r, axis=-1))(batch_last), reduce(x, -1))
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "i8", "c16"])
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 8])
+def test_cumulative_sums_over_a_short_last_axis_have_the_loops_bits(dtype: str, n: int):
+    x = (RNG.standard_normal((300, 2, n)) * 10.0 ** RNG.integers(-4, 5, (300, 2, n))).astype(dtype)
+    for f in (lambda r: np.cumsum(r, -1), lambda r: r.cumsum(axis=0), lambda r: np.cumsum(r)):
+        want = np.stack([f(r) for r in x])
+        for batched in (vmap(f), jit(vmap(f))):
+            batched(x)
+            got = batched(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)

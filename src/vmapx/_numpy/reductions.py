@@ -71,6 +71,8 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 return trace.wrap(_sum_pairwise_columns(v, kwargs.get("keepdims", False)))
             if func in (np.var, np.std) and _short_rows_spread(v, axis, args, kwargs):
                 return trace.wrap(_spread_of_columns(func, v, kwargs))
+            if func is np.cumsum and _short_last_axis(v, axis, args, kwargs):
+                return trace.wrap(_cumsum_of_columns(v))
             extreme = _EXTREMES.get(func)
             if extreme is not None and _short_rows(v, axis, args, kwargs):
                 return trace.wrap(_extreme_of_columns(extreme, v, kwargs.get("keepdims", False)))
@@ -214,6 +216,21 @@ def _spread_of_columns(func: Any, v: np.ndarray, kwargs: dict[Any, Any]) -> np.n
     var = _sum_short_last_axis(deviation * deviation, kwargs.get("keepdims", False))
     var = var / (n - kwargs.get("ddof", 0))
     return cast("np.ndarray[Any, Any]", np.sqrt(var) if func is np.std else var)
+
+
+def _cumsum_of_columns(v: np.ndarray) -> np.ndarray:
+    """`np.cumsum` over a short last axis column by column: NumPy accumulates a row in
+    order too (the loop's bits), but one C call per row."""
+    out = np.empty_like(v, subok=False) if type(v) is np.ndarray else None
+    if out is None:  # (under `vmapx.jit`'s recording: the same additions, joined)
+        columns = [v[..., 0]]
+        for j in range(1, v.shape[-1]):
+            columns.append(columns[-1] + v[..., j])
+        return cast("np.ndarray[Any, Any]", np.stack(columns, axis=-1))
+    out[..., 0] = v[..., 0]
+    for j in range(1, v.shape[-1]):
+        np.add(out[..., j - 1], v[..., j], out=out[..., j])
+    return out
 
 
 def has_short_rows(v: Any, axis: Any) -> bool:
