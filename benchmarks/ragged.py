@@ -248,9 +248,10 @@ WHERE_THE_TIME_GOES = [
     "example. Whole runs of this benchmark after these changes, at load averages of "
     "1.9-2.8: the skewed batch's best mode 9.9x, 10.7x, 9.9x, 12.8x and 10.5x faster "
     "than the loop (the padded mode 1.35-1.69x the hand version), then, with vmapx's "
-    "batched means and maxima over a short last axis made faster, 10.9x, 10.8x and 11.9x "
-    "(1.17-1.37x the hand version): at its 10x target, not yet reliably above; the 16 "
-    "lengths' exact groups 11.3-14.4x, then 12.8-13.7x. On 2 cores "
+    "batched means, maxima and spreads over a short last axis made faster, 10.9x, 10.8x, "
+    "11.9x, 10.6x and 12.3x (the table above; 1.17-1.37x the hand version): at its 10x "
+    "target, not yet reliably above; the 16 lengths' exact groups 11.3-14.4x, then "
+    "11.9-13.7x. On 2 cores "
     "shared with other work the ratios move by 20-30% from run to run (the loop's time "
     "is mostly the interpreter's, the batched runs' mostly memory's).",
 ]
