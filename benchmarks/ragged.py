@@ -208,41 +208,52 @@ def write_markdown(path: Path, info: list, results: dict, count: int) -> None:
 WHERE_THE_TIME_GOES = [
     "## Where the padded mode's time goes",
     "",
-    "Measured by phase (CPU time of the calling thread, medians of 11 calls, interleaved "
-    "with the loop and the hand version, one thread) on the skewed batch, November 2026, on "
-    "this machine with a load average of 4-5: the NumPy calls of each bucket's run are the "
-    "ones the hand version makes, on the same padded arrays "
-    "(`vmapx.jit(vmapx.vmap(pool, ...)).lower(...)` lists them), so what decides the time "
-    "is the size of the buckets' arrays and vmapx's own work around them.",
+    "Measured by phase (CPU time of the calling thread, medians of 5-9 calls, each after an "
+    "untimed one, interleaved with the loop and the hand version, one thread) on the skewed "
+    "batch, November 2026, on this machine at load averages of 2.7-3.5, the code before "
+    "and after the last changes back to back, two or three processes each. The NumPy calls "
+    "of each bucket's run are the ones the hand version makes, on the same padded arrays "
+    "(`vmapx.jit(vmapx.vmap(pool, ...)).lower(...)` lists them).",
     "",
-    "- **Bucket sizes.** At the 6 buckets that the padded size alone picks, each bucket's "
-    "arrays are ~1 MiB: they and NumPy's temporaries no longer fit the core's cache "
-    "(25-37 ns per element over the 55 calls, against 11-15 ns at 0.3-0.5 MiB), and "
-    "where glibc gives the blocks freed at the end of a bucket back to the system, the "
-    "next bucket faults its pages in again (~3 000 page faults a call). `'auto'` now "
-    "weighs a bucket's elements beyond 64 Ki (512 KiB of float64) 2.5 times, and picks 10 "
-    "buckets of at most 512 KiB: in one process 22.1 ms against 24.5 ms a call, in "
-    "another 21.8 ms against 41.4 ms where the 6 buckets faulted. Which sizes fault "
-    "depends on the process's past (glibc's threshold for giving memory back rises with "
-    "the largest block freed so far): in a third process, with no larger arrays before, "
-    "the 10 buckets faulted (~1 200 a call) and the 6 did not, 24.6 ms against 20.5 ms.",
-    "- **vmapx's own work** (~9 ms of ~22): interpreting `pool`'s ~55 batched NumPy calls "
-    "in Python, ~0.45 ms per bucket (~4.5 ms over 10); grouping, ~2.2 ms (reading 4096 "
-    "shapes and dtypes ~1.5 ms with cold caches, the bucket search over 64 candidate "
-    "sizes ~0.35 ms, down from ~0.5 over 128); stacking the padded arrays, ~2.7 ms "
-    "(examples of one length next to each other are written by one `np.concatenate`: "
-    "~4.5 ms example by example); splitting the results, ~0.6 ms.",
-    "- The exact-groups mode runs one `vmap` per distinct length with 8 or more examples "
-    "(76 of 180 here, ~0.6 ms each) and the rest as plain calls, so it cannot approach the "
-    "padded mode on this batch.",
+    "- **In this benchmark's process** (where earlier arrays of several MiB have raised "
+    "glibc's allocator thresholds: no call page-faults) a call takes 19-21 ms. The "
+    "batched runs take 14-15 ms of it: NumPy's work on the padded arrays (the hand "
+    "version's runs on the same buckets: 10-11 ms) and vmapx interpreting `pool`'s ~55 "
+    "batched NumPy calls, ~0.4 ms per bucket (~4 ms over 10). The rest is `vmapx.map`'s "
+    "own work: grouping 1.5-1.8 ms (reading 4096 shapes and dtypes ~1.1 ms, mostly cache "
+    "misses on the arrays' headers; the bucket search ~0.35 ms), stacking the padded "
+    "arrays 2.0-2.3 ms (bound by memory: 3.9 MB of examples read, 4.7 MB of buckets "
+    "written; each run of equal lengths is now concatenated straight into its bucket, one "
+    "copy instead of two), splitting the results 0.5-0.7 ms (a NumPy row per example), "
+    "the plan 0.13 ms. Before: grouping 1.8-2.2, stacking 2.0-2.9, plan 0.3, splitting "
+    "0.5-0.75 ms; 19.6 and 22.4 ms a call against 19.1 and 20.6 now.",
+    "- **Page faults.** Until glibc's thresholds have risen, which depends on what the "
+    "process freed before, every bucket's temporaries (a few hundred KiB each) come from "
+    "fresh pages. In a process that runs only the loop, `vmapx.map` and the hand version "
+    "(no larger arrays), the padded mode took ~2 900 page faults a call: 26.0-27.3 ms, "
+    "7.4-7.8x faster than the loop (buckets=8: 7.2-7.8x; exact groups on 16 lengths: "
+    "19.8-20.4 ms, 9.9-10.0x). `vmapx.map` now frees one never-written block of 8x a "
+    "group's stacked arrays before it runs (`vmapx._heap_room`), which raises the "
+    "thresholds as freeing any such array would: no faults, 19.4-20.4 ms, 10.1-10.5x "
+    "(buckets=8: 10.7-11.0x; exact groups: 16.1-17.1 ms, 11.6-12.4x). The hand version, "
+    "in the same process, gains too (16.5-17.5 ms before, 13.7-15.9 after).",
+    "- **Bucket sizes.** Without faults, 5 to 10 buckets measure within ~5% of each other "
+    "(one process: 18.4-19.1 ms at 5-8, 19.6 at the 10 of `'auto'`, 21.8 at 3); fewer "
+    "buckets interpret fewer runs but pad more and leave the cache.",
     "",
-    "On 2 cores shared with other work the ratios move by 20-30% from run to run (the "
-    "loop's time is mostly the interpreter's, the batched runs' mostly memory's), more "
-    "than these changes move them: back to back at loads of 3.5-4.5, the skewed batch's "
-    "best mode measured 9.2x and 11.6x before them and 10.4x and 9.9x after (8.0x to "
-    "11.9x in four more runs after), so it sits at its 10x target, not reliably above. "
-    "The hand version padded to the same buckets gains from the new bucket sizes as much "
-    "as vmapx does (it uses them too): the padded mode stays at 1.2-1.7x of it.",
+    "What is left: vmapx's interpretation of each run, ~0.35 ms a bucket whatever its "
+    "size (the 10 buckets run alone, no faults: 13.4 ms against 9.9 ms for the hand "
+    "version's runs, 0.39 against 0.08 ms for 8 examples each), and the per-example work "
+    "(grouping, stacking, splitting: ~1 us an example), against a loop of ~50 us an "
+    "example. Whole runs of this benchmark after these changes, at load averages of "
+    "1.9-2.8: the skewed batch's best mode 9.9x, 10.7x, 9.9x, 12.8x and 10.5x faster "
+    "than the loop (the padded mode 1.35-1.69x the hand version), then, with vmapx's "
+    "batched means, maxima and spreads over a short last axis made faster, 10.9x, 10.8x, "
+    "11.9x, 10.6x and 12.3x (the table above; 1.17-1.37x the hand version): at its 10x "
+    "target, not yet reliably above; the 16 lengths' exact groups 11.3-14.4x, then "
+    "11.9-13.7x. On 2 cores "
+    "shared with other work the ratios move by 20-30% from run to run (the loop's time "
+    "is mostly the interpreter's, the batched runs' mostly memory's).",
 ]
 
 

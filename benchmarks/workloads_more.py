@@ -10,7 +10,8 @@ Each class is one kind of program that the first workloads (w1-w9) do not cover:
 - w16 `np.convolve` with a shared kernel;
 - w17 attention-like `softmax(q kᵀ) v` per example;
 - w18 per-example Cholesky factor and two solves with it;
-- w19 per-example softmax cross-entropy gradients of a linear classifier.
+- w19 per-example softmax cross-entropy gradients of a linear classifier;
+- w20 statistics of a short vector per example (reductions over a short axis).
 
 As in `workloads.py`, the loop's body of a gradient workload is the gradient derived by
 hand, and "hand" is the batched NumPy a careful person writes. For w15 "hand" is the
@@ -438,6 +439,40 @@ def _w19(d: int, classes: int, batch: int) -> Workload:
     )
 
 
+# -- w20: per-example statistics of a short vector --------------------------------------
+
+
+def _short_stats(lib: Any) -> Callable:
+    def f(x: Any) -> Any:
+        centred = x - lib.mean(x)
+        scale = lib.sqrt(lib.mean(centred * centred)) + 1e-6
+        return lib.max(centred / scale) - lib.min(centred / scale) + lib.sqrt(lib.sum(x * x))
+
+    return f
+
+
+def _w20_hand(x: Any) -> Any:
+    centred = x - x.mean(axis=1, keepdims=True)
+    scale = np.sqrt((centred * centred).mean(axis=1, keepdims=True)) + 1e-6
+    z = centred / scale
+    return z.max(axis=1) - z.min(axis=1) + np.sqrt((x * x).sum(axis=1))
+
+
+def _w20(d: int, batch: int) -> Workload:
+    return Workload(
+        key=f"w20-{d}",
+        title=f"statistics of a short vector (mean, spread, max, min, norm), x ({d},)",
+        batch=batch,
+        work=d,
+        inputs=lambda rng, b: (rng.standard_normal((b, d)),),
+        in_axes=(0,),
+        example=_short_stats(np),
+        hand=_w20_hand,
+        signature="(d)->()",
+        **_vmapped(_short_stats, (0,)),
+    )
+
+
 MORE_WORKLOADS: list[Workload] = [
     _w11(4, 2000),
     _w11(16, 500),
@@ -457,4 +492,6 @@ MORE_WORKLOADS: list[Workload] = [
     _w18(32, 500),
     _w19(32, 10, 1000),
     _w19(128, 10, 256),
+    _w20(4, 100_000),
+    _w20(16, 20_000),
 ]

@@ -7,7 +7,7 @@ import pytest
 
 from harness import check_vmap
 from np_compat import NUMPY2
-from vmapx import vmap
+from vmapx import jit, vmap
 
 RNG = np.random.default_rng(5)
 YS = RNG.standard_normal((300, 3))
@@ -39,17 +39,29 @@ def test_the_moved_layout_is_bit_identical_and_reads_as_usual():
     assert d.reshape(256, -1).shape == (256, 900)  # any layout reads the same
 
 
+def _var_ddof(r: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.var(r, axis=axis, keepdims=keepdims, ddof=1)
+
+
+def _norm_keepdims(r: np.ndarray, axis: int | None = None, keepdims: bool = False) -> np.ndarray:
+    return np.linalg.norm(r, axis=-1 if axis is None else axis, keepdims=keepdims)
+
+
 @pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16"])
 @pytest.mark.parametrize("n", [2, 3, 5, 7])
 def test_sums_over_a_short_last_axis_have_the_loops_bits(dtype, n):
     """float32/float64 rows are added column by column (NumPy's order; a mean divides
-    that sum by the count); float16 (NumPy sums it in float32) and complex rows keep
-    NumPy's own path."""
+    that sum by the count, a variance, standard deviation and norm take NumPy's steps
+    with such sums); float16 (NumPy sums it in float32) and complex rows keep NumPy's own
+    path."""
     x = (RNG.standard_normal((400, n)) * 10.0 ** RNG.integers(-4, 5, (400, n))).astype(dtype)
     if dtype.startswith("c"):
         x = x + 1j * x[::-1]
     numpy1_complex = not NUMPY2 and dtype.startswith("c")  # (its batched mean rounds apart)
-    for reduce in (np.sum,) if numpy1_complex else (np.sum, np.mean):
+    spreads = (np.var, np.std, _var_ddof, _norm_keepdims)
+    for reduce in (np.sum,) if numpy1_complex else (np.sum, np.mean, *spreads):
+        if dtype == "f2" and reduce in spreads:
+            continue  # (its squares overflow)
         got = vmap(lambda r, reduce=reduce: reduce(r))(x)  # noqa: B023
         np.testing.assert_array_equal(got, np.stack([reduce(r) for r in x]))
         assert got.dtype == np.stack([reduce(r) for r in x]).dtype
@@ -185,8 +197,6 @@ def test_adding_reductions_of_a_batch_last_layout_have_the_loops_bits(case: str)
 
 
 def test_a_batch_last_layout_replays_under_jit():
-    from vmapx import jit
-
     calls = []
 
     def f(x: np.ndarray, c: np.ndarray) -> tuple:
@@ -223,3 +233,16 @@ def test_max_and_min_over_a_short_last_axis_equal_the_loop(reduce, n: int, dtype
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # (signed zeros)
     batch_last = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 0, -1)), -1, 0)
     np.testing.assert_array_equal(vmap(lambda r: reduce(r, axis=-1))(batch_last), reduce(x, -1))
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "i8", "c16"])
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 8])
+def test_cumulative_sums_over_a_short_last_axis_have_the_loops_bits(dtype: str, n: int):
+    x = (RNG.standard_normal((300, 2, n)) * 10.0 ** RNG.integers(-4, 5, (300, 2, n))).astype(dtype)
+    for f in (lambda r: np.cumsum(r, -1), lambda r: r.cumsum(axis=0), lambda r: np.cumsum(r)):
+        want = np.stack([f(r) for r in x])
+        for batched in (vmap(f), jit(vmap(f))):
+            batched(x)
+            got = batched(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)

@@ -151,3 +151,19 @@ def test_auto_buckets_weigh_large_buckets() -> None:
     assert _padding.auto_cost(_padding.CACHE_ELEMENTS) == _padding.CACHE_ELEMENTS
     over = _padding.auto_cost(_padding.CACHE_ELEMENTS + 100.0)
     assert over == _padding.CACHE_ELEMENTS + 100.0 * (1 + _padding.OVER_CACHE)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_runs_are_written_straight_into_the_padded_stack(axis: int, monkeypatch: Any) -> None:
+    rng = np.random.default_rng(axis)
+    shapes = [[2, 3, 4] for _ in range(5)]
+    for shape, n in zip(shapes, [1, 3, 3, 3, 0], strict=True):
+        shape[axis] = n
+    leaves = [rng.normal(size=shape) for shape in shapes]
+    lengths = np.array([x.shape[axis] for x in leaves])
+    stacked: list = []  # (np.stack: the way for axis 0, where rows cannot merge)
+    real_stack = np.stack
+    monkeypatch.setattr(np, "stack", lambda *a, **k: stacked.append(1) or real_stack(*a, **k))
+    got = _padding.stack_padded(leaves, axis, 6, -1, lengths)
+    np.testing.assert_array_equal(got, one_by_one(leaves, axis, 6, -1))
+    assert len(stacked) == (axis == 0)

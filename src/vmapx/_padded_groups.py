@@ -13,10 +13,9 @@ any error; both ways give the same groups and bucket sizes."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,7 +36,8 @@ class Lengths(NamedTuple):
 def plain_lengths(columns: list[Any], specs: list[Any]) -> Lengths | None:
     """The `Lengths` of a batch whose mapped arguments are `columns` (one list of NumPy
     arrays per argument) with the `pad_axes` entries `specs`, or None where the batch is
-    not the simple case (see the module's docstring)."""
+    not the simple case (see the module's docstring). Each example's shape is read once;
+    the checks look at the distinct shapes only."""
     lengths: np.ndarray | None = None
     pads: list[Any] = []
     width = 0
@@ -45,50 +45,70 @@ def plain_lengths(columns: list[Any], specs: list[Any]) -> Lengths | None:
         if len(set(map(_dtype, column))) != 1:
             return None
         shapes = list(map(_shape, column))
+        distinct = set(shapes)
         if spec is None:
-            if len(set(shapes)) != 1:
+            if len(distinct) != 1:
                 return None
             pads.append(None)
             continue
-        if type(spec) is bool or not isinstance(spec, numbers.Integral):
+        axis = _axis(spec, distinct)
+        if axis is None:
             return None
-        dims = _dims(shapes)
-        if dims is None or not -dims.shape[1] <= spec < dims.shape[1]:
+        others = {shape[:axis] + shape[axis + 1 :] for shape in distinct}
+        if len(others) != 1:
             return None
-        axis = int(spec) % dims.shape[1]
-        other = np.delete(dims, axis, axis=1)
-        if (other != other[0]).any():
-            return None
+        at = np.fromiter(map(itemgetter(axis), shapes), np.int64, len(shapes))
         if lengths is None:
-            lengths = dims[:, axis]
-        elif not np.array_equal(lengths, dims[:, axis]):
+            lengths = at
+        elif not np.array_equal(lengths, at):
             return None
         pads.append(axis)
-        width += math.prod(other[0].tolist())
+        width += math.prod(others.pop())
     if lengths is None:
         return None
     return Lengths(lengths, pads, width)
 
 
-def _dims(shapes: list[Any]) -> np.ndarray | None:
-    """The shapes as an (examples, ndim) int array; None where the ndims differ."""
+def _axis(spec: Any, shapes: set[Any]) -> int | None:
+    """`spec` made non-negative for `shapes` of one number of dimensions; None where
+    the shapes have several, or `spec` is not an int in range."""
+    if type(spec) is bool or not isinstance(spec, numbers.Integral):
+        return None
     ndims = set(map(len, shapes))
     if len(ndims) != 1:
         return None
     (nd,) = ndims
-    flat = np.fromiter(itertools.chain.from_iterable(shapes), np.int64, nd * len(shapes))
-    return flat.reshape(len(shapes), nd)
+    axis = int(spec)
+    return axis % nd if -nd <= axis < nd else None
 
 
-def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list[Any]]:
-    """Each example's bucket size, and the groups: (size, example indices by length, in
-    order within a length) by increasing size. `sizes_of(values, counts)` gives the
-    bucket size of each distinct length `values` (sorted) held by `counts` examples."""
-    values, inverse, counts = np.unique(lengths, return_inverse=True, return_counts=True)
-    sizes = np.asarray(sizes_of(values, counts), dtype=np.int64)[inverse.ravel()]
-    # (by length: then by size too, as sizes grow with lengths; examples of one length
-    # next to each other stack as one, `_padding.stack_padded`)
+class Bucket(NamedTuple):
+    """One padded group: its bucket size, its examples (by length, in order within a
+    length) and their lengths."""
+
+    size: int
+    idxs: list[int]
+    lengths: np.ndarray
+
+
+def bucket_groups(lengths: np.ndarray, sizes_of: Any) -> tuple[np.ndarray, list[Bucket]]:
+    """Each example's bucket size, and the groups by increasing size.
+    `sizes_of(values, counts)` gives the bucket size of each distinct length `values`
+    (sorted) held by `counts` examples. One stable sort by length gives both the
+    distinct lengths and the groups (sizes grow with lengths); examples of one length
+    next to each other stack as one (`_padding.stack_padded`)."""
     order = np.argsort(lengths, kind="stable")
-    tops, starts = np.unique(sizes[order], return_index=True)
-    parts = np.split(order, starts[1:])
-    return sizes, [(int(top), part.tolist()) for top, part in zip(tops, parts, strict=True)]
+    ordered = lengths[order]
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    firsts = np.concatenate([[0], starts]).astype(np.intp)
+    counts = np.diff(np.append(firsts, len(ordered)))
+    tops = np.asarray(sizes_of(ordered[firsts], counts), dtype=np.int64)
+    sizes = np.empty_like(ordered)
+    sizes[order] = np.repeat(tops, counts)
+    heads = np.concatenate([[0], np.flatnonzero(tops[1:] != tops[:-1]) + 1]).astype(np.intp)
+    every = order.tolist()
+    bounds = [*firsts[heads].tolist(), len(ordered)]
+    return sizes, [
+        Bucket(top, every[a:b], ordered[a:b])
+        for top, a, b in zip(tops[heads].tolist(), bounds[:-1], bounds[1:], strict=True)
+    ]

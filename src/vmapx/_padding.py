@@ -100,8 +100,9 @@ MAX_AUTO_BUCKETS = 16
 # longer fit the core's cache (~12 ns per element over the 55 NumPy calls of the
 # benchmark's function against ~25-35 ns, 2 cores), and where glibc gives the blocks
 # freed at the end of one bucket back to the system, the next bucket faults its pages in
-# again (~3 000 faults a call at 6 buckets of ~1 MiB, none at 10 of at most 512 KiB; which
-# sizes fault depends on the process's past: `benchmarks/ragged.md`).
+# again (~3 000 faults a call at 6 buckets of ~1 MiB; which sizes fault depends on the
+# process's past). `vmapx._heap_room` now keeps those blocks in the heap; with it, 5 to 10
+# buckets measure within ~5% of each other on that batch (`benchmarks/ragged.md`).
 CACHE_ELEMENTS = 64 << 10
 OVER_CACHE = 1.5
 
@@ -224,19 +225,24 @@ def stack_padded(
 def _write_runs(out: np.ndarray, leaves: Sequence[Any], axis: int, lengths: np.ndarray) -> None:
     """Write the arrays `leaves` into the rows of `out`, each at the start of `axis`.
     Examples of one length next to each other (a run: the groups list them by length)
-    are joined by one `np.concatenate` and written at once: ~4 us a run against ~1 us an
-    example written alone, so 4096 examples of 180 lengths stack in ~2/3 of the time."""
+    are written by one `np.concatenate` straight into `out` (one copy, ~3 us a run
+    against ~1 us an example written alone): 4096 examples of 180 lengths stack in ~3/4
+    of the time of a joined run copied into place, ~1/2 of example by example."""
     head = (slice(None),) * axis
     ends = (np.flatnonzero(lengths[1:] != lengths[:-1]) + 1).tolist()
     for start, stop in zip([0, *ends], [*ends, len(leaves)], strict=True):
         n = leaves[start].shape[axis]
-        if stop - start < 3:
+        if stop - start < 2:
             for i in range(start, stop):
                 at: tuple[int | slice, ...] = (i, *head, slice(0, n))
                 out[at] = leaves[i]
             continue
-        run = np.concatenate(leaves[start:stop]).reshape(stop - start, *leaves[start].shape)
-        out[(slice(start, stop), *head, slice(0, n))] = run
+        into = out[(slice(start, stop), *head, slice(0, n))]
+        merged = into.reshape((stop - start) * into.shape[1], *into.shape[2:]) if axis else None
+        if merged is not None and merged.base is out:  # (rows merged with each example's axis 0)
+            np.concatenate(leaves[start:stop], out=merged)
+        else:  # (axis 0: no such view)
+            np.stack(leaves[start:stop], out=into)
 
 
 def _pad_one(x: Any, axis: int, size: int, pad_value: Any) -> Any:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import builtins
 import numbers
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any, cast
 
 import numpy as np
 
-from . import _padded_groups, _padding
+from . import _exact_groups, _heap_room, _padded_groups, _padding
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import vmap
 from ._config import config
@@ -303,21 +304,17 @@ class _Plan:
         ]
         _check_sizes([(name, len(c)) for name, c in columns])
         self.size = len(columns[0][1])
-        self.leaves: list[Any] = []  # per example: the leaves of its mapped arguments
-        self.specs: list[Any] = []  # per example: ((treedef, leaf count) per mapped argument)
+        # per example: the leaves of its mapped arguments (a list, or `_Rows`), and
+        # (treedef, leaf count) per mapped argument
+        self.leaves: Any
+        self.specs: list[Any]
         self.plain = all(set(builtins.map(type, c)) <= {np.ndarray} for _, c in columns)
         self.columns = [c for _, c in columns] if self.plain else None  # (leaf k: column k)
-        if self.plain:  # the common case: every example of every argument is one array
-            self.leaves = list(zip(*(c for _, c in columns), strict=True))
+        if self.columns is not None:  # (the common case: each example of each argument an array)
+            self.leaves = _Rows(self.columns)
             self.specs = [((None, 1),) * len(columns)] * self.size
-        for example in () if self.plain else zip(*(c for _, c in columns), strict=True):
-            flat, spec = [], []
-            for part in example:
-                leaves, treedef = _flatten(part)
-                flat += leaves
-                spec.append((treedef, len(leaves)))
-            self.leaves.append(flat)
-            self.specs.append(tuple(spec))
+        else:
+            self.leaves, self.specs = _flat_examples([c for _, c in columns])
         self.padded = pad_axes is not None
         self.pad_axes = self._pad_specs(pad_axes, xs) if self.padded else None
         # per example (padded mode): length, bucket size
@@ -364,10 +361,12 @@ class _Plan:
         signatures are equal once each length is rounded up to its bucket's size."""
         if self.padded and self.plain and self._group_by_length(buckets):
             return
-        keys = _plain_keys(self.leaves) if self.plain else _keys(self)
-        exact: dict[Any, Any] = {}
-        for e, key in enumerate(keys):
-            exact.setdefault(key, []).append(e)
+        if self.columns is not None:  # (plain)
+            exact = dict(enumerate(_exact_groups.exact_groups(self.columns)))
+        else:
+            exact = {}
+            for e, key in enumerate(_keys(self)):
+                exact.setdefault(key, []).append(e)
         self.groups: dict[Any, Any] = {key: _Group(idxs) for key, idxs in exact.items()}
         if self.padded:
             self._merge_padded(buckets)
@@ -410,7 +409,7 @@ class _Plan:
             found.lengths,
             lambda values, counts: _padding.bucket_sizes(values, buckets, counts * found.width),
         )
-        self.groups = {size: _Group(idxs, size, found.pads) for size, idxs in groups}
+        self.groups = {b.size: _Group(b.idxs, b.size, found.pads, b.lengths) for b in groups}
         return True
 
     def _length(self, e: int) -> tuple[int, list[Any]]:
@@ -445,6 +444,21 @@ class _Plan:
         return self.f(*args, **self.kwargs)
 
 
+def _flat_examples(columns: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The leaves of each example of `columns` (one list of examples per mapped argument)
+    and its structure: (treedef, leaf count) per argument."""
+    leaves, specs = [], []
+    for example in zip(*columns, strict=True):
+        flat, spec = [], []
+        for part in example:
+            parts, treedef = _flatten(part)
+            flat += parts
+            spec.append((treedef, len(parts)))
+        leaves.append(flat)
+        specs.append(tuple(spec))
+    return leaves, specs
+
+
 def _arguments(
     axes: list[Any], spec: tuple[Any, ...], flat: Sequence[Any], shared: Sequence[Any]
 ) -> list[Any]:
@@ -469,6 +483,22 @@ def _gather(plan: _Plan, k: int, idxs: list[Any]) -> list[Any] | tuple[Any, ...]
     return [plan.leaves[e][k] for e in idxs]
 
 
+class _Rows:
+    """The leaves of each example where every mapped argument is a list of arrays
+    (`_Plan.columns`): example `e`'s are the `e`-th of each, read when asked for."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: list[Any]) -> None:
+        self.columns = columns
+
+    def __getitem__(self, e: int) -> tuple[Any, ...]:
+        return tuple([column[e] for column in self.columns])
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+
 def _rows(leaf: Any, n: int) -> list[Any]:
     return list(leaf) if type(leaf) is np.ndarray else [leaf[j] for j in range(n)]
 
@@ -489,13 +519,6 @@ def _padded_key(leaf: Any, axis: int | None, size: int) -> tuple[Any, ...]:
     return (*shape[:axis], size, *shape[axis + 1 :]), key[1], axis
 
 
-def _plain_keys(leaves: list[Any]) -> list[Any]:
-    """The signature of each example whose mapped arguments are all arrays."""
-    if len(leaves[0]) == 1:
-        return [(x.shape, x.dtype) for (x,) in leaves]
-    return [tuple([(x.shape, x.dtype) for x in flat]) for flat in leaves]
-
-
 def _stack(column: Sequence[Any]) -> Any:
     """The examples `column` (equal shapes and dtypes) stacked on a new axis 0."""
     first = column[0]
@@ -508,12 +531,14 @@ class _Group:
     """Examples run together: their indices, and in the padded mode their bucket size and
     the padded axis of each leaf (None where a leaf is not padded)."""
 
-    __slots__ = ("idxs", "size", "pads", "length")
+    __slots__ = ("idxs", "size", "pads", "length", "lengths")
 
     def __init__(
-        self, idxs: list[Any], size: int | None = None, pads: list[Any] | None = None
-    ) -> None:
+        self, idxs: list[Any], size: int | None = None, pads: list[Any] | None = None,
+        lengths: np.ndarray | None = None,
+    ) -> None:  # fmt: skip
         self.idxs, self.size, self.pads, self.length = idxs, size, pads, None
+        self.lengths = lengths  # (padded mode: the examples' lengths, where known already)
 
 
 def _read_only(v: Any) -> Any:
@@ -574,7 +599,9 @@ class _GroupRunner:
         flat0 = plan.leaves[idxs[0]]
         values: list[Any] = []
         axes: list[int | None] = []
-        lengths = None if plan.lengths is None else plan.lengths[idxs]  # (the padded mode)
+        lengths = group.lengths  # (the padded mode)
+        if lengths is None and plan.lengths is not None:
+            lengths = plan.lengths[idxs]
         for k, leaf in enumerate(flat0):
             if not _is_array(leaf):  # a non-array, equal in every example of the group
                 values.append(leaf)
@@ -590,6 +617,8 @@ class _GroupRunner:
                 values.append(padded)
             axes.append(0)
         nflat = len(values)
+        # (the run's temporaries from the heap, not fresh pages each run: `_heap_room`)
+        _heap_room.make_room(sum(v.nbytes for v in values if type(v) is np.ndarray))
         # (only the shared arguments' values: the mapped ones' None entries would take
         # `vmap` off its path for plain arrays)
         shared_at = [p for p, ax in enumerate(plan.axes) if ax is None]
@@ -626,8 +655,8 @@ class _GroupRunner:
                 (self.count, pad, e) for pad, e in zip(padding, idxs, strict=True) if pad
             ]
         if type(out) is np.ndarray and (not plan.padded or self.out_pad is None):
-            for e, r in zip(idxs, out, strict=True):
-                results[e] = r
+            # (`results[e] = row` for each example, by `map`: no Python loop)
+            deque(builtins.map(results.__setitem__, idxs, out), maxlen=0)
             return
         leaves, treedef = optree.tree_flatten(out)
         columns = [_rows(leaf, len(idxs)) for leaf in leaves]

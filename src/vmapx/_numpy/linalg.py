@@ -53,6 +53,7 @@ from .._payload import moved
 from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
+from .reductions import has_short_rows, sum_of_short_rows
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -823,6 +824,9 @@ def _norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any])
             raise ValueError("Improper number of dimensions to norm.")
         axis = tuple(range(nd))
     axis = shift_axis(axis if isinstance(axis, tuple) else int(axis), nd)
+    if ord_ in (None, 2) and has_short_rows(v, axis):
+        # NumPy's steps, `sqrt(add.reduce(x * x))`, with the sum by columns: the loop's bits
+        return trace.wrap(np.sqrt(sum_of_short_rows(v * v, keepdims)))
     return trace.wrap(np.linalg.norm(in_example_order(v), ord_, axis, keepdims))
 
 

@@ -69,6 +69,10 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 return trace.wrap(total if func is np.sum else total / v.shape[-1])
             if func is np.sum and _last_axis_across_batch(v, axis, args, kwargs):
                 return trace.wrap(_sum_pairwise_columns(v, kwargs.get("keepdims", False)))
+            if func in (np.var, np.std) and _short_rows_spread(v, axis, args, kwargs):
+                return trace.wrap(_spread_of_columns(func, v, kwargs))
+            if func is np.cumsum and _short_last_axis(v, axis, args, kwargs):
+                return trace.wrap(_cumsum_of_columns(v))
             extreme = _EXTREMES.get(func)
             if extreme is not None and _short_rows(v, axis, args, kwargs):
                 return trace.wrap(_extreme_of_columns(extreme, v, kwargs.get("keepdims", False)))
@@ -190,6 +194,53 @@ def _extreme_of_columns(ufunc: np.ufunc, v: np.ndarray, keepdims: bool) -> np.nd
     for j in range(2, v.shape[-1]):
         out = ufunc(out, v[..., j], out=out) if type(out) is np.ndarray else ufunc(out, v[..., j])
     return cast("np.ndarray[Any, Any]", out[..., None] if keepdims else out)
+
+
+def _short_rows_spread(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
+    """Whether `np.var`/`np.std` here is NumPy's steps on a short last axis of float32 or
+    float64 rows (no `dtype`, `where`, `mean`, a number `ddof` below the count)."""
+    ddof = kwargs.get("ddof", 0)
+    return (
+        type(ddof) in (int, float)
+        and ddof < v.shape[-1]
+        and _short_last_axis(v, axis, args, {k: w for k, w in kwargs.items() if k != "ddof"})
+    )
+
+
+def _spread_of_columns(func: Any, v: np.ndarray, kwargs: dict[Any, Any]) -> np.ndarray:
+    """NumPy's `_var` (and `_std`'s square root of it) with its sums by columns: the mean
+    as the sum divided by the count, the squared deviations summed, divided by the
+    count less `ddof`: the same operations in the same order, the loop's bits."""
+    n = v.shape[-1]
+    deviation = v - _sum_short_last_axis(v, True) / n
+    var = _sum_short_last_axis(deviation * deviation, kwargs.get("keepdims", False))
+    var = var / (n - kwargs.get("ddof", 0))
+    return cast("np.ndarray[Any, Any]", np.sqrt(var) if func is np.std else var)
+
+
+def _cumsum_of_columns(v: np.ndarray) -> np.ndarray:
+    """`np.cumsum` over a short last axis column by column: NumPy accumulates a row in
+    order too (the loop's bits), but one C call per row."""
+    out = np.empty_like(v, subok=False) if type(v) is np.ndarray else None
+    if out is None:  # (under `vmapx.jit`'s recording: the same additions, joined)
+        columns = [v[..., 0]]
+        for j in range(1, v.shape[-1]):
+            columns.append(columns[-1] + v[..., j])
+        return cast("np.ndarray[Any, Any]", np.stack(columns, axis=-1))
+    out[..., 0] = v[..., 0]
+    for j in range(1, v.shape[-1]):
+        np.add(out[..., j - 1], v[..., j], out=out[..., j])
+    return out
+
+
+def has_short_rows(v: Any, axis: Any) -> bool:
+    """Whether `axis` is a short last axis of float32 or float64 rows of `v`, which
+    `sum_of_short_rows` sums with NumPy's bits (faster than NumPy for many rows)."""
+    return _short_last_axis(v, axis, (v,), {})
+
+
+def sum_of_short_rows(v: np.ndarray, keepdims: bool) -> np.ndarray:
+    return _sum_short_last_axis(v, keepdims)
 
 
 def sum_last_axis(x: np.ndarray) -> np.ndarray:
