@@ -461,13 +461,13 @@ def _run(
             if trace.pending is None and trace.raised and trace.raised[2] != id(error):
                 _caught_error(trace)  # (`f` caught a NumPy error, then raised another)
             if trace.pending is None and _refuses_tracer(error):
-                signal = trace.concretization(
+                refused = trace.concretization(
                     f"Python or C code refused a batched value ({_first_line(error)})",
                     "give that code the plain values it needs outside the vmap, or NumPy "
                     "functions inside it",
                 )
-                if not isinstance(signal, ConcretizationSignal):  # (fallback="error")
-                    raise signal from error
+                if not isinstance(refused, ConcretizationSignal):  # (fallback="error")
+                    raise refused from error
             if trace.pending is None:
                 if _passthrough.retry(f):  # (fallback="error": the converters just found)
                     pop_trace(trace)

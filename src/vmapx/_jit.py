@@ -251,7 +251,7 @@ class RecordTrace(Trace):
         self.owners = _replay_memory.Owners()
         self.layouts: list[Any] = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
-        self.errstate = np.geterr()  # (the caller's: replays run under theirs)
+        self.errstate = cast("dict[str, str]", np.geterr())  # (the caller's: replays run under it)
 
     def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         values = _replace(self, args, _value)
@@ -325,7 +325,7 @@ class RecordTrace(Trace):
         """A call under an `np.errstate` of `f`'s own that raises (or calls a function)
         where the caller's does not: a replay, under the caller's, would go on where `f`
         raises (and may catch it). Other differences change warnings only."""
-        state = np.geterr()
+        state = cast("dict[str, str]", np.geterr())
         if any(v in ("raise", "call") and v != self.errstate[k] for k, v in state.items()):
             self.replayable = False
             self.why = self.why or f"`{prim.name}` ran under an `np.errstate` that raises"

@@ -430,7 +430,7 @@ def _transpose(self: Tracer, *axes: Any) -> Any:
 def _astype(self: Tracer, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:  # fmt: skip
     if casting != "unsafe":  # (by dtypes alone: NumPy's own error, from an empty array)
-        np.zeros(0, self.dtype).astype(dtype, casting=casting)
+        np.zeros(0, self.dtype).astype(dtype, casting=cast(Any, casting))
     if not copy and np.dtype(dtype) == self.dtype:
         return self
     out = _call(astype, self, dtype, copy=True)
