@@ -94,7 +94,7 @@ $(VENV)/.bench-installed: $(STAMP)
 	touch $@
 
 bench: $(VENV)/.bench-installed
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py --threads 0
 	$(PY) benchmarks/mlp_grads.py
 	$(PY) benchmarks/ragged.py
 	$(PY) benchmarks/parallel.py
