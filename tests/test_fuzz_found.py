@@ -543,3 +543,22 @@ def test_an_einsum_that_sums_is_no_view_and_stays_batched() -> None:
         return s + r[:, None]
 
     check_vmap(f, [np.arange(18.0).reshape(2, 3, 3)])  # (warnings are errors here)
+
+
+def _scalar_through_cond(x: np.ndarray, flags: np.ndarray) -> Any:
+    norm = np.linalg.norm(x, 1)  # a NumPy scalar per example
+    s = vmapx.cond(norm > 1.0, np.abs, lambda u: u * 2, norm).copy()
+    s *= np.invert(flags)  # (a scalar rebinds: the result takes the flags' shape)
+    return s
+
+
+def test_a_scalar_from_cond_stays_a_scalar_under_derivatives() -> None:
+    # under vmap(grad) and vmap(jacfwd) the result of cond lost its scalar mark, so the
+    # in-place operator wrote into it and raised where the loop rebinds it
+    x = np.array([[0.3, -0.2], [1.5, 2.0], [-0.1, 0.05]])
+    flags = np.array([[True, False, True], [False, False, True], [True, True, True]])
+    weights = np.array([1.5, -0.5, 2.0])
+    loss = lambda x, f: np.sum(_scalar_through_cond(x, f) * weights)  # noqa: E731
+    check_vmap(vmapx.grad(loss), [x, flags])
+    check_vmap(vmapx.jacfwd(_scalar_through_cond), [x, flags])
+    vmapx.check_grads(lambda x: loss(x, flags[0]), (x[1],), order=1)

@@ -470,8 +470,10 @@ class ADTrace(Trace):
             return ans
         kept = _zero_filter(prim, argnums, tracers) if argnums else None
         if kept is None:  # no operand with a derivative: a constant of this trace
-            return self.lift(ans, None, multi)
-        return self._process(prim, primals, pkwargs, *kept, ans, multi)
+            return _with_scalar_marks(ans, self.lift(ans, None, multi), multi)
+        return _with_scalar_marks(
+            ans, self._process(prim, primals, pkwargs, *kept, ans, multi), multi
+        )
 
     def _process(
         self, prim: Primitive, primals: tuple[Any, ...], pkwargs: dict[Any, Any],
@@ -480,6 +482,18 @@ class ADTrace(Trace):
     ) -> Any:  # fmt: skip
         """The derivative part: `argnums`/`tracers` are the operands with one."""
         raise NotImplementedError
+
+
+def _with_scalar_marks(ans: Any, out: Any, multi: bool) -> Any:
+    """`out` with the NumPy-scalar marks of the values it wraps (`vmapx._scalars`): a
+    rule one level down may mark its results (`vmapx.cond`'s batched branches do), and
+    the derivative's tracers of those values are scalars too (`s *= y` rebinds them)."""
+    pairs = zip(ans, out) if multi else ((ans, out),)  # noqa: B905 (a NamedTuple too)
+    for a, o in pairs:
+        mark = getattr(a, "_scalar", False)
+        if mark and isinstance(o, Tracer) and o is not a:
+            o._scalar = mark
+    return out
 
 
 class JVPTrace(ADTrace):
