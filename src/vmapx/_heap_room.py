@@ -16,7 +16,9 @@ hand-written padded NumPy), or none, by chance of what the process freed before.
 would: the temporaries then come from the heap, kept between runs. Nothing else changes
 (the heap may keep up to twice that much free memory rather than give it back), and
 where the thresholds are already that high, or the C library is not glibc, it does
-nothing. Once per size: the thresholds never go down.
+nothing (nor where the environment sets them, `MALLOC_TRIM_THRESHOLD_` or
+`MALLOC_MMAP_THRESHOLD_`, as Dask does for its workers: glibc then keeps them fixed).
+Once per size: the thresholds never go down.
 """
 
 from __future__ import annotations
