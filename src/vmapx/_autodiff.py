@@ -470,10 +470,12 @@ class ADTrace(Trace):
             return ans
         kept = _zero_filter(prim, argnums, tracers) if argnums else None
         if kept is None:  # no operand with a derivative: a constant of this trace
-            return _with_scalar_marks(ans, self.lift(ans, None, multi), multi)
-        return _with_scalar_marks(
-            ans, self._process(prim, primals, pkwargs, *kept, ans, multi), multi
-        )
+            out = self.lift(ans, None, multi)
+        else:
+            out = self._process(prim, primals, pkwargs, *kept, ans, multi)
+        if multi or getattr(ans, "_scalar", False):  # (the common case: nothing to copy)
+            _copy_scalar_marks(ans, out, multi)
+        return out
 
     def _process(
         self, prim: Primitive, primals: tuple[Any, ...], pkwargs: dict[Any, Any],
@@ -484,16 +486,16 @@ class ADTrace(Trace):
         raise NotImplementedError
 
 
-def _with_scalar_marks(ans: Any, out: Any, multi: bool) -> Any:
-    """`out` with the NumPy-scalar marks of the values it wraps (`vmapx._scalars`): a
-    rule one level down may mark its results (`vmapx.cond`'s batched branches do), and
-    the derivative's tracers of those values are scalars too (`s *= y` rebinds them)."""
+def _copy_scalar_marks(ans: Any, out: Any, multi: bool) -> None:
+    """Give the tracers in `out` the NumPy-scalar marks of the values they wrap
+    (`vmapx._scalars`): a rule one level down may mark its results (`vmapx.cond`'s
+    batched branches do), and the derivative's tracers of those values are scalars too
+    (`s *= y` rebinds them)."""
     pairs = zip(ans, out) if multi else ((ans, out),)  # noqa: B905 (a NamedTuple too)
     for a, o in pairs:
         mark = getattr(a, "_scalar", False)
         if mark and isinstance(o, Tracer) and o is not a:
             o._scalar = mark
-    return out
 
 
 class JVPTrace(ADTrace):
