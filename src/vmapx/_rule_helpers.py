@@ -36,9 +36,15 @@ def in_example_order(v: Any) -> Any:
     variances, norms, contractions) then round as the loop's do. (Under `vmapx.jit`'s
     recording the layout is not read, as the replay's may differ: its sums may differ in
     the last bits, as its docs say.)"""
-    if type(v) is np.ndarray and v.ndim > 1 and 0 < abs(v.strides[0]) < abs(v.strides[-1]):
-        return np.ascontiguousarray(v)
+    if type(v) is np.ndarray and v.strides[:1] != (0,) and batch_axis_fastest(v):
+        return np.ascontiguousarray(v)  # (not a batch broadcast from one example: a copy)
     return v
+
+
+def batch_axis_fastest(v: np.ndarray) -> bool:
+    """Whether the batch axis of plain array `v` (its axis 0) varies faster in memory than
+    an example's last axis: a batch-last layout (see `in_example_order`)."""
+    return v.ndim > 1 and abs(v.strides[0]) < abs(v.strides[-1])
 
 
 def shift_axis(axis: Any, ndim: int) -> Any:

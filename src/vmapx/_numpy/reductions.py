@@ -31,7 +31,13 @@ from .._batching import (
 from .._compat import astype, present
 from .._plain import PLAIN_ARRAYS
 from .._registry import builder, get_arg, set_arg
-from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
+from .._rule_helpers import (
+    batch_axis_fastest,
+    flat_shape,
+    in_example_order,
+    shift_axis,
+    shift_one,
+)
 
 
 def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...] = ()) -> Any:
@@ -64,7 +70,7 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
             else:
                 axis = shift_axis(axis, nd)
             if func in (np.sum, np.mean) and _short_last_axis(v, axis, args, kwargs):
-                total = _sum_short_last_axis(v, kwargs.get("keepdims", False))
+                total = sum_of_short_rows(v, kwargs.get("keepdims", False))
                 # (NumPy's mean is that sum divided by the count, in the same dtype)
                 return trace.wrap(total if func is np.sum else total / v.shape[-1])
             if func is np.sum and _last_axis_across_batch(v, axis, args, kwargs):
@@ -116,7 +122,9 @@ def _short_last_axis(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any,
     )
 
 
-def _sum_short_last_axis(v: np.ndarray, keepdims: bool) -> np.ndarray:
+def sum_of_short_rows(v: np.ndarray, keepdims: bool) -> np.ndarray:
+    """`np.sum(v, axis=-1, keepdims=keepdims)` of a short last axis (see above and
+    `has_short_rows`), column by column."""
     total = v[..., 0] + v[..., 1]
     for i in range(2, v.shape[-1]):
         if type(total) is np.ndarray:
@@ -142,9 +150,8 @@ def _last_axis_across_batch(
     return (
         type(v) is np.ndarray  # (its strides are read: not under `vmapx.jit`'s recording)
         and axis in (v.ndim - 1, (v.ndim - 1,))
-        and v.ndim > 1
         and v.shape[-1] >= 8
-        and abs(v.strides[0]) < abs(v.strides[-1])
+        and batch_axis_fastest(v)
         and v.dtype in _SHORT_AXIS_DTYPES
         and len(args) <= 2
         and kwargs.keys() <= {"axis", "keepdims"}
@@ -212,8 +219,8 @@ def _spread_of_columns(func: Any, v: np.ndarray, kwargs: dict[Any, Any]) -> np.n
     as the sum divided by the count, the squared deviations summed, divided by the
     count less `ddof`: the same operations in the same order, the loop's bits."""
     n = v.shape[-1]
-    deviation = v - _sum_short_last_axis(v, True) / n
-    var = _sum_short_last_axis(deviation * deviation, kwargs.get("keepdims", False))
+    deviation = v - sum_of_short_rows(v, True) / n
+    var = sum_of_short_rows(deviation * deviation, kwargs.get("keepdims", False))
     var = var / (n - kwargs.get("ddof", 0))
     return cast("np.ndarray[Any, Any]", np.sqrt(var) if func is np.std else var)
 
@@ -239,15 +246,11 @@ def has_short_rows(v: Any, axis: Any) -> bool:
     return _short_last_axis(v, axis, (v,), {})
 
 
-def sum_of_short_rows(v: np.ndarray, keepdims: bool) -> np.ndarray:
-    return _sum_short_last_axis(v, keepdims)
-
-
 def sum_last_axis(x: np.ndarray) -> np.ndarray:
     """`np.sum(x, axis=-1)` of a plain array as the batching rule of `np.sum` computes it
-    (a short last axis added column by column: see `_sum_short_last_axis`)."""
+    (a short last axis added column by column: see `sum_of_short_rows`)."""
     if _short_last_axis(x, x.ndim - 1, (x,), {}):
-        return _sum_short_last_axis(x, False)
+        return sum_of_short_rows(x, False)
     return cast("np.ndarray[Any, Any]", np.sum(x, axis=-1))
 
 
