@@ -81,7 +81,7 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
                 return trace.wrap(_cumsum_of_columns(v))
             extreme = _EXTREMES.get(func)
             if extreme is not None and _short_rows(v, axis, args, kwargs):
-                return trace.wrap(_extreme_of_columns(extreme, v, kwargs.get("keepdims", False)))
+                return trace.wrap(_fold_columns(extreme, v, kwargs.get("keepdims", False)))
             if func in _ADDING and _covers_last_axis(v, axis):
                 v = in_example_order(v)  # (the loop's pairwise order, not the batch's)
             args, kwargs = set_arg((v, *args[1:]), kwargs, axis_pos, "axis", axis)
@@ -125,13 +125,18 @@ def _short_last_axis(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any,
 def sum_of_short_rows(v: np.ndarray, keepdims: bool) -> np.ndarray:
     """`np.sum(v, axis=-1, keepdims=keepdims)` of a short last axis (see above and
     `has_short_rows`), column by column."""
-    total = v[..., 0] + v[..., 1]
-    for i in range(2, v.shape[-1]):
-        if type(total) is np.ndarray:
-            total += v[..., i]
-        else:  # under `vmapx.jit`'s recording (`+=` would be a copy and a write)
-            total = total + v[..., i]
-    return cast("np.ndarray[Any, Any]", total[..., None] if keepdims else total)
+    return _fold_columns(np.add, v, keepdims)
+
+
+def _fold_columns(ufunc: np.ufunc, v: np.ndarray, keepdims: bool) -> np.ndarray:
+    """`ufunc` over the columns of `v`'s last axis in turn, into the first result."""
+    out = ufunc(v[..., 0], v[..., 1])
+    for j in range(2, v.shape[-1]):
+        if type(out) is np.ndarray:
+            ufunc(out, v[..., j], out=out)
+        else:  # under `vmapx.jit`'s recording (`out=` would be a copy and a write)
+            out = ufunc(out, v[..., j])
+    return cast("np.ndarray[Any, Any]", out[..., None] if keepdims else out)
 
 
 # An array whose batch axis is last in memory (`ufuncs._with_batch_axis_last` makes them,
@@ -194,13 +199,6 @@ def _short_rows(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
         and len(args) <= 2
         and kwargs.keys() <= {"axis", "keepdims"}
     )
-
-
-def _extreme_of_columns(ufunc: np.ufunc, v: np.ndarray, keepdims: bool) -> np.ndarray:
-    out = ufunc(v[..., 0], v[..., 1])
-    for j in range(2, v.shape[-1]):
-        out = ufunc(out, v[..., j], out=out) if type(out) is np.ndarray else ufunc(out, v[..., j])
-    return cast("np.ndarray[Any, Any]", out[..., None] if keepdims else out)
 
 
 def _short_rows_spread(v: Any, axis: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
