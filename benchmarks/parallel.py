@@ -10,18 +10,18 @@ w10, a batch of 256 MiB of input. Methods:
 
 Every method's result is checked against the hand-written one, then each is called
 `WARMUP` times (vmapx's auto-chunking decides in its first calls). The timed calls run
-in interleaved rounds: each round calls every method of every workload once, in an
-order rotated from round to round, so that the machine's other work slows all methods
-alike; the tables report medians over the rounds of the wall time and of the process's
-CPU time per call (all its threads, user and system: the work, which on shared cores
-swings less than the wall time). Peak memory: what NumPy allocates during one call
+in interleaved rounds: each round calls every method of every workload `BLOCK` times in
+a row, in an order rotated from round to round, so that the machine's other work slows
+all methods alike; the tables report medians over all the calls of the wall time and
+of the process's CPU time per call (all its threads, user and system: the work, which
+on shared cores swings less than the wall time). Peak memory: what NumPy allocates during one call
 (`tracemalloc`). The summary gives the geometric mean over the workloads of the
 parallel time against hand-written NumPy, its spread across rounds (each round's own
 geometric mean), the same of each method's fastest call (the least slowed by other
 work: closest to what an idle machine gives), the workloads where threads were slower
 than one thread, and those whose peak memory exceeded the hand-written one's.
 
-Run: `python benchmarks/parallel.py [--rounds 11] [--only w8,w10] [--no-peers]`.
+Run: `python benchmarks/parallel.py [--rounds 11] [--block 4] [--only w8,w10] [--no-peers]`.
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ import workloads as W  # noqa: E402
 from vmapx import _parallel  # noqa: E402
 
 WARMUP = 16
+# calls of one method in a row in each round, as a loop of the user's calls them: after
+# a call of another method, the threads it woke (BLAS's, torch's, XLA's) keep spinning
+# on the cores for up to ~0.1 s, and a call on two threads that follows at once gets
+# one core (measured: np.exp on two threads, 53 ms right after a matrix product on
+# BLAS's two threads, 27 ms otherwise; `--block 1` shows it)
+BLOCK = 4
 SLOWER_NOISE = 1.05  # a ratio to one thread above this is reported as slower
 PEAK_NOISE = 1.01  # and a peak above hand-written NumPy's by this (Python's own objects)
 
@@ -181,16 +187,18 @@ def prepared(w: W.Workload, peers: dict[str, Any]) -> dict[str, Callable]:
     return methods
 
 
-def timed_rounds(table: dict[str, dict[str, Callable]], rounds: int) -> dict:
-    """`(wall, cpu)` seconds of each call, per workload and method, over interleaved rounds."""
+def timed_rounds(table: dict[str, dict[str, Callable]], rounds: int, block: int = 1) -> dict:
+    """`(wall, cpu)` seconds of each call, per workload and method, over interleaved
+    rounds: each round calls every method `block` times in a row (all timed)."""
     times = {key: {name: [] for name in methods} for key, methods in table.items()}
     calls = [(key, name, fn) for key, methods in table.items() for name, fn in methods.items()]
     for r in range(rounds):
         shift = r % len(calls)
         for key, name, fn in calls[shift:] + calls[:shift]:
-            start, cpu = time.perf_counter(), _process_cpu()
-            fn()
-            times[key][name].append((time.perf_counter() - start, _process_cpu() - cpu))
+            for _ in range(block):
+                start, cpu = time.perf_counter(), _process_cpu()
+                fn()
+                times[key][name].append((time.perf_counter() - start, _process_cpu() - cpu))
     return times
 
 
@@ -248,7 +256,7 @@ def report(chosen: list, times: dict, peaks: dict, cores: int, load: tuple) -> N
     print(f"\ngeometric mean of the medians, {cores} threads / hand: {ratio:.2f}")
     print(f"geometric mean of the medians, 1 thread / hand: {one:.2f}")
     print(
-        f"each round's geometric mean, {cores} threads / hand: min {per_round[0]:.2f}, "
+        f"the k-th timed call's geometric mean, {cores} threads / hand: min {per_round[0]:.2f}, "
         f"median {per_round[len(per_round) // 2]:.2f}, max {per_round[-1]:.2f}"
     )
     print(
@@ -273,6 +281,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--block", type=int, default=BLOCK, help="calls of each method in a row per round"
+    )
     opts = parser.parse_args()
     load = os.getloadavg()
     chosen = [w for w in WORKLOADS if not opts.only or w.key in opts.only.split(",")]
@@ -281,11 +292,12 @@ def main() -> None:
     print(
         f"{cores} cores, load average (1, 5, 15 min) at the start: "
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. Medians of {opts.rounds} interleaved "
-        "rounds: wall and process CPU time (all threads) per call in ms; peak in MiB "
+        f"rounds of {opts.block} calls of each method in a row: wall and process CPU time "
+        "(all threads) per call in ms; peak in MiB "
         "(tracemalloc). On shared cores the wall times swing with other work."
     )
     table = {w.key: prepared(w, peers) for w in chosen}
-    times = timed_rounds(table, opts.rounds)
+    times = timed_rounds(table, opts.rounds, opts.block)
     peaks = {
         key: (peak_mib(methods["hand"]), peak_mib(methods["vmapx parallel"]))
         for key, methods in table.items()

@@ -182,13 +182,13 @@ def test_vmaps_inside_the_chunks_do_not_take_the_slices(claims):
 @needs_numpy2
 def test_auto_chunks_compute_their_results_in_place(monkeypatch, claims):
     """A call bound by writing its results goes to threads (no cache-sized chunks on one
-    thread first) where they can compute into the outputs, after `WRITES_WHOLE` more
+    thread first) where they can compute into the outputs, after `WARM_WHOLES` more
     whole calls; every chunk then computes into its slice."""
     monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)
     x = RNG.standard_normal((64, 32, 32))
     batched = vmap(lambda a: np.tensordot(a, a, 0), workers=2)
     expected = x[:, :, :, None, None] * x[:, None, None, :, :]
-    for _ in range(1 + _autochunk.WRITES_WHOLE):
+    for _ in range(1 + _autochunk.WARM_WHOLES):
         assert_same(batched(x), expected, rtol=0, atol=0)
     assert not claims  # (whole calls)
     assert_same(batched(x), expected, rtol=0, atol=0)
@@ -252,19 +252,19 @@ def test_peak_memory_of_results_computed_in_place():
 @pytest.mark.parametrize(("work", "kept"), [(0.060, True), (0.080, False)])
 def test_threads_writing_results_must_add_no_work(work, kept):
     """Results computed in place (the outputs known): split at once in the threads'
-    chunks, without the results' limit per chunk, after the best of `WRITES_WHOLE` more
+    chunks, without the results' limit per chunk, after the best of `WARM_WHOLES` more
     whole calls; kept only where all threads take no more CPU time than the whole call
     in all the process's threads (70 ms here, BLAS's threads included)."""
     auto, key = _autochunk.AutoChunk(), ("k",)
     made = type("Made", (), {"largest": 200 << 20, "made": 210 << 20})()
     results = [np.empty(25 << 20)]  # (200 MiB: values mostly results)
     spec = _chunk_outputs.spec_of(np.empty((256, 2)))
-    for _ in range(1 + _autochunk.WRITES_WHOLE):
+    for _ in range(1 + _autochunk.WARM_WHOLES):
         assert auto.chunk_for(key) is None
         auto.observe_whole(key, 256, made, results, 0.036, workers=2)
         auto.remember_outputs(key, spec, 0.070)
     assert auto.chunk_for(key) == 32 and auto.threaded(key)  # (8 pieces: 4 per worker)
-    for _ in range(1 + _autochunk.TRIALS):  # (the first is not judged)
+    for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
         auto.observe_chunked(key, 0.025, work)
     assert auto.threaded(key) is kept
 

@@ -158,13 +158,14 @@ def test_auto_splits_a_long_call_among_the_workers(monkeypatch):
     f, names = _threads_of(np.cos, meet=2)
     batched = vmap(f, workers=2)
     first = batched(X)
-    assert len(names) == 1  # the first call runs whole and measures, the second too
-    assert_same(batched(X), first, rtol=0, atol=0)
-    assert len(names) == 2
-    third = batched(X)
-    assert len(names) == 4 and len(set(names[2:])) == 2  # then split in two
-    assert_same(third, first, rtol=0, atol=0)
-    assert_same(third, np.cos(X))
+    wholes = 1 + _autochunk.WARM_WHOLES  # the first call runs whole and measures, and
+    for _ in range(wholes - 1):  # as many more as give a warm time to beat
+        assert_same(batched(X), first, rtol=0, atol=0)
+    assert names == ["MainThread"] * wholes
+    split = batched(X)
+    assert len(names) == wholes + 2 and len(set(names[wholes:])) == 2  # then split in two
+    assert_same(split, first, rtol=0, atol=0)
+    assert_same(split, np.cos(X))
 
 
 def test_calls_bound_by_writing_their_results_stay_whole():
@@ -191,19 +192,25 @@ def test_threads_that_do_not_pay_leave_the_rules_of_one_thread():
     for seconds in (0.02, 0.0065, 0.007, 0.0068):  # (the first is not judged)
         auto.observe_chunked(key, seconds)
     assert auto.chunk_for(key) == cache and auto.threaded(key)  # (the best: 6.5 ms)
-    for seconds in (0.002, 0.006, 0.0061, 0.0062):  # (the best 6 ms > 0.9 x 6.5 ms)
+    for seconds in (0.002, 0.002, 0.006, 0.0061, 0.0062):  # (the best 6 ms > 0.9 x 6.5 ms)
         auto.observe_chunked(key, seconds)
     assert auto.chunk_for(key) == cache and not auto.threaded(key)
+
+
+def _warm_wholes(auto, key, made, seconds, size=100):
+    """The whole calls before a split: a first, cold one, then `WARM_WHOLES` more."""
+    for k in range(1 + _autochunk.WARM_WHOLES):
+        assert auto.chunk_for(key) is None
+        cold = 1.5 if k == 0 else 1
+        auto.observe_whole(key, size, made, [np.empty(100)], cold * seconds, workers=2)
 
 
 def test_split_calls_slower_than_whole_ones_run_whole_again():
     auto = _autochunk.AutoChunk()
     made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
-    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.003, workers=2)
-    assert auto.chunk_for(("k",)) is None  # (one more whole call first)
-    auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.002, workers=2)
+    _warm_wholes(auto, ("k",), made, 0.002)
     assert auto.chunk_for(("k",)) == 50
-    for seconds in (0.005, 0.0023, 0.0019):  # (the first is not judged)
+    for seconds in (0.005, 0.005, 0.0023, 0.0019):  # (the first two are not judged)
         auto.observe_chunked(("k",), seconds)
         assert auto.chunk_for(("k",)) == 50
     auto.observe_chunked(("k",), 0.0024)  # best of 3: 1.9 ms > 0.9 x 2 ms
@@ -367,27 +374,84 @@ def test_chunks_waiting_for_a_thread_count_as_time():
     assert waits >= 2 * 0.04, waits  # (each of the two chunks waited for the busy threads)
 
 
-def test_auto_chunking_judges_splits_by_cpu_time(monkeypatch):
-    """The whole and the split calls are judged by CPU time (`_parallel.CpuTime`), so
-    time spent waiting on a shared machine neither keeps nor drops the threads."""
+def test_auto_chunking_judges_splits_by_cpu_and_wall_time(monkeypatch):
+    """A split call is judged by its CPU time (`_parallel.CpuTime`: waiting does not
+    count) and by its wall time (waiting does: for the GIL, for a core)."""
     monkeypatch.setattr(_autochunk, "PARALLEL_SECONDS", 0.0)
     monkeypatch.setattr(_autochunk, "WRITE_BOUND_SECONDS_PER_BYTE", 0.0)
     seen: list = []
     observe = _autochunk.AutoChunk.observe_chunked
-    monkeypatch.setattr(
-        _autochunk.AutoChunk,
-        "observe_chunked",
-        lambda self, key, *cpu: (seen.append(cpu[0]), observe(self, key, *cpu))[1],
-    )
+
+    def observed(self, key, *cpu, wall):
+        seen.append((cpu[0], wall))
+        observe(self, key, *cpu, wall=wall)
+
+    monkeypatch.setattr(_autochunk.AutoChunk, "observe_chunked", observed)
 
     def f(x):
         time.sleep(0.005)
         return np.cos(x)
 
     batched = vmap(f, workers=2)
-    for _ in range(6):
+    for _ in range(2 + _autochunk.WARM_WHOLES):
         assert_same(batched(X), np.cos(X), rtol=0, atol=0)
-    assert len(seen) == 4 and max(seen) < 0.005, seen  # (each call slept 5 ms or more)
+    assert len(seen) == 1, seen
+    cpu, wall = seen[0]
+    assert cpu < 0.005 <= wall, seen  # (each chunk slept 5 ms)
+
+
+def test_threads_no_faster_in_wall_time_are_dropped():
+    """A split that takes less CPU time on idle cores but no less wall time than the
+    whole call (its chunks waited: for the GIL, for a core) goes back to one thread."""
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    for wall, threaded in ((0.0019, False), (0.0017, True)):  # (whole: 2 ms)
+        auto = _autochunk.AutoChunk()
+        _warm_wholes(auto, ("k",), made, 0.002)
+        for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
+            auto.observe_chunked(("k",), 0.0012, 0.0022, wall)
+        assert auto.threaded(("k",)) is threaded, wall
+
+
+def _kept_threads(auto, key):
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    _warm_wholes(auto, key, made, 0.002)
+    for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
+        assert auto.chunk_for(key) == 50
+        auto.observe_chunked(key, 0.0012, 0.0022, 0.0014)
+    assert auto.threaded(key)
+
+
+def test_threads_kept_are_dropped_when_they_stop_paying_and_tried_again_later():
+    """Split calls `STILL_SLOWER` in a row slower than the whole call (the machine got
+    busy) go back to one thread; threads are tried again after `RETRY_CALLS` calls,
+    then, where they still do not pay, after twice as many."""
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    _kept_threads(auto, key)
+    for _ in range(_autochunk.STILL_SLOWER - 1):
+        auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
+    auto.observe_chunked(key, 0.0012, 0.0022, 0.0015)  # (one fast call: the count restarts)
+    for _ in range(_autochunk.STILL_SLOWER - 1):
+        auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
+    assert auto.threaded(key)
+    auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
+    assert not auto.threaded(key)
+    for wait in (_autochunk.RETRY_CALLS, 2 * _autochunk.RETRY_CALLS):
+        for _ in range(wait - 1):
+            assert auto.chunk_for(key) is None  # (whole, on one thread)
+        assert auto.chunk_for(key) == 50 and auto.threaded(key)  # (threads again)
+        for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
+            auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)  # (still slower)
+        assert not auto.threaded(key)
+
+
+def test_threads_that_never_paid_are_not_tried_again():
+    auto, key = _autochunk.AutoChunk(), ("k",)
+    made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
+    _warm_wholes(auto, key, made, 0.002)
+    for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
+        auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
+    for _ in range(4 * _autochunk.RETRY_MAX):
+        assert auto.chunk_for(key) is None
 
 
 def test_threads_that_add_much_work_are_dropped():
@@ -397,9 +461,8 @@ def test_threads_that_add_much_work_are_dropped():
     made = type("Made", (), {"largest": 1 << 20, "made": 4 << 20})()
     for work, threaded in ((0.0030, False), (0.0024, True)):  # (whole: 2 ms)
         auto = _autochunk.AutoChunk()
-        for _ in range(2):
-            auto.observe_whole(("k",), 100, made, [np.empty(100)], 0.002, workers=2)
-        for _ in range(4):  # (the first is not judged)
+        _warm_wholes(auto, ("k",), made, 0.002)
+        for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
             auto.observe_chunked(("k",), 0.0015, work)
         assert auto.threaded(("k",)) is threaded and (auto.chunk_for(("k",)) == 50) is threaded
 
@@ -417,6 +480,6 @@ def test_threads_dropped_after_one_thread_chunks_keep_those_chunks():
     for seconds in (0.01, 0.003, 0.003, 0.003):
         auto.observe_chunked(key, seconds)
     assert auto.threaded(key)
-    for _ in range(4):
+    for _ in range(_autochunk.UNJUDGED_SPLITS + _autochunk.TRIALS):
         auto.observe_chunked(key, 0.002, 0.0045)  # (1.5 x the one-thread chunks' work)
     assert auto.chunk_for(key) == small and not auto.threaded(key)

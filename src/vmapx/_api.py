@@ -261,10 +261,11 @@ def _auto_chunked(
         # this thread, whose trace stack they belong to)
         traced = any(isinstance(x, Tracer) for x in leaves)
         workers = _workers(opts) if auto.threaded(key) and not traced else 1
-        spent: list[Any] = []  # (judged by CPU time: see _parallel.CpuTime)
+        spent: list[Any] = []  # (CPU time: see _parallel.CpuTime; and wall time)
         spec = auto.outputs(key) if opts.out_axes == 0 else None
+        wall = time.perf_counter()
         out = _chunked(f, opts, leaves, treedef, axes, kwargs, size, chunk, workers, spent, spec)
-        auto.observe_chunked(key, *spent[-1])
+        auto.observe_chunked(key, *spent[-1], wall=time.perf_counter() - wall)
         auto.remember_outputs(key, _chunk_outputs.spec_of(out) if opts.out_axes == 0 else None)
         return out
     check = key is not None and auto.counts_faults(key)
@@ -275,7 +276,9 @@ def _auto_chunked(
     made: list[Any] = []
     cpu = time.thread_time()  # (whether to split among threads: the work, not the wait)
     process = time.process_time()  # (and with BLAS's own threads: see remember_outputs)
+    wall = time.perf_counter()  # (and what a split must beat)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
+    wall = time.perf_counter() - wall
     cpu = time.thread_time() - cpu
     process = time.process_time() - process
     if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
@@ -288,6 +291,7 @@ def _auto_chunked(
             _autochunk.faults() - faulted if check else None,
             _workers(opts),
             cpu,
+            wall,
         )
         if opts.out_axes == 0:  # (where chunks may compute into the outputs)
             key = key if key is not None else _autochunk.signature(size, leaves, axes)

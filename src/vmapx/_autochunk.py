@@ -49,30 +49,40 @@ its results to memory (its values are mostly results, made at less than
 outputs: chunks would hold their results, then copy them. Where they can (the outputs
 are arrays along axis 0 whose shapes and dtypes the last call showed:
 `vmapx._chunk_outputs`), each thread writes its own part of the results, and a call
-whose values are mostly results is split among the threads after `WRITES_WHOLE` more
+whose values are mostly results is split among the threads after `WARM_WHOLES` more
 whole calls (judged against the best of them), at once in the threads' chunks (no
 cache-sized chunks on one thread first: they do not make writing results faster), and
 kept only where all threads together take no more CPU time than the whole call in all
 the process's threads (`WRITES_WORK`: threads writing memory at once contend for it).
-The split starts after a second whole-batch call (the first is often slow: cold caches,
-so it would flatter the split), and is judged by the best of `TRIALS` calls
-after the first: not faster by
+A split straight from the whole batch starts after `WARM_WHOLES` whole-batch calls
+after the first (the first calls run with cold caches and fault in fresh pages, so
+they would flatter the split; cache-sized chunks on one thread are decided after the
+second, and their own timed calls are then what threads must beat), and is judged by
+the best of `TRIALS` calls after the first `UNJUDGED_SPLITS`: not faster by
 `1 - PARALLEL_GAIN` than the best whole-batch call (on a busy machine, threads wait for
 cores), or, where the batch has enough examples for cache-sized chunks, than as many
 calls in such chunks on one thread (timed first; the threads' chunks are as small:
 large ones page-fault in each thread), the calls follow the rules of one thread from
 then on (those cache-sized chunks on one thread, where they were timed and kept).
+Threads kept are watched: `STILL_SLOWER` split calls in a row slower than the call they
+replaced send the signature back to one thread, and threads are tried again after
+`RETRY_CALLS` calls (then twice as many each time they still do not pay).
 
-**The clock.** Every call is timed by CPU time, not wall time (`_parallel.CpuTime`): a
-whole-batch or one-thread call by the calling thread's, a call split among threads by
-its time on idle cores (the calling thread's CPU time plus that of its chunks divided by
-the threads that ran them). On cores shared with other work wall time swings with that
-work, so judging threads by it kept or dropped them by chance; CPU time still counts
-what the split costs (copies, threads stalled on the same memory, page faults in each
-thread). And threads are kept only where all of them together take at most
-`PARALLEL_WORK` times the CPU time of the call they replace: where the cores are busy
-(and where the scheduler shares CPU per session rather than per thread, so that a
-second thread gets no more of it) the extra work is what the split costs in wall time.
+**The clocks.** A split must beat the call it replaces by both clocks. By wall time,
+the best of its calls against the best of those it replaces: wall time is what a user
+waits for, and it alone sees what CPU time does not (chunks waiting for the GIL in a
+call of much Python: w2's MLP split took 1.0 ms of CPU on idle cores, 1.6 ms of wall
+time, against 1.45 ms whole; a second core that other work holds). By CPU time
+(`_parallel.CpuTime`): a whole-batch or one-thread call by the calling thread's, a call
+split among threads by its time on idle cores (the calling thread's CPU time plus that
+of its chunks divided by the threads that ran them), which counts what the split costs
+(copies, threads stalled on the same memory, page faults in each thread) with less of
+the machine's other work in it. And threads are kept only where all of them together
+take at most `PARALLEL_WORK` times the CPU time of the call they replace: where the
+cores are busy (and where the scheduler shares CPU per session rather than per thread,
+so that a second thread gets no more of it) the extra work is what the split costs in
+wall time. (Judged by CPU time alone, threads were kept that made w2, w6-norm and w9
+1.3-2.8 times slower than one thread in a benchmark's rounds.)
 
 Results are the same either way (chunks are
 independent examples) up to rounding: NumPy may order a sum differently for another
@@ -112,11 +122,23 @@ PARALLEL_WORK = 1.25  # and all threads' CPU time at most this many times the wh
 # than this, is bound by writing them to memory: threads do not help (np.sqrt of 9.4 MB:
 # 0.15 ns/B, 1.4 ms on one thread or two), and chunks would add their results' memory
 WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
-# such a call whose chunks compute their results in place goes to threads after this
-# many more whole calls, whose best the split must beat (the first calls fault in fresh
-# pages for their results: 2.3 ms against 1.5 warm for np.sqrt of 9.4 MB, which flattered
-# threads that then cost 2.0)
-WRITES_WHOLE = 3
+# a call split among threads straight from the whole batch is split after this many
+# whole calls after the first, whose best the split must beat: the first calls run with
+# cold caches and fault in fresh pages (w2's MLP: 4.3 and 2.7 ms, then 1.3 warm, which
+# flattered threads that took 1.7; np.sqrt of 9.4 MB: 2.3 against 1.5 warm)
+WARM_WHOLES = 3
+# threads kept are watched: this many split calls in a row slower than the call they
+# replaced (wall time) send the signature back to one thread, to try threads again after
+# RETRY_CALLS calls (then twice as many, up to RETRY_MAX): the machine changed (other
+# work on the cores; BLAS's own threads still spinning after another BLAS call took
+# the second core for ~0.1 s, and a split w9 then took 47 ms against 35 on one thread)
+STILL_SLOWER = 3
+# the first split calls are not judged: new pool threads fault in their own heaps (glibc
+# gives each thread an arena), and BLAS threads of the whole calls still spin (w9: 50
+# and 37 ms, then 26)
+UNJUDGED_SPLITS = 2
+RETRY_CALLS = 16
+RETRY_MAX = 1024
 # and keeps threads only where they add no work at all to the whole call's in all the
 # process's threads (BLAS's own included): threads that contend for memory bandwidth take
 # longer each (np.sqrt of 9.4 MB, tensordot(a, a, 0) of 50 MB: 1.2 and 1.1 times the
@@ -155,7 +177,8 @@ class _Seen:
 
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
                  "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
-                 "baseline", "outputs", "wholes", "process")  # fmt: skip
+                 "baseline", "outputs", "wholes", "process", "whole_wall", "walls",
+                 "baseline_wall", "split", "slow_calls", "retry_in", "retry_every")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -179,8 +202,15 @@ class _Seen:
         self.threads_later = 0  # (chunks on threads to try once those on one are timed)
         self.baseline = 0.0  # (the time chunks on threads must beat; 0: the whole call's)
         self.outputs: Any = None  # (`_chunk_outputs.spec_of` the last call's outputs)
-        self.wholes = 0  # (whole-batch calls after the first, of a call bound by writing)
+        self.wholes = 0  # (whole-batch calls after the first, before a split)
         self.process = 0.0  # (the least CPU time of the whole-batch calls, all threads)
+        self.whole_wall = whole_seconds  # (the least wall time of the whole-batch calls)
+        self.walls: list[float] = []  # (the judged chunked calls' wall times)
+        self.baseline_wall = 0.0  # (the wall time threads must beat; 0: the whole call's)
+        self.split = 0  # (examples per chunk on threads, once tried)
+        self.slow_calls = 0  # (split calls in a row slower than the baseline, once kept)
+        self.retry_in = 0  # (calls on one thread before threads are tried again; 0: never)
+        self.retry_every = 0  # (and the next such wait, once threads were dropped)
 
 
 class AutoChunk:
@@ -194,7 +224,15 @@ class AutoChunk:
     def chunk_for(self, key: Any) -> int | None:
         """Examples per chunk for the next call with this signature (None: whole)."""
         entry = self.seen.get(key)
-        return None if entry is None else entry.chunk
+        if entry is None:
+            return None
+        if entry.retry_in:
+            entry.retry_in -= 1
+            if not entry.retry_in:  # (threads were dropped: try them again)
+                entry.parallel, entry.chunk, entry.fault_bytes = True, entry.split, 0
+                entry.chunked_calls, entry.slow_calls = 0, 0
+                entry.trials, entry.work, entry.walls = [], [], []
+        return entry.chunk
 
     def threaded(self, key: Any) -> bool:
         """Whether the chunks of the next call with this signature may run on threads."""
@@ -226,19 +264,23 @@ class AutoChunk:
     def observe_whole(
         self, key: Any, size: int, trace: Any, results: list[Any], seconds: float,
         faulted: int | None = None, workers: int = 1, cpu_seconds: float | None = None,
+        wall_seconds: float | None = None,
     ) -> None:  # fmt: skip
         """A whole-batch call that made the values its `trace` counted (`largest`,
         `made`: bytes) and `results`, in `seconds`; `faulted`: the bytes of the pages
         it faulted in, where it was a fault check; `workers`: the threads later calls
         may use; `cpu_seconds`: the calling thread's CPU time in the call (default:
         `seconds`), which decides whether to split it among threads (a busy machine
-        stretches `seconds`, not the work)."""
+        stretches `seconds`, not the work); `wall_seconds`: its wall time (default:
+        `seconds`), which a split must beat."""
         entry = self.seen.get(key)
         arrays = [r.nbytes for r in results if type(r) is np.ndarray]
         result_bytes, largest_result = sum(arrays), max(arrays, default=0)
         cpu = seconds if cpu_seconds is None else cpu_seconds
+        wall = seconds if wall_seconds is None else wall_seconds
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
+            entry.whole_wall = min(entry.whole_wall, wall)
             if entry.parallel and entry.chunk is None and not entry.chunked_calls:
                 self._second_call(entry, size, min(entry.cpu, cpu), workers, result_bytes)
             if faulted is not None and entry.fault_bytes > 0:
@@ -262,7 +304,7 @@ class AutoChunk:
         if parallel_chunk(size, cpu, workers, result_bytes):
             # (decided at the next call: the first is often slow, with cold caches)
             self.seen[key] = entry = _Seen(None, None, seconds, parallel=True)
-            entry.cpu, entry.single = cpu, single
+            entry.cpu, entry.single, entry.whole_wall = cpu, single, wall
             if 2 * result_bytes >= trace.made:  # (values mostly results: maybe write-bound)
                 entry.write_bound_cpu = WRITE_BOUND_SECONDS_PER_BYTE * trace.made
             return
@@ -272,18 +314,15 @@ class AutoChunk:
     def _second_call(
         self, entry: _Seen, size: int, cpu: float, workers: int, result_bytes: int
     ) -> None:
-        """Split among threads from now on, or keep whole: decided on the faster of the
-        first two calls' CPU times (the first's caches and pages are cold)."""
+        """Split among threads from now on, or keep whole: decided on the least CPU time
+        of the whole calls so far (the first's caches and pages are cold); a split
+        straight from the whole batch waits for `WARM_WHOLES` of them, whose best it must
+        beat."""
         entry.cpu = cpu
-        writes = entry.write_bound_cpu > 0  # (values mostly results)
-        if writes and entry.outputs is not None:
-            entry.wholes += 1  # (judged against the best of several: see WRITES_WHOLE)
-            if entry.wholes < WRITES_WHOLE:
-                return
-        in_place = writes and entry.outputs is not None  # (no results held per chunk)
+        in_place = entry.write_bound_cpu > 0 and entry.outputs is not None
         split = parallel_chunk(size, cpu, workers, 0 if in_place else result_bytes)
         small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
-        if not split or (cpu < entry.write_bound_cpu and entry.outputs is None):
+        if not split or (cpu < entry.write_bound_cpu and not in_place):
             self._one_thread(entry)
         elif small and not in_place:
             # (timed on one thread first: threads must beat them, in chunks as small;
@@ -292,14 +331,16 @@ class AutoChunk:
             self._one_thread(entry)
             entry.chunk, entry.threads_later = small, min(small, split)
         else:
-            entry.chunk = entry.candidate = split
+            entry.wholes += 1
+            if entry.wholes >= WARM_WHOLES:
+                entry.chunk = entry.candidate = entry.split = split
 
     def _one_thread(self, entry: _Seen) -> None:
         """From now on the rules of one thread (cache-sized chunks, fault checks)."""
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
-        entry.chunked_calls = entry.checks = 0
-        entry.trials, entry.work = [], []
+        entry.chunked_calls = entry.checks = entry.slow_calls = 0
+        entry.trials, entry.work, entry.walls = [], [], []
 
     def _fault_check(self, entry: _Seen, faulted: int) -> None:
         entry.checks += 1
@@ -309,17 +350,26 @@ class AutoChunk:
             entry.fault_bytes = 0
             entry.chunk = entry.candidate
 
-    def observe_chunked(self, key: Any, seconds: float, work: float | None = None) -> None:
-        """A chunked call that took `seconds` (on idle cores, see the module), and `work`
-        seconds of CPU in all its threads (default: `seconds`)."""
+    def observe_chunked(
+        self, key: Any, seconds: float, work: float | None = None, wall: float | None = None
+    ) -> None:
+        """A chunked call that took `seconds` (on idle cores, see the module), `work`
+        seconds of CPU in all its threads and `wall` seconds of wall time (defaults:
+        `seconds`)."""
         entry = self.seen.get(key)
         if entry is None:
             return
+        wall = seconds if wall is None else wall
         entry.chunked_calls += 1
-        if entry.chunked_calls < 2 or len(entry.trials) >= TRIALS:
+        if len(entry.trials) >= TRIALS:
+            if entry.parallel:
+                self._watch(entry, wall)
+            return
+        if entry.chunked_calls <= (UNJUDGED_SPLITS if entry.parallel else 1):
             return  # (the first may pay for memory the whole-batch calls gave back)
         entry.trials.append(seconds)
         entry.work.append(seconds if work is None else work)
+        entry.walls.append(wall)
         if len(entry.trials) != TRIALS:
             return
         typical, typical_work = min(entry.trials), min(entry.work)
@@ -329,15 +379,35 @@ class AutoChunk:
             elif entry.threads_later:  # (now on threads)
                 entry.single = (entry.chunk, entry.chunk, 0)  # (if threads do not pay)
                 entry.parallel, entry.baseline = True, typical
-                entry.chunk, entry.threads_later = entry.threads_later, 0
-                entry.chunked_calls, entry.trials, entry.work = 0, [], []
+                entry.baseline_wall = min(entry.walls)
+                entry.chunk = entry.split = entry.threads_later
+                entry.threads_later, entry.chunked_calls = 0, 0
+                entry.trials, entry.work, entry.walls = [], [], []
             return
         baseline = entry.baseline or entry.whole_seconds
         work = PARALLEL_WORK * baseline
         if entry.write_bound_cpu and entry.outputs is not None:  # (threads writing results)
             work = WRITES_WORK * max(baseline, entry.process)
-        if typical > PARALLEL_GAIN * baseline or typical_work > work:
-            self._one_thread(entry)
+        slower = min(entry.walls) > PARALLEL_GAIN * (entry.baseline_wall or entry.whole_wall)
+        if slower or typical > PARALLEL_GAIN * baseline or typical_work > work:
+            self._drop_threads(entry)
+
+    def _watch(self, entry: _Seen, wall: float) -> None:
+        """A split call after the threads were kept: `STILL_SLOWER` in a row slower than
+        the call they replaced drop them."""
+        slower = wall > (entry.baseline_wall or entry.whole_wall)
+        entry.slow_calls = entry.slow_calls + 1 if slower else 0
+        if entry.slow_calls >= STILL_SLOWER:
+            entry.retry_every = max(entry.retry_every, RETRY_CALLS // 2)
+            self._drop_threads(entry)
+
+    def _drop_threads(self, entry: _Seen) -> None:
+        """One thread from now on; where threads paid once, tried again later (waiting
+        twice as long each time)."""
+        self._one_thread(entry)
+        if entry.retry_every:
+            entry.retry_every = min(2 * entry.retry_every, RETRY_MAX)
+            entry.retry_in = entry.retry_every
 
 
 def parallel_chunk(size: int, seconds: float, workers: int, result_bytes: int = 0) -> int:

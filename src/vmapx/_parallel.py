@@ -125,11 +125,12 @@ class CpuTime(NamedTuple):
     that of the chunks divided by the threads that ran them), plus the hand-offs (the
     time the chunks waited for a pool thread to start them, divided alike: on busy cores
     a woken thread waits for a core, which CPU time does not show and which short calls
-    do not repay), and `total`, the CPU time of all its threads. Wall time would say
-    more about the machine's other work than about the split (on shared cores, and where
-    the scheduler shares CPU per session rather than per thread, a second thread may get
-    no more CPU at all), while CPU time still counts what threads cost each other: two
-    stalled on memory each take longer."""
+    do not repay), and `total`, the CPU time of all its threads. Wall time says more
+    about the machine's other work (on shared cores, and where the scheduler shares CPU
+    per session rather than per thread, a second thread may get no more CPU at all),
+    while CPU time still counts what threads cost each other: two stalled on memory
+    each take longer. `vmapx._autochunk` judges a split by both: CPU time misses the
+    waits for the GIL and for a core."""
 
     idle: float
     total: float
