@@ -422,14 +422,14 @@ def _kept_threads(auto, key):
 
 
 def test_threads_kept_are_dropped_when_they_stop_paying_and_tried_again_later():
-    """Split calls `STILL_SLOWER` in a row slower than the whole call (the machine got
-    busy) go back to one thread; threads are tried again after `RETRY_CALLS` calls,
+    """Split calls `STILL_SLOWER` in a row slower than the whole call by `SLOWER` (the
+    machine got busy) go back to one thread; threads are tried again after `RETRY_CALLS` calls,
     then, where they still do not pay, after twice as many."""
     auto, key = _autochunk.AutoChunk(), ("k",)
     _kept_threads(auto, key)
     for _ in range(_autochunk.STILL_SLOWER - 1):
         auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
-    auto.observe_chunked(key, 0.0012, 0.0022, 0.0015)  # (one fast call: the count restarts)
+    auto.observe_chunked(key, 0.0012, 0.0022, 0.0021)  # (within SLOWER: the count restarts)
     for _ in range(_autochunk.STILL_SLOWER - 1):
         auto.observe_chunked(key, 0.0012, 0.0022, 0.0025)
     assert auto.threaded(key)

@@ -64,8 +64,8 @@ cores), or, where the batch has enough examples for cache-sized chunks, than as 
 calls in such chunks on one thread (timed first; the threads' chunks are as small:
 large ones page-fault in each thread), the calls follow the rules of one thread from
 then on (those cache-sized chunks on one thread, where they were timed and kept).
-Threads kept are watched: `STILL_SLOWER` split calls in a row slower than the call they
-replaced send the signature back to one thread, and threads are tried again after
+Threads kept are watched: `STILL_SLOWER` split calls in a row slower by `SLOWER` than
+the best of the calls they replaced send the signature back to one thread, and threads are tried again after
 `RETRY_CALLS` calls (then twice as many each time they still do not pay).
 
 **The clocks.** A split must beat the call it replaces by both clocks. By wall time,
@@ -127,8 +127,8 @@ WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
 # cold caches and fault in fresh pages (w2's MLP: 4.3 and 2.7 ms, then 1.3 warm, which
 # flattered threads that took 1.7; np.sqrt of 9.4 MB: 2.3 against 1.5 warm)
 WARM_WHOLES = 3
-# threads kept are watched: this many split calls in a row slower than the call they
-# replaced (wall time) send the signature back to one thread, to try threads again after
+# threads kept are watched: this many split calls in a row slower by SLOWER than the
+# best of the calls they replaced (wall time) send the signature back to one thread, to try threads again after
 # RETRY_CALLS calls (then twice as many, up to RETRY_MAX): the machine changed (other
 # work on the cores; BLAS's own threads still spinning after another BLAS call took
 # the second core for ~0.1 s, and a split w9 then took 47 ms against 35 on one thread)
@@ -395,7 +395,7 @@ class AutoChunk:
     def _watch(self, entry: _Seen, wall: float) -> None:
         """A split call after the threads were kept: `STILL_SLOWER` in a row slower than
         the call they replaced drop them."""
-        slower = wall > (entry.baseline_wall or entry.whole_wall)
+        slower = wall > SLOWER * (entry.baseline_wall or entry.whole_wall)
         entry.slow_calls = entry.slow_calls + 1 if slower else 0
         if entry.slow_calls >= STILL_SLOWER:
             entry.retry_every = max(entry.retry_every, RETRY_CALLS // 2)
