@@ -65,8 +65,9 @@ calls in such chunks on one thread (timed first; the threads' chunks are as smal
 large ones page-fault in each thread), the calls follow the rules of one thread from
 then on (those cache-sized chunks on one thread, where they were timed and kept).
 Threads kept are watched: `STILL_SLOWER` split calls in a row slower by `SLOWER` than
-the best of the calls they replaced send the signature back to one thread, and threads are tried again after
-`RETRY_CALLS` calls (then twice as many each time they still do not pay).
+the best of the calls they replaced send the signature back to one thread, and threads
+are tried again after `RETRY_CALLS` calls (then twice as many each time they still do
+not pay).
 
 **The clocks.** A split must beat the call it replaces by both clocks. By wall time,
 the best of its calls against the best of those it replaces: wall time is what a user
@@ -128,10 +129,11 @@ WRITE_BOUND_SECONDS_PER_BYTE = 0.4e-9
 # flattered threads that took 1.7; np.sqrt of 9.4 MB: 2.3 against 1.5 warm)
 WARM_WHOLES = 3
 # threads kept are watched: this many split calls in a row slower by SLOWER than the
-# best of the calls they replaced (wall time) send the signature back to one thread, to try threads again after
-# RETRY_CALLS calls (then twice as many, up to RETRY_MAX): the machine changed (other
-# work on the cores; BLAS's own threads still spinning after another BLAS call took
-# the second core for ~0.1 s, and a split w9 then took 47 ms against 35 on one thread)
+# best of the calls they replaced (wall time) send the signature back to one thread, to
+# try threads again after RETRY_CALLS calls (then twice as many, up to RETRY_MAX): the
+# machine changed (other work on the cores; BLAS's own threads still spinning after
+# another BLAS call took the second core for ~0.1 s, and a split w9 then took 47 ms
+# against 35 on one thread)
 STILL_SLOWER = 3
 # the first split calls are not judged: new pool threads fault in their own heaps (glibc
 # gives each thread an arena), and BLAS threads of the whole calls still spin (w9: 50

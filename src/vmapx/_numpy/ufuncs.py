@@ -155,7 +155,16 @@ def _with_batch_axis_last(
     axis adds columns in NumPy's pairwise order: the loop's bits, see `reductions`).
     None where it does not apply."""
     a, b = vals
-    if type(a) not in PLAIN_ARRAYS or type(b) not in PLAIN_ARRAYS or max(a.ndim, b.ndim) < 3:
+    # cheap tests first: this runs for every binary ufunc call (the product of the sizes
+    # bounds the result's; equal shapes broadcast nothing)
+    if (
+        type(a) not in PLAIN_ARRAYS
+        or type(b) not in PLAIN_ARRAYS
+        or max(a.ndim, b.ndim) < 3
+        or a.shape == b.shape
+        or a.size * b.size < _BATCH_LAST_MIN_SIZE
+        or max(a.shape[-1:] + b.shape[-1:]) > _BATCH_LAST_SHORT_AXIS
+    ):
         return None  # (a number operand: NumPy's loop runs over the whole batched array)
     shape = np.broadcast_shapes(a.shape, b.shape)
     size = math.prod(shape)
