@@ -120,7 +120,8 @@ def into_temporary(ufunc: np.ufunc, temp: BatchTracer, other: Any, caller: Any, 
             return None
     if np.ndim(o) > val.ndim or np.result_type(val, o) != val.dtype:
         return None
-    if np.shape(o) and np.broadcast_shapes(val.shape, np.shape(o)) != val.shape:
+    shape = np.shape(o)
+    if shape and shape != val.shape and np.broadcast_shapes(val.shape, shape) != val.shape:
         return None
     temp.val = CONSUMED
     if left and ufunc is np.power and type(o) in (int, float) and o == 2:
