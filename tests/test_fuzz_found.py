@@ -562,3 +562,44 @@ def test_a_scalar_from_cond_stays_a_scalar_under_derivatives() -> None:
     check_vmap(vmapx.grad(loss), [x, flags])
     check_vmap(vmapx.jacfwd(_scalar_through_cond), [x, flags])
     vmapx.check_grads(lambda x: loss(x, flags[0]), (x[1],), order=1)
+
+
+def _added_in_place(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a += b  # (b (1, 1): the broadcast shape (1, 3) is not a's (3,))
+    return a
+
+
+def _added_into_out(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.add(a, b, out=a * 1.0)
+
+
+@pytest.mark.parametrize("f", [_added_in_place, _added_into_out])
+def test_an_output_operand_takes_no_leading_dimensions(f: Any) -> None:
+    # `a += b` and `np.add(a, b, out=a)` where broadcasting gives more dimensions than
+    # `a` has: NumPy raises; vmap wrote the (1, 3) result into (3,) as an assignment
+    # would (dropping the leading 1) and returned a value where the loop raises
+    a, b = np.ones((2, 3)), np.ones((2, 1, 1))
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        f(a[0], b[0])
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        vmapx.vmap(f)(a, b)
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        vmapx.vmap(f, in_axes=(0, None))(a, b[0])
+    # inputs broadcast into the output operand stay fine, as in NumPy
+    check_vmap(lambda a, b: np.add(b, 1.0, out=a * 1.0), [a, np.ones((2, 1))])
+    check_vmap(lambda a: _added_in_place(a, np.ones((1, 3))), [np.ones((2, 1, 3))])
+
+
+def test_astype_of_a_numpy_scalar_stays_a_scalar() -> None:
+    # `np.astype` of a NumPy scalar is a scalar (NumPy 2), so `s -= array` rebinds it;
+    # vmap made it a 0-d array and the in-place operator raised where the loop works
+    if not hasattr(np, "astype"):
+        pytest.skip("np.astype is NumPy 2's")
+
+    def f(x: np.ndarray) -> Any:
+        s = np.astype(np.nanmin(x, axis=None, keepdims=True), np.float32).copy()
+        s -= np.array([0.5, 2.0])
+        return s
+
+    check_vmap(f, [np.array([-0.87, 1.0])])

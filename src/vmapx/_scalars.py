@@ -41,8 +41,13 @@ SCALAR_FUNCTIONS = frozenset(
 # NumPy functions that give a scalar for a scalar (they call its methods: `x.real`) and a
 # 0-d array for a 0-d array
 SCALAR_PRESERVING = frozenset(
-    (np.real, np.imag, np.squeeze, np.transpose, np.flip, np.reshape, np.moveaxis)
-)
+    f
+    for f in (
+        np.real, np.imag, np.squeeze, np.transpose, np.flip, np.reshape, np.moveaxis,
+        getattr(np, "astype", None),  # (NumPy 2)
+    )
+    if f is not None
+)  # fmt: skip
 
 
 def mark(out: Any) -> Any:

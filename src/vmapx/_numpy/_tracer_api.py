@@ -60,9 +60,10 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
     else:
         result = bind(prim, inputs, kwargs)
         results = result if ufunc.nout > 1 and method == "__call__" else (result,)
+    operand = method == "__call__" and ufunc.signature is None  # (gufuncs: their own rules)
     if len(out) == 1:
-        return assign(out[0], results[0])
-    return tuple(assign(o, r) for o, r in zip(out, results, strict=True))
+        return assign(out[0], results[0], operand)
+    return tuple(assign(o, r, operand) for o, r in zip(out, results, strict=True))
 
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
@@ -118,8 +119,16 @@ def _part_of_python_number(prim: Primitive, x: Any) -> Any:
     return _scalars.mark_weak(bind(prim, (x,), {}))
 
 
-def assign(target: Any, value: Any) -> Any:
-    """Write `value` into all of `target` (`out=`), functionally where it is traced."""
+def assign(target: Any, value: Any, operand: bool = False) -> Any:
+    """Write `value` into all of `target` (`out=`), functionally where it is traced.
+    `operand`: `target` is a ufunc's output operand (`out=`, `a += b`), which NumPy
+    broadcasts the inputs to but never drops dimensions from (as `target[...] = value`
+    drops leading ones)."""
+    if operand and np.ndim(value) > np.ndim(target):
+        raise ValueError(
+            f"non-broadcastable output operand with shape {np.shape(target)} doesn't match "
+            f"the broadcast shape {np.shape(value)}"
+        )
     if isinstance(target, Tracer):
         _check_writeable(target)
         if (
@@ -330,7 +339,7 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
         if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
             dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
             ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
-        return cast(Tracer, assign(self, result))
+        return cast(Tracer, assign(self, result, operand=ufunc is not np.matmul))
 
     return op, rop, iop
 
