@@ -574,21 +574,37 @@ def _added_into_out(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.add(a, b, out=a * 1.0)
 
 
-@pytest.mark.parametrize("f", [_added_in_place, _added_into_out])
+def _summed_into_out(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a + b, axis=0, keepdims=True, out=a * 1.0)
+
+
+def _chosen_into_out(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.choose(np.zeros((1, 3), int), [a + b], out=a * 1.0)
+
+
+@pytest.mark.parametrize("f", [_added_in_place, _added_into_out, _summed_into_out])
 def test_an_output_operand_takes_no_leading_dimensions(f: Any) -> None:
     # `a += b` and `np.add(a, b, out=a)` where broadcasting gives more dimensions than
     # `a` has: NumPy raises; vmap wrote the (1, 3) result into (3,) as an assignment
     # would (dropping the leading 1) and returned a value where the loop raises
     a, b = np.ones((2, 3)), np.ones((2, 1, 1))
-    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+    with pytest.raises(ValueError, match="output operand|output parameter"):
         f(a[0], b[0])
-    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+    with pytest.raises(ValueError, match="output operand|output parameter"):
         vmapx.vmap(f)(a, b)
-    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+    with pytest.raises(ValueError, match="output operand|output parameter"):
         vmapx.vmap(f, in_axes=(0, None))(a, b[0])
     # inputs broadcast into the output operand stay fine, as in NumPy
     check_vmap(lambda a, b: np.add(b, 1.0, out=a * 1.0), [a, np.ones((2, 1))])
     check_vmap(lambda a: _added_in_place(a, np.ones((1, 3))), [np.ones((2, 1, 3))])
+
+
+def test_choose_into_an_output_of_fewer_dimensions_raises_numpys_error() -> None:
+    a, b = np.ones((2, 3)), np.ones((2, 1, 3))
+    with pytest.raises(TypeError, match="invalid shape for output array"):
+        _chosen_into_out(a[0], b[0])
+    with pytest.raises(TypeError, match="invalid shape for output array"):
+        vmapx.vmap(_chosen_into_out)(a, b)
 
 
 def test_astype_of_a_numpy_scalar_stays_a_scalar() -> None:

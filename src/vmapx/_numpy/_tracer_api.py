@@ -105,7 +105,10 @@ def _array_function(
             return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    return assign(out, bind(prim, args, kwargs))
+    result = bind(prim, args, kwargs)
+    if func is np.choose and np.ndim(result) > np.ndim(out):
+        raise TypeError("choose: invalid shape for output array.")  # (NumPy's own)
+    return assign(out, result, operand=True)  # (NumPy's functions drop no dimension either)
 
 
 _PARTS = (np.real, np.imag)
