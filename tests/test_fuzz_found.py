@@ -619,3 +619,101 @@ def test_astype_of_a_numpy_scalar_stays_a_scalar() -> None:
         return s
 
     check_vmap(f, [np.array([-0.87, 1.0])])
+
+
+def _divmod_one_out(a: np.ndarray) -> Any:
+    return np.divmod(a, 0.3, out=(a.copy(), None))
+
+
+def _modf_other_out(a: np.ndarray) -> Any:
+    return np.modf(a, out=(None, a.copy()))
+
+
+def test_an_output_left_to_numpy_among_several() -> None:
+    # `out=(o, None)` on a two-output ufunc: the None output is NumPy's own new array
+    a = np.random.default_rng(0).random((3, 4)) + 0.5
+    check_vmap(_divmod_one_out, [a])
+    check_vmap(_modf_other_out, [a])
+
+
+def _converted_scalar_added_in_place(x: np.ndarray) -> Any:
+    s = np.asarray(x[0])  # (a 0-d array: NumPy converts the scalar x[0])
+    s += np.ones(2)  # (into a 0-d array: NumPy raises)
+    return s
+
+
+def _taken_scalar_added_in_place(x: np.ndarray) -> Any:
+    s = np.take(x, 0)  # (a NumPy scalar, as is np.digitize's)
+    s += np.ones(2)  # (rebinds)
+    return s + np.digitize(x[1], [0.3, 0.6])
+
+
+def test_numpy_scalars_and_0d_arrays_from_conversions_and_take() -> None:
+    x = np.random.default_rng(1).random((3, 4))
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        _converted_scalar_added_in_place(x[0])
+    with pytest.warns(vmapx.PerformanceWarning):  # (a library conversion: the loop decides)
+        with pytest.raises(ValueError, match="non-broadcastable output operand"):
+            vmapx.vmap(_converted_scalar_added_in_place)(x)
+    check_vmap(_taken_scalar_added_in_place, [x])
+
+
+def _added_into_ints(x: np.ndarray) -> Any:
+    y = (x * 10).astype(np.int64)
+    np.add(y, x, out=y)  # (float results into ints: NumPy refuses under "same_kind")
+    return y
+
+
+def test_a_ufunc_output_of_a_narrower_kind_raises_numpys_error() -> None:
+    # vmap wrote the float sums into the int array (truncating them) where NumPy raises
+    x = np.random.default_rng(2).random((3, 4))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output"):
+        _added_into_ints(x[0])
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output"):
+        vmapx.vmap(_added_into_ints)(x)
+    unsafe = lambda x: np.add(  # noqa: E731
+        (x * 10).astype(np.int64), x, out=(x * 10).astype(np.int64), casting="unsafe"
+    )
+    check_vmap(unsafe, [x])
+
+
+def test_numpy_scalars_are_no_outputs_and_take_no_items() -> None:
+    x = np.random.default_rng(3).random((3, 4))
+
+    def into_scalar(x: np.ndarray) -> Any:
+        return np.add(x[0], 1.0, out=x[1])
+
+    def summed_into_scalar(x: np.ndarray) -> Any:
+        return np.sum(x, out=x[1])
+
+    def item_of_scalar(x: np.ndarray) -> Any:
+        s = x[0].astype(np.float32)
+        s[()] = 3
+        return s
+
+    for f, match in (
+        (into_scalar, "ArrayType"),
+        (summed_into_scalar, "ArrayType"),
+        (item_of_scalar, "does not support item assignment"),
+    ):
+        with pytest.raises(TypeError, match=match):
+            f(x[0])
+        with pytest.raises(TypeError, match=match):
+            vmapx.vmap(f)(x)
+
+
+def test_np_astype_without_a_copy_is_the_array_itself() -> None:
+    # `np.astype(y, y.dtype, copy=False)` is `y`: a write into it is a write into `y`;
+    # vmap made a copy, so `y` came back unchanged (a silent wrong value)
+    if not hasattr(np, "astype"):
+        pytest.skip("np.astype is NumPy 2's")
+
+    def f(x: np.ndarray) -> Any:
+        y = x.copy()
+        s = np.astype(y, np.float64, copy=False)
+        s += 1
+        t = np.astype(y, np.float32, copy=False)  # (another dtype: a copy)
+        t += 1
+        return y, s, t
+
+    check_vmap(f, [np.random.default_rng(4).random((3, 4))])

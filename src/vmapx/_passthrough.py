@@ -85,12 +85,16 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     tracers (a tracer): `obj` itself where NumPy would not copy."""
     copy = _COPY_MODES.get(copy, copy) if isinstance(copy, np._CopyMode) else copy
     same = isinstance(obj, Tracer) and (dtype is None or np.dtype(dtype) == obj.dtype)
-    if same:
+    if same and getattr(obj, "_scalar", False) and obj.ndim == 0:
+        out = np.copy(obj)  # (a NumPy scalar converts to a new 0-d array: not a scalar)
+        out._scalar = False
+    elif same:
         out = np.copy(obj) if copy else obj
     elif copy is False:
         raise ValueError("Unable to avoid copy while creating an array as requested.")
     elif isinstance(obj, Tracer):
         out = obj.astype(dtype)
+        out._scalar = False  # (an array, whatever `obj` was)
     else:  # a (nested) list of tracers and values: NumPy stacks them
         out = np.stack([convert("asarray", o, None, None, 0) if has_tracer(o) else o for o in obj])
         out = out if dtype is None else out.astype(dtype)

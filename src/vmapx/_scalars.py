@@ -33,6 +33,7 @@ SCALAR_FUNCTIONS = frozenset(
         np.linalg.matrix_rank, np.linalg.slogdet, getattr(np.linalg, "trace", None),
         np.linalg.det, np.linalg.norm, getattr(np.linalg, "vector_norm", None),
         getattr(np.linalg, "matrix_norm", None), getattr(np.linalg, "vecdot", None),
+        np.take, np.digitize, np.linalg.multi_dot,
     )
     if f is not None
 )  # fmt: skip
@@ -41,13 +42,8 @@ SCALAR_FUNCTIONS = frozenset(
 # NumPy functions that give a scalar for a scalar (they call its methods: `x.real`) and a
 # 0-d array for a 0-d array
 SCALAR_PRESERVING = frozenset(
-    f
-    for f in (
-        np.real, np.imag, np.squeeze, np.transpose, np.flip, np.reshape, np.moveaxis,
-        getattr(np, "astype", None),  # (NumPy 2)
-    )
-    if f is not None
-)  # fmt: skip
+    (np.real, np.imag, np.squeeze, np.transpose, np.flip, np.reshape, np.moveaxis)
+)  # (`np.astype` is the method, which keeps the mark: `_tracer_api._np_astype`)
 
 
 def mark(out: Any) -> Any:

@@ -45,6 +45,7 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         inputs = _scalars.strengthen(inputs)[0]
     if out is None or all(o is None for o in out):
         return _scalars.mark(bind(prim, inputs, kwargs))
+    _check_out_dtypes(out)
     where = kwargs.get("where", True)
     if method == "__call__" and where is not True:
         # `out` keeps its values off the mask: computed everywhere (NumPy's masked-off
@@ -61,9 +62,38 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         result = bind(prim, inputs, kwargs)
         results = result if ufunc.nout > 1 and method == "__call__" else (result,)
     operand = method == "__call__" and ufunc.signature is None  # (gufuncs: their own rules)
+    if operand:
+        _check_out_casting(ufunc, inputs, out, kwargs)
     if len(out) == 1:
         return assign(out[0], results[0], operand)
-    return tuple(assign(o, r, operand) for o, r in zip(out, results, strict=True))
+    return tuple(
+        r if o is None else assign(o, r, operand) for o, r in zip(out, results, strict=True)
+    )
+
+
+def _check_out_dtypes(out: Any) -> None:
+    """NumPy's error for a NumPy scalar given as an output (immutable: no array)."""
+    for o in out if type(out) is tuple else (out,):
+        if isinstance(o, Tracer) and _scalars.is_scalar(o):
+            raise TypeError("return arrays must be of ArrayType")
+
+
+def _check_out_casting(
+    ufunc: np.ufunc, inputs: tuple[Any, ...], out: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> None:
+    """NumPy's error where the results may not be cast to the outputs' dtypes (`casting=`,
+    "same_kind" by default: `np.add(ints, floats, out=ints)`): the ufunc run on 0-d
+    stand-ins with the operands' dtypes raises it (a write would truncate silently)."""
+
+    def stand_in(x: Any) -> Any:
+        if isinstance(x, Tracer) or type(x) is np.ndarray or isinstance(x, np.generic):
+            return np.zeros((), x.dtype)
+        return x  # (Python numbers: NumPy's weak promotion decides)
+
+    probe_out = tuple(None if o is None else np.zeros((), o.dtype) for o in out)
+    probe_kwargs = {k: v for k, v in kwargs.items() if k in ("casting", "dtype", "signature")}
+    with np.errstate(all="ignore"):
+        ufunc(*map(stand_in, inputs), out=probe_out, **probe_kwargs)
 
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
@@ -89,6 +119,8 @@ def _array_function(
     in_place = IN_PLACE.get(func)
     if in_place is not None:
         return in_place(*args, **kwargs)
+    if func is _NP_ASTYPE and self is not None and args and isinstance(args[0], Tracer):
+        return _np_astype(*args, **kwargs)  # (not from `_astype`'s `_call`: self is None)
     if all(a is not self for a in args) and find_top_trace(args, kwargs) is None:
         # reached through `like=self` alone: create where the traced values live
         if _payload.like(self) is not None:
@@ -104,6 +136,7 @@ def _array_function(
         ):  # fmt: skip
             return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
+    _check_out_dtypes(out)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     result = bind(prim, args, kwargs)
     if func is np.choose and np.ndim(result) > np.ndim(out):
@@ -112,6 +145,15 @@ def _array_function(
 
 
 _PARTS = (np.real, np.imag)
+_NP_ASTYPE = getattr(np, "astype", None)  # (NumPy 2)
+
+
+def _np_astype(x: Tracer, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    """`np.astype` is the method: `copy=False` with the same dtype gives `x` itself (a
+    write into the result is a write into `x`), a NumPy scalar's conversion a scalar."""
+    if device not in (None, "cpu"):
+        raise ValueError(f"Unsupported device {device!r}")
+    return _astype(x, dtype, copy=copy)
 
 
 def _part_of_python_number(prim: Primitive, x: Any) -> Any:
@@ -244,6 +286,9 @@ def _copies(idx: Any) -> bool:
 
 
 def _setitem(self: Tracer, idx: Any, value: Any) -> None:
+    if _scalars.is_scalar(self):  # (NumPy scalars are immutable)
+        name = self.dtype.type.__name__
+        raise TypeError(f"'numpy.{name}' object does not support item assignment")
     setitem(self, idx, value)
 
 
