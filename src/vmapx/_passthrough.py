@@ -85,6 +85,7 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     tracers (a tracer): `obj` itself where NumPy would not copy."""
     copy = _COPY_MODES.get(copy, copy) if isinstance(copy, np._CopyMode) else copy
     same = isinstance(obj, Tracer) and (dtype is None or np.dtype(dtype) == obj.dtype)
+    out: Any
     if same and getattr(obj, "_scalar", False) and obj.ndim == 0:
         out = np.copy(obj)  # (a NumPy scalar converts to a new 0-d array: not a scalar)
         out._scalar = False
