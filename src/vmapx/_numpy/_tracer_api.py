@@ -45,7 +45,7 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
         inputs = _scalars.strengthen(inputs)[0]
     if out is None or all(o is None for o in out):
         return _scalars.mark(bind(prim, inputs, kwargs))
-    _check_out_dtypes(out)
+    _check_out_arrays(out)
     where = kwargs.get("where", True)
     if method == "__call__" and where is not True:
         # `out` keeps its values off the mask: computed everywhere (NumPy's masked-off
@@ -71,11 +71,15 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
     )
 
 
-def _check_out_dtypes(out: Any) -> None:
-    """NumPy's error for a NumPy scalar given as an output (immutable: no array)."""
+def _check_out_arrays(out: Any, function: bool = False) -> None:
+    """NumPy's error for a NumPy scalar given as an output (immutable: no array);
+    `function`: to a NumPy function's `out=` (NumPy 1.26 words it its own way)."""
     for o in out if type(out) is tuple else (out,):
         if isinstance(o, Tracer) and _scalars.is_scalar(o):
-            raise TypeError("return arrays must be of ArrayType")
+            old_words = function and not NUMPY2
+            raise TypeError(
+                "output must be an array" if old_words else "return arrays must be of ArrayType"
+            )
 
 
 def _check_out_casting(
@@ -136,7 +140,7 @@ def _array_function(
         ):  # fmt: skip
             return _scalars.mark(bind(prim, args, kwargs))
         return bind(prim, args, kwargs)
-    _check_out_dtypes(out)
+    _check_out_arrays(out, function=True)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     result = bind(prim, args, kwargs)
     if func is np.choose and np.ndim(result) > np.ndim(out):
