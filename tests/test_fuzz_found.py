@@ -607,6 +607,31 @@ def test_choose_into_an_output_of_fewer_dimensions_raises_numpys_error() -> None
         vmapx.vmap(_chosen_into_out)(a, b)
 
 
+def _sum_into_larger(a: np.ndarray) -> Any:
+    return np.sum(a, axis=0, out=a[:1] * 0)  # (NumPy: out must be the result's shape)
+
+
+def _take_into_larger(a: np.ndarray) -> Any:
+    return np.take(a, [0, 1], out=np.zeros((3, 2)) + a[0, :2])
+
+
+def _clip_into_larger(a: np.ndarray) -> Any:
+    return np.clip(a[0], 0.6, 0.9, out=np.zeros((2, 4)) + a[0])  # (a ufunc: broadcasts)
+
+
+@pytest.mark.parametrize("f", [_sum_into_larger, _take_into_larger])
+def test_a_numpy_functions_out_of_another_shape_follows_numpy(f: Any) -> None:
+    # NumPy's functions take an `out=` of exactly their result's shape (the ufunc-based
+    # ones broadcast into a larger one); vmap broadcast into any larger `out` and
+    # returned a value where the loop raises
+    a = np.random.default_rng(5).random((3, 4, 4))
+    with pytest.raises(ValueError):
+        f(a[0])
+    with pytest.raises(ValueError):
+        vmapx.vmap(f)(a)
+    check_vmap(_clip_into_larger, [a])
+
+
 def test_astype_of_a_numpy_scalar_stays_a_scalar() -> None:
     # `np.astype` of a NumPy scalar is a scalar (NumPy 2), so `s -= array` rebinds it;
     # vmap made it a 0-d array and the in-place operator raised where the loop works

@@ -143,9 +143,29 @@ def _array_function(
     _check_out_arrays(out, function=True)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     result = bind(prim, args, kwargs)
-    if func is np.choose and np.ndim(result) > np.ndim(out):
-        raise TypeError("choose: invalid shape for output array.")  # (NumPy's own)
+    if np.shape(result) != np.shape(out):
+        _numpy_on_stand_ins(func, args, {**kwargs, "out": out})
     return assign(out, result, operand=True)  # (NumPy's functions drop no dimension either)
+
+
+def _numpy_on_stand_ins(func: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> None:
+    """`func` run on zero-filled plain stand-ins of one example's traced values, for
+    NumPy's own error where it has one: whether an `out=` of another shape than the
+    result is taken is each function's rule (the ufunc-based ones broadcast into it,
+    `np.sum` or `np.take` require its exact shape)."""
+
+    def stand_in(x: Any, out: bool = False) -> Any:
+        if isinstance(x, Tracer) or (out and isinstance(x, np.ndarray)):
+            return np.zeros(x.shape, x.dtype)  # (never a write into the caller's array)
+        return x
+
+    def walk(x: Any, out: bool = False) -> Any:
+        if type(x) in (list, tuple):
+            return type(x)(walk(v, out) for v in x)
+        return stand_in(x, out)
+
+    with np.errstate(all="ignore"):
+        func(*walk(args), **{k: walk(v, k == "out") for k, v in kwargs.items()})
 
 
 _PARTS = (np.real, np.imag)
