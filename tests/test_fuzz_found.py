@@ -619,11 +619,22 @@ def _clip_into_larger(a: np.ndarray) -> Any:
     return np.clip(a[0], 0.6, 0.9, out=np.zeros((2, 4)) + a[0])  # (a ufunc: broadcasts)
 
 
-@pytest.mark.parametrize("f", [_sum_into_larger, _take_into_larger])
+def _outer_into_fewer(a: np.ndarray) -> Any:
+    return np.add.outer(a[0, :1], a[0], out=a[0] * 0)  # ((1, 4) into (4,))
+
+
+def _reduce_into_fewer(a: np.ndarray) -> Any:
+    return np.add.reduce(a, axis=0, keepdims=True, out=a[0] * 0)
+
+
+@pytest.mark.parametrize(
+    "f", [_sum_into_larger, _take_into_larger, _outer_into_fewer, _reduce_into_fewer]
+)
 def test_a_numpy_functions_out_of_another_shape_follows_numpy(f: Any) -> None:
-    # NumPy's functions take an `out=` of exactly their result's shape (the ufunc-based
-    # ones broadcast into a larger one); vmap broadcast into any larger `out` and
-    # returned a value where the loop raises
+    # NumPy's functions and ufunc methods take an `out=` of exactly their result's shape
+    # (the ufunc-based functions broadcast into a larger one); vmap broadcast into any
+    # larger `out`, or wrote as an assignment would, and returned a value where the loop
+    # raises
     a = np.random.default_rng(5).random((3, 4, 4))
     with pytest.raises(ValueError):
         f(a[0])

@@ -64,6 +64,10 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
     operand = method == "__call__" and ufunc.signature is None  # (gufuncs: their own rules)
     if operand:
         _check_out_casting(ufunc, inputs, out, kwargs)
+    elif method != "__call__" and any(
+        o is not None and np.shape(o) != np.shape(r) for o, r in zip(out, results, strict=True)
+    ):  # (`reduce`, `accumulate`, `outer`, `reduceat`: NumPy's own rule for out=)
+        _numpy_on_stand_ins(getattr(ufunc, method), inputs, {**kwargs, "out": out})
     if len(out) == 1:
         return assign(out[0], results[0], operand)
     return tuple(
