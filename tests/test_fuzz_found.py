@@ -753,3 +753,15 @@ def test_np_astype_without_a_copy_is_the_array_itself() -> None:
         return y, s, t
 
     check_vmap(f, [np.random.default_rng(4).random((3, 4))])
+
+
+def test_np_astype_on_another_device_raises_numpys_error() -> None:
+    if not hasattr(np, "astype"):
+        pytest.skip("np.astype is NumPy 2's")
+    f = lambda x: np.astype(x, np.float32, device="gpu")  # noqa: E731
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError, match="Device not understood"):
+        f(x[0])
+    with pytest.raises(ValueError, match="Device not understood"):
+        vmapx.vmap(f)(x)
+    check_vmap(lambda x: np.astype(x, np.float32, device="cpu"), [x])

@@ -400,15 +400,14 @@ class AutoChunk:
         slower = wall > SLOWER * (entry.baseline_wall or entry.whole_wall)
         entry.slow_calls = entry.slow_calls + 1 if slower else 0
         if entry.slow_calls >= STILL_SLOWER:
-            entry.retry_every = max(entry.retry_every, RETRY_CALLS // 2)
-            self._drop_threads(entry)
+            self._drop_threads(entry, paid=True)
 
-    def _drop_threads(self, entry: _Seen) -> None:
-        """One thread from now on; where threads paid once, tried again later (waiting
-        twice as long each time)."""
+    def _drop_threads(self, entry: _Seen, paid: bool = False) -> None:
+        """One thread from now on; where threads paid once (`paid`: they just did),
+        tried again later, waiting twice as long each time."""
         self._one_thread(entry)
-        if entry.retry_every:
-            entry.retry_every = min(2 * entry.retry_every, RETRY_MAX)
+        if paid or entry.retry_every:
+            entry.retry_every = min(max(2 * entry.retry_every, RETRY_CALLS), RETRY_MAX)
             entry.retry_in = entry.retry_every
 
 

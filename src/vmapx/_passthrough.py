@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _scalars
 from ._core import ConcretizationSignal, Trace, Tracer
 from ._frames import location, package_dir
 
@@ -86,7 +87,7 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     copy = _COPY_MODES.get(copy, copy) if isinstance(copy, np._CopyMode) else copy
     same = isinstance(obj, Tracer) and (dtype is None or np.dtype(dtype) == obj.dtype)
     out: Any
-    if same and getattr(obj, "_scalar", False) and obj.ndim == 0:
+    if same and _scalars.is_scalar(obj):
         out = np.copy(obj)  # (a NumPy scalar converts to a new 0-d array: not a scalar)
         out._scalar = False
     elif same:

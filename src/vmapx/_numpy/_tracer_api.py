@@ -147,9 +147,9 @@ def _array_function(
     _check_out_arrays(out, function=True)
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     result = bind(prim, args, kwargs)
-    if np.shape(result) != np.shape(out):
+    if np.shape(result) != np.shape(out):  # (each function's own rule: NumPy raises or not)
         _numpy_on_stand_ins(func, args, {**kwargs, "out": out})
-    return assign(out, result, operand=True)  # (NumPy's functions drop no dimension either)
+    return assign(out, result)
 
 
 def _numpy_on_stand_ins(func: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> None:
@@ -179,8 +179,8 @@ _NP_ASTYPE = getattr(np, "astype", None)  # (NumPy 2)
 def _np_astype(x: Tracer, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     """`np.astype` is the method: `copy=False` with the same dtype gives `x` itself (a
     write into the result is a write into `x`), a NumPy scalar's conversion a scalar."""
-    if device not in (None, "cpu"):
-        raise ValueError(f"Unsupported device {device!r}")
+    if device is not None:  # (NumPy's own check and error)
+        astype(np.zeros(0, x.dtype), dtype, device=device)
     return _astype(x, dtype, copy=copy)
 
 
@@ -413,8 +413,7 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
             return cast(Tracer, assign(self, fast(self)))
         result = bind(prim, (self, other), {})
         if result.dtype != self.dtype and not np.can_cast(result.dtype, self.dtype, "same_kind"):
-            dummy = np.zeros((1, 1), self.dtype)  # NumPy's own error: `int_array *= 1.5`
-            ufunc(dummy, np.zeros((1, 1), result.dtype), out=dummy)
+            _check_out_casting(ufunc, (self, other), (self,), {})  # (`int_array *= 1.5`)
         return cast(Tracer, assign(self, result, operand=ufunc is not np.matmul))
 
     return op, rop, iop
