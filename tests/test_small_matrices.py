@@ -1,7 +1,7 @@
-"""A batch of small matrices factored and solved entry by entry (`vmapx._numpy.
+"""`solve` of a batch of small triangular matrices by substitution (`vmapx._numpy.
 small_matrices`): the loop's values up to rounding, and LAPACK's own answers, errors and
-NaNs wherever the entry-by-entry path does not apply. The batches are large enough for
-that path (512 examples or more)."""
+NaNs wherever substitution would differ. The batches are large enough for that path
+(1024 examples or more)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 import vmapx
 from harness import check_vmap
-from np_compat import requires_numpy2
 from vmapx._numpy import small_matrices
 
 B = small_matrices._MIN_BATCH
@@ -42,56 +41,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list:
     return taken
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 6])
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cholesky_matches_the_loop(n: int, dtype: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    taken = _spy(monkeypatch, "small_cholesky")
-    a = _spd(np.random.default_rng(n), n, dtype=dtype)
-    a[:, 0, n - 1] = 1e30  # (NumPy reads the lower triangle only)
-    got = vmapx.vmap(np.linalg.cholesky)(a)
-    want = _loop(np.linalg.cholesky, a)
-    assert taken == [True]
-    assert got.dtype == want.dtype and got.shape == want.shape
-    tol = 1e-5 if dtype == np.float32 else 1e-13
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
-    assert not np.triu(got, 1).any()
-
-
-def test_cholesky_of_a_matrix_not_positive_definite_raises_like_the_loop(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    taken = _spy(monkeypatch, "small_cholesky")
-    a = _spd(np.random.default_rng(0), 3)
-    a[7] = np.diag([1.0, -1.0, 1.0])
-    with pytest.raises(np.linalg.LinAlgError) as want:
-        _loop(np.linalg.cholesky, a)
-    with pytest.raises(np.linalg.LinAlgError) as got:
-        vmapx.vmap(np.linalg.cholesky)(a)
-    assert str(got.value) == str(want.value)
-    assert taken == [False]
-
-
-def test_cholesky_of_a_nearly_singular_matrix_is_lapacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pivot within the margin of zero: LAPACK decides (its rounding, not ours)."""
-    taken = _spy(monkeypatch, "small_cholesky")
-    a = _spd(np.random.default_rng(1), 2)
-    a[3] = [[1.0, 1.0], [1.0, 1.0 + 1e-15]]
-    got = vmapx.vmap(np.linalg.cholesky)(a)
-    np.testing.assert_array_equal(got, np.linalg.cholesky(a))
-    assert taken == [False]
-
-
-def test_cholesky_with_nan_or_inf_gives_the_loops_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    taken = _spy(monkeypatch, "small_cholesky")
-    a = _spd(np.random.default_rng(2), 3)
-    a[5, 2, 0] = np.nan
-    a[9, 1, 1] = np.inf
-    got = vmapx.vmap(np.linalg.cholesky)(a)
-    np.testing.assert_array_equal(got, np.linalg.cholesky(a))
-    assert taken == [False]
-
-
-@pytest.mark.parametrize("n", [2, 5, 16])
+@pytest.mark.parametrize("n", [2, 5, 12])
 @pytest.mark.parametrize("columns", [None, 1, 3])
 @pytest.mark.parametrize("lower", [True, False])
 def test_triangular_solve_matches_the_loop(
@@ -147,13 +97,62 @@ def test_solve_of_what_is_not_a_triangular_system_is_lapacks(
 
 
 def test_small_batches_and_other_dtypes_keep_lapack(monkeypatch: pytest.MonkeyPatch) -> None:
-    taken = _spy(monkeypatch, "small_cholesky")
+    taken = _spy(monkeypatch, "triangular_solve")
     rng = np.random.default_rng(5)
-    few = _spd(rng, 3, size=8)
-    np.testing.assert_array_equal(vmapx.vmap(np.linalg.cholesky)(few), np.linalg.cholesky(few))
-    z = _spd(rng, 3).astype(np.complex128)
-    np.testing.assert_array_equal(vmapx.vmap(np.linalg.cholesky)(z), np.linalg.cholesky(z))
+    low = np.linalg.cholesky(_spd(rng, 3))
+    b = rng.standard_normal((B, 3, 1))
+    few = vmapx.vmap(np.linalg.solve)(low[:8], b[:8])
+    np.testing.assert_array_equal(few, np.linalg.solve(low[:8], b[:8]))
+    z = low.astype(np.complex128)
+    np.testing.assert_array_equal(vmapx.vmap(np.linalg.solve)(z, b), np.linalg.solve(z, b))
     assert taken == [False, False]
+
+
+# one example each, repeated: where LU's pivoting, subnormal values or an overflow make
+# LAPACK's answer (or error) differ from substitution's by more than rounding
+_LAPACKS_OWN = {
+    "a row swap, then a zero pivot": ([[1e-8, 0, 0], [1, 1e-16, 0], [2, 3, 1]], [1, 1, 1]),
+    "a row swap that loses digits": ([[1e-12, 0, 0], [2, 1e-12, 0], [3, -7, 3]], [1, 0.7, -0.3]),
+    "a result that overflows to inf": (np.diag([1e-200, 1.0]), [1e200, 1.0]),
+    "a result that overflows to nan": (np.diag([1.0, 1e-200]), [1.0, 1e200]),
+    "subnormal values": ([[2e-310, 0], [1e-310, 3e-310]], [1e-300, 1e-300]),
+    "a subnormal pivot": ([[3.97221075e-312, 0], [-7.81908462e-311, -2.57192241e-311]], [1, 1]),
+}
+
+
+@pytest.mark.parametrize("case", list(_LAPACKS_OWN))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_where_lapack_differs_from_substitution_the_loops_answer_is_given(
+    case: str, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = _spy(monkeypatch, "triangular_solve")
+    a, b = (np.asarray(x, dtype=np.float64) for x in _LAPACKS_OWN[case])
+    if dtype == np.float32:  # (the same cases, scaled into float32's range)
+        a, b = a / np.abs(a).max(), b / np.abs(b).max()
+        a[np.abs(a) < 1e-30] *= 0  # (float32's subnormals: dropped, not tested)
+    a, b = np.stack([a] * B).astype(dtype), np.stack([b] * B).astype(dtype)
+    with np.errstate(all="ignore"):
+        try:
+            want = _loop(np.linalg.solve, a, b)
+        except np.linalg.LinAlgError as error:
+            with pytest.raises(np.linalg.LinAlgError, match=str(error)):
+                vmapx.vmap(np.linalg.solve)(a, b)
+        else:
+            got = vmapx.vmap(np.linalg.solve)(a, b)
+            if taken == [True]:  # (float32, scaled: substitution may apply)
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+            else:
+                np.testing.assert_array_equal(got, want)
+    if dtype == np.float64:
+        assert taken == [False]
+
+
+def test_results_are_c_ordered_like_the_loops() -> None:
+    rng = np.random.default_rng(8)
+    low = np.linalg.cholesky(_spd(rng, 2))
+    got = vmapx.vmap(np.linalg.solve)(low, rng.standard_normal((B, 2, 2)))
+    assert got.flags.c_contiguous
+    got.view(np.complex128)  # (needs a contiguous last axis)
 
 
 def test_cholesky_and_solves_under_grad_match_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,12 +172,3 @@ def test_cholesky_and_solves_under_grad_match_the_loop(monkeypatch: pytest.Monke
         np.testing.assert_allclose(got[1][i], one[1], rtol=1e-10, atol=1e-12)
     assert any(taken)
     vmapx.check_grads(loss, (a[0], b[0]), order=1)
-
-
-@requires_numpy2("cholesky(upper=True)")
-def test_cholesky_upper_keeps_lapack(monkeypatch: pytest.MonkeyPatch) -> None:
-    taken = _spy(monkeypatch, "small_cholesky")
-    a = _spd(np.random.default_rng(7), 3)
-    got = vmapx.vmap(lambda m: np.linalg.cholesky(m, upper=True))(a)
-    np.testing.assert_array_equal(got, np.linalg.cholesky(a, upper=True))
-    assert taken == []

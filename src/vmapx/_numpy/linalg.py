@@ -7,9 +7,9 @@ same answers, eigenvector signs included). Arguments that broadcast against the 
 
 - `solve` with an unbatched `a` factorizes it once and solves every example's right-hand
   side as one more column; a vector `b` (NumPy 2: `b.ndim == 1`) stays a vector.
-- `cholesky` of many matrices of up to 6 rows, and `solve` of many triangular ones of up
-  to 16, run entry by entry over the batch (`small_matrices`: several times faster than
-  a LAPACK call per matrix; the loop's values up to rounding, LAPACK's errors).
+- `solve` of many triangular matrices of up to 12 rows (Cholesky and QR factors) is
+  substitution over the batch (`small_matrices`: several times faster than a LAPACK
+  call per matrix; the loop's values up to rounding, LAPACK's errors).
 - `lstsq` is not stacked in NumPy: with an unbatched `a` it is one call with every
   example's right-hand sides as columns; with a batched `a` it is the SVD minimum-norm
   solution with LAPACK's `rcond` cut-off (what `gelsd` computes).
@@ -57,7 +57,7 @@ from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
 from .reductions import has_short_rows, sum_of_short_rows
-from .small_matrices import small_cholesky, triangular_solve
+from .small_matrices import triangular_solve
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -213,21 +213,7 @@ def _cholesky_jvp(t: Any, ans: Any, a: Any, upper: bool = False) -> Any:
     return _h(dl) if upper else dl
 
 
-def _cholesky_rule(func: Callable[..., Any]) -> Callable[..., Any]:
-    stacked = _stacked(2)(func)
-
-    def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        if len(args) == 1 and not kwargs:
-            va, ba = unwrap(trace, args[0])
-            low = small_cholesky(va) if ba else None  # (None: not small matrices)
-            if low is not None:
-                return trace.wrap(low)
-        return stacked(trace, args, kwargs)
-
-    return rule
-
-
-defbatch(np.linalg.cholesky, _cholesky_rule)
+defbatch(np.linalg.cholesky, _stacked(2))
 defjvp(np.linalg.cholesky, _cholesky_jvp)
 
 

@@ -1,36 +1,35 @@
-"""A batch of small matrices factored and solved entry by entry, batch axis last.
+"""`solve` of a batch of small triangular matrices by substitution, batch axis last.
 
-NumPy's `linalg` runs one LAPACK call per matrix of a stack, ~100-250 ns each for
-matrices of a few rows, whatever the work inside. For thousands of small matrices the
-same algorithm written entry by entry, each step one NumPy call over the whole batch
-(the batch axis last: contiguous rows of the batch), is several times faster
-(measured, the checks below included, batch axis copied in and out):
+A Cholesky or QR factor is solved against (`solve(low, b)`, then `solve(low.T, y)`);
+NumPy solves it as any matrix: LU with pivoting, one LAPACK call per example of the
+stack, ~175 ns each for a 4x4 whatever the work inside. Substitution row by row, each
+term one NumPy call over the whole batch (each entry a contiguous row of the batch),
+is faster for thousands of small matrices (measured, the checks below and the copies
+in and out included; LAPACK's time in brackets): n=2, B=1024: 56 us (95); n=4,
+B=1024: 122 (180); n=4, B=5000: 287 (875); n=8, B=2000: 438 (869); n=12, B=2000: 895
+(1971). Not for fewer matrices (n=4, B=512: 103 against 93) nor larger ones (n=16,
+B=1000: 1482 against 1496; B=5000: 10.3 against 7.5 ms, the entries no longer fit in
+the cache that LAPACK's one matrix at a time does).
 
-| | LAPACK | entry by entry |
-|---|---|---|
-| `cholesky`, n=2, B=5000 | 273 us | 49 us |
-| `cholesky`, n=4, B=5000 | 552 us | 171 us |
-| `cholesky`, n=8, B=2000 | 532 us | 335 us |
-| `solve` of a triangular `a`, n=4, B=5000 | 868 us | 190 us |
-| `solve` of a triangular `a`, n=16, B=1000 | 1499 us | ~1000 us |
+Taken only where it computes what LAPACK computes, up to rounding, and LAPACK runs as
+the loop does everywhere else:
 
-(`cholesky` at n=16 is slower this way: 935 against 670 us.)
+- every example's `a` triangular the same way, with nonzero entries of `a` in the
+  normal range with room (at least `tiny / eps`: subnormal values lose digits, and
+  the two orders of operations would then differ by more than rounding), all finite;
+- no row swaps in LU's partial pivoting: for a lower triangular `a`, each diagonal
+  entry at least as large in magnitude as every entry below it in its column (an
+  upper triangular `a` never swaps). LU then factors `a` as `(a / diag) @ diag` and its
+  solve is this substitution with each term scaled by the diagonal and back (where a
+  row swap would happen, LU can meet a zero pivot, "Singular matrix", or lose digits
+  that substitution keeps: the loop's values are LAPACK's);
+- a finite result (where it overflows, the inf and NaN entries depend on the order of
+  operations).
 
-Both are taken only where they give what the loop gives up to rounding (~1e-15
-relative measured; the loop's LAPACK orders its sums otherwise), and where the loop
-would raise or would spread NaNs, LAPACK runs as the loop does:
-
-- `cholesky`: every entry of the lower triangles (the only ones NumPy reads) finite, and
-  every pivot `a_jj - sum(L_jk^2)` positive by a margin far above its rounding
-  (`_PIVOT_MARGIN` units of the dtype's epsilon per row, relative to `a_jj`): so LAPACK,
-  whose pivots differ from these by rounding, factors them too; a matrix that is not
-  positive definite, or nearly not, gets LAPACK's own answer or `LinAlgError`.
-- `solve(a, b)`: every example's `a` triangular the same way (a Cholesky or QR factor,
-  or its transpose: `solve(low.T, solve(low, b))`), its diagonal nonzero, `a` and `b`
-  finite. NumPy solves such a matrix by LU with pivoting; substitution gives the same
-  values up to rounding (LU divides by the diagonal first, substitution last).
-
-Real float32 and float64 only; under `vmapx.jit`'s recording (values that are not
+The values are then the loop's up to rounding: where a row's sum cancels (an
+ill-conditioned system) an entry may differ in its last digits relative to itself, as
+any two stable solvers do, and a zero's sign may differ. Real float32 and float64 of a
+batch of at least `_MIN_BATCH`; under `vmapx.jit`'s recording (values that are not
 arrays) and for another array library, the stacked LAPACK call.
 """
 
@@ -41,79 +40,67 @@ from typing import Any
 import numpy as np
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_CHOLESKY_MAX_N = 6  # (n=8 gains 1.3x alone, nothing in a whole call; n=16 loses)
-_SOLVE_MAX_N = 16
-_MIN_BATCH = 512  # (fewer matrices: the calls' own cost outweighs LAPACK's)
-_PIVOT_MARGIN = 64  # pivots at least this many epsilons per row of a_jj
-
-
-def _batch_of_small(v: Any, max_n: int) -> bool:
-    return (
-        type(v) is np.ndarray  # (values, not a `vmapx.jit` recording's; NumPy's)
-        and v.ndim == 3
-        and 2 <= v.shape[-1] == v.shape[-2] <= max_n
-        and v.shape[0] >= _MIN_BATCH
-        and v.dtype in _DTYPES
-    )
-
-
-def _entries(v: np.ndarray) -> np.ndarray:
-    """(B, n, n) -> a copy (n, n, B): each entry a contiguous row of the batch."""
-    return np.ascontiguousarray(np.moveaxis(v, 0, -1))
-
-
-def small_cholesky(va: Any) -> np.ndarray | None:
-    """`np.linalg.cholesky` of `va` (B, n, n), or None where LAPACK must run (above)."""
-    if not _batch_of_small(va, _CHOLESKY_MAX_N):
-        return None
-    n = va.shape[-1]
-    m = _entries(va)
-    rows, cols = np.tril_indices(n)
-    if not np.isfinite(m[rows, cols]).all():
-        return None
-    margin = _PIVOT_MARGIN * n * np.finfo(va.dtype).eps
-    low = np.zeros_like(m)
-    for j in range(n):
-        done = low[j, :j]  # row j of the factor, left of the diagonal
-        pivot = m[j, j] - np.einsum("kb,kb->b", done, done) if j else m[j, j].copy()
-        if not (pivot > margin * m[j, j]).all():
-            return None
-        diagonal = np.sqrt(pivot, out=low[j, j])
-        if j + 1 < n:
-            below = m[j + 1 :, j]
-            if j:
-                below = below - np.einsum("ikb,kb->ib", low[j + 1 :, :j], done)
-            np.divide(below, diagonal, out=low[j + 1 :, j])
-    return np.moveaxis(low, -1, 0)
+_MAX_N = 12
+_MIN_BATCH = 1024
 
 
 def triangular_solve(va: Any, vb: Any) -> np.ndarray | None:
     """`np.linalg.solve` per example of `va` (B, n, n) and `vb` (B, n) (vectors) or
-    (B, n, k), or None where LAPACK must run (above)."""
-    if not _batch_of_small(va, _SOLVE_MAX_N) or type(vb) is not np.ndarray:
-        return None
-    if vb.dtype != va.dtype or vb.shape[0] != va.shape[0]:
+    (B, n, k), or None where LAPACK must run (see above)."""
+    if (
+        type(va) is not np.ndarray  # (values, not a `vmapx.jit` recording's; NumPy's)
+        or type(vb) is not np.ndarray
+        or va.ndim != 3
+        or not 2 <= va.shape[-1] == va.shape[-2] <= _MAX_N
+        or va.shape[0] < _MIN_BATCH
+        or va.dtype not in _DTYPES
+        or vb.dtype != va.dtype
+        or vb.shape[0] != va.shape[0]
+    ):
         return None
     n = va.shape[-1]
     first = va[0]  # (a general matrix is told apart here, at little cost)
     lower = not np.triu(first, 1).any()
     if not lower and np.tril(first, -1).any():
         return None
-    m = _entries(va)
-    rows, cols = np.triu_indices(n, 1) if lower else np.tril_indices(n, -1)
-    diagonal = np.arange(n)
-    if m[rows, cols].any() or not m[diagonal, diagonal].all() or not np.isfinite(m).all():
+    m = np.ascontiguousarray(np.moveaxis(va, 0, -1))  # (n, n, B): entry by entry
+    if not _substitution_computes_lapacks(m, lower):
         return None
     rhs = vb if vb.ndim == 3 else vb[..., None]
-    if not np.isfinite(rhs).all():
+    x = np.ascontiguousarray(np.moveaxis(rhs, 0, -1))  # (n, k, B): row i of every b
+    if x is rhs or np.shares_memory(x, rhs):
+        x = x.copy()
+    if not np.isfinite(x).all():
         return None
-    r = np.moveaxis(rhs, 0, -1).copy()  # (n, k, B): row i of every example's b
-    x = np.empty_like(r)
     order = range(n) if lower else range(n - 1, -1, -1)
-    for step, i in enumerate(order):
-        acc = r[i]
-        for j in order[:step]:
-            acc -= m[i, j] * x[j]
-        np.divide(acc, m[i, i], out=x[i])
-    out = np.moveaxis(x, -1, 0)
+    with np.errstate(all="ignore"):  # (an overflow goes to LAPACK, below)
+        for step, i in enumerate(order):
+            row = x[i]  # b's row, then the solution's, in place
+            for j in order[:step]:
+                row -= m[i, j] * x[j]
+            np.divide(row, m[i, i], out=row)
+    if not np.isfinite(x).all():
+        return None
+    out = np.ascontiguousarray(np.moveaxis(x, -1, 0))  # (B, n, k), as the loop's
     return out if vb.ndim == 3 else out[..., 0]
+
+
+def _substitution_computes_lapacks(m: np.ndarray, lower: bool) -> bool:
+    """Whether every matrix of `m` (n, n, B) is triangular (`lower` or upper) with
+    entries in the normal range and finite, and, lower, needs no row swap in LU."""
+    n = m.shape[0]
+    zero_rows, zero_cols = np.triu_indices(n, 1) if lower else np.tril_indices(n, -1)
+    if m[zero_rows, zero_cols].any():
+        return False
+    size = np.abs(m)
+    if not np.isfinite(size).all():
+        return False
+    smallest = np.finfo(m.dtype).tiny / np.finfo(m.dtype).eps
+    diagonal = size[np.arange(n), np.arange(n)]  # (n, B)
+    if not (diagonal >= smallest).all():
+        return False
+    rows, cols = np.tril_indices(n, -1) if lower else np.triu_indices(n, 1)
+    off = size[rows, cols]
+    if ((off != 0) & (off < smallest)).any():
+        return False
+    return not lower or bool((off <= diagonal[cols]).all())
