@@ -128,9 +128,7 @@ def main(argv: list[str]) -> int:
             if not times:
                 row[method + " note"] = runs[0]["note"]
         rows.append(row)
-        shown = "  ".join(
-            f"{m} {row[m]:.3g}" if row[m] is not None else f"{m} -" for m in METHODS
-        )
+        shown = "  ".join(f"{m} {row[m]:.3g}" if row[m] is not None else f"{m} -" for m in METHODS)
         print(f"{key:12s} {shown}", flush=True)
     text = _report(rows, opts.rounds)
     (HERE / "fresh.md").write_text(text)
