@@ -44,7 +44,7 @@ from .._compat import NUMPY2, present
 from .._payload import like
 from .._registry import get_arg, register
 from .._rule_helpers import flat_shape, in_example_order
-from .ufuncs import gufunc_rule
+from .ufuncs import gufunc_rule, outer_by_columns
 
 _GENERIC_MATMUL = gufunc_rule(np.matmul)
 # batched (n, k) @ unbatched (k,): one GEMV over (B*n, k) up to this n*k; above it
@@ -208,6 +208,9 @@ def _products(va: Any, ba: bool, a: str, vb: Any, bb: bool, b: str, out: str) ->
     va, vb = spread(va, ba, a), spread(vb, bb, b)
     if ba != bb:  # (the unbatched operand: a leading axis of one for the batch)
         va, vb = (va, vb[None]) if ba else (va[None], vb)
+    by_columns = outer_by_columns(None, np.multiply, va, vb)  # (few columns)
+    if by_columns is not None:
+        return by_columns
     return computed(np.multiply, va, vb)  # (into a chunk's output slice where one fits)
 
 

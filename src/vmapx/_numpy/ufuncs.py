@@ -75,7 +75,9 @@ def call_rule(ufunc: np.ufunc) -> Any:
         if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
             vals = _numpy1_promotion(trace, ufunc, args, vals)
         if not kwargs and len(vals) == 2 and ufunc.nout == 1:
-            out = _with_short_last_axis_moved(ufunc, vals)
+            out = outer_by_columns(trace, ufunc, *vals)
+            if out is None:
+                out = _with_short_last_axis_moved(ufunc, vals)
             if out is None and not _chunk_outputs.active:
                 out = _with_batch_axis_last(trace, ufunc, args, vals)
             if out is not None:
@@ -87,6 +89,51 @@ def call_rule(ufunc: np.ufunc) -> Any:
         return _wrap(trace, ufunc(*vals, **kwargs))
 
     return rule
+
+
+_OUTER_MIN_SIZE = 1 << 14  # elements of the result...
+_OUTER_COLUMNS = 8  # ...of at most this many columns
+
+
+def outer_by_columns(trace: BatchTrace | None, ufunc: np.ufunc, a: Any, b: Any) -> Any:
+    """`ufunc(a, b)` of an outer product over the last two axes, `a` (..., I, 1) and `b`
+    (..., 1, J) with the same leading axes (a weight's per-example gradient:
+    `g[:, :, None] * x[:, None, :]`, `np.outer`, the matmul rule's cotangents), computed
+    column by column: NumPy's broadcast loop runs J elements at a time, ~4x slower per
+    element than a long loop, where each column is one call over I elements (measured
+    (2048, 32, 4): 216 against 551 us; (1000, 8, 4): 32 against 72). Same values: each
+    element is the ufunc of the same two numbers (einsum's product would be, but for
+    the sign of a zero: it adds the product to 0). Into a chunk's output slice where
+    one is offered (`_chunk_outputs`). None where it does not apply: more columns than
+    rows, or few elements. `trace`: the batch trace of the operands (None: the only one
+    on this thread's stack, see `ufunc_destination`)."""
+    # cheap tests first: this runs for every binary ufunc call
+    if (
+        type(a) not in PLAIN_ARRAYS
+        or type(b) not in PLAIN_ARRAYS
+        or a.ndim < 3
+        or a.ndim != b.ndim
+        or a.shape[-1] != 1
+        or b.shape[-2] != 1
+    ):
+        return None
+    rows, columns = a.shape[-2], b.shape[-1]
+    if not 2 <= columns <= min(_OUTER_COLUMNS, rows - 1) or a.shape[:-2] != b.shape[:-2]:
+        return None
+    if math.prod(a.shape[:-1]) * columns < _OUTER_MIN_SIZE:
+        return None
+    if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+        return None
+    left = a[..., 0]
+    first = ufunc(left, b[..., 0, :1])  # (its dtype is the result's)
+    shape = (*left.shape, columns)
+    out = ufunc_destination(trace, ufunc, (a, b)) if _chunk_outputs.active else None
+    if out is None or out.dtype != first.dtype:
+        out = np.empty(shape, dtype=first.dtype)
+    out[..., 0] = first
+    for j in range(1, columns):
+        ufunc(left, b[..., 0, j : j + 1], out=out[..., j])
+    return out
 
 
 _SHORT_AXIS = 4  # a last axis this short makes NumPy's inner loop short...
