@@ -140,6 +140,40 @@ def test_convolve_long_rows_both_batched(func: Callable, lengths: tuple) -> None
         _check_all(lambda a, v, mode=mode: func(a, v, mode), [(n,), (m,)], "complex128")
 
 
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("func", [np.convolve, np.correlate], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+@pytest.mark.parametrize("kernel_first", [False, True])
+def test_convolve_with_a_long_shared_kernel_by_blocked_gemm(
+    func: Callable, mode: str, dtype: str, kernel_first: bool
+) -> None:
+    """A shared kernel of 16 taps or more and enough outputs: blocks of outputs by a
+    Toeplitz GEMM (`_blocked_toeplitz`), the loop's values up to rounding."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((80, 300)).astype(dtype)
+    k = rng.standard_normal(21).astype(dtype)
+    if dtype == "complex128":
+        x, k = x + 1j * x[:, ::-1], k - 0.5j * k[::-1]
+
+    def f(x: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return func(k, x, mode) if kernel_first else func(x, k, mode)
+
+    got = vmapx.vmap(f, in_axes=(0, None))(x, k)
+    want = np.stack([f(row, k) for row in x])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    rtol = 1e-5 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+def test_convolve_with_a_long_shared_kernel_and_an_inf_is_the_loops() -> None:
+    rng = np.random.default_rng(2)
+    x, k = rng.standard_normal((80, 300)), rng.standard_normal(20)
+    x[3, 7] = np.inf
+    with np.errstate(invalid="ignore"):
+        got = vmapx.vmap(np.convolve, in_axes=(0, None))(x, k)
+        np.testing.assert_array_equal(got, np.stack([np.convolve(r, k) for r in x]))
+
+
 @pytest.mark.parametrize("func", [np.convolve, np.correlate], ids=lambda f: f.__name__)
 def test_convolve_zero_batch(func: Callable) -> None:
     rng = np.random.default_rng(0)

@@ -520,6 +520,8 @@ def _full_one(conv: bool, va: Any, ba: bool, vv: Any, n: int, m: int) -> Any:
         return _full_one(True, vv, True, va[::-1], m, n)[:, ::-1]
     xb, k, nx, nk = (va, vv, n, m) if ba else (vv, va, m, n)  # convolution commutes
     length = nx + nk - 1
+    if nx >= nk >= _TOEPLITZ_MIN_KERNEL and _gemm_ready(xb, k, length):
+        return _blocked_toeplitz(xb, k, nx, nk)
     if nx >= nk:
         # rows with nk - 1 trailing zeros laid end to end: one full convolution of that
         # long vector holds every row's full convolution (NumPy's own kernel, one copy)
@@ -530,6 +532,43 @@ def _full_one(conv: bool, va: Any, ba: bool, vv: Any, n: int, m: int) -> Any:
     # short batched rows, long kernel: one GEMM with the (nx, length) Toeplitz matrix
     idx = np.arange(length, like=like(k))[None, :] - np.arange(nx, like=like(k))[:, None] + (nx - 1)
     return xb @ _padded(k, nx - 1)[idx]
+
+
+_TOEPLITZ_MIN_KERNEL = 16  # kernel taps...
+_TOEPLITZ_MIN_OUTPUTS = 1 << 14  # ...and outputs of the whole batch for the blocked GEMM
+_GEMM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _gemm_ready(xb: Any, k: Any, length: int) -> bool:
+    return (
+        xb.shape[0] * length >= _TOEPLITZ_MIN_OUTPUTS
+        and type(xb) is np.ndarray  # (windows are strided views: NumPy's arrays only)
+        and type(k) is np.ndarray
+        and xb.dtype in _GEMM_DTYPES
+        and k.dtype == xb.dtype
+    )
+
+
+def _blocked_toeplitz(xb: np.ndarray, k: np.ndarray, nx: int, nk: int) -> np.ndarray:
+    """Full convolutions of the rows of `xb` (B, nx) with a shared kernel `k` (nk <= nx)
+    in blocks of `2 nk` outputs: each block is one row of a GEMM, the `3 nk - 1` inputs it
+    reads (a window of the zero-padded row) times the Toeplitz matrix of `k`. BLAS runs
+    it ~2.8x faster than NumPy's kernel on the rows laid end to end (B=500, nx=1024,
+    nk=32: 1.9 against 5.3 ms); for short kernels it is slower (nk=8: 1.1 against 0.9),
+    so those keep the long convolution. Sums in BLAS's order: the loop's values up to
+    rounding (as the Toeplitz GEMM for short rows below)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    rows, length, block = xb.shape[0], nx + nk - 1, 2 * nk
+    blocks = -(-length // block)
+    padded = np.zeros((rows, blocks * block + nk - 1), dtype=xb.dtype)
+    padded[:, nk - 1 : nk - 1 + nx] = xb
+    windows = sliding_window_view(padded, block + nk - 1, axis=1)[:, ::block]
+    # output u of a block reads window entry r with the kernel's tap u + nk - 1 - r
+    tap = np.arange(block)[None, :] + (nk - 1) - np.arange(block + nk - 1)[:, None]
+    toeplitz = np.where((tap >= 0) & (tap < nk), k[np.clip(tap, 0, nk - 1)], 0).astype(k.dtype)
+    out = np.reshape(windows, (rows * blocks, block + nk - 1)) @ toeplitz
+    return np.reshape(out, (rows, blocks * block))[:, :length]
 
 
 def _full_both(func: Callable[..., Any], va: Any, vv: Any, n: int, m: int) -> Any:
