@@ -142,6 +142,22 @@ def test_an_error_in_a_chunk_is_raised_and_leaves_no_state():
     assert not vmapx._core._state.stack
 
 
+def test_chunks_on_threads_follow_the_callers_numpy_error_handling():
+    """`np.errstate` is per thread: chunks on the pool run under the caller's, as the
+    loop does (an overflow raises where the caller asked NumPy to raise)."""
+    x = np.full((300, 5), 1e300)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        vmap(lambda v: v * v, chunk_size=100, workers=2)(x)
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = vmap(lambda v: v * v, chunk_size=100, workers=2)(x)
+    assert np.isinf(out).all()
+    seen = []
+    with np.errstate(call=lambda kind, flag: seen.append(kind), over="call"):
+        vmap(lambda v: v * v, chunk_size=100, workers=2)(x)
+    assert seen and set(seen) == {"overflow"}
+
+
 def test_chunks_that_loop_take_the_loops_dtype():
     kinds = [np.int8, np.uint8, np.float16, np.float16]
     x = np.arange(4.0)[:, None] * np.ones((4, 2))

@@ -42,7 +42,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list:
 
 
 @pytest.mark.parametrize("n", [2, 5, 12])
-@pytest.mark.parametrize("columns", [None, 1, 3])
+@pytest.mark.parametrize("columns", [None, 1, 2])
 @pytest.mark.parametrize("lower", [True, False])
 def test_triangular_solve_matches_the_loop(
     n: int, columns: int | None, lower: bool, monkeypatch: pytest.MonkeyPatch

@@ -807,12 +807,13 @@ def _chunked(
         dtypes: list[Any] = []
         slices = None if _core._state.stack else joined.slices(start, stop)
         if slices is None:
-            out = _run(
-                f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
-                watch_hidden=workers == 1,
-            )  # fmt: skip
+            with _chunk_outputs.running_chunk():
+                out = _run(
+                    f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
+                    watch_hidden=workers == 1,
+                )  # fmt: skip
             return out, dtypes or None
-        with _chunk_outputs.offered(list(slices)) as offer:  # (computed in place)
+        with _chunk_outputs.offered(list(slices)) as offer, _chunk_outputs.running_chunk():
             out = _run(
                 f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
                 watch_hidden=workers == 1,

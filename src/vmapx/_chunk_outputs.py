@@ -111,6 +111,25 @@ def offered(regions: list[Any]) -> Iterator[_Offer]:
 
 
 @contextmanager
+def running_chunk() -> Iterator[None]:
+    """While the block runs, this thread runs one chunk of a chunked call, whose results
+    are copied into the whole batch's outputs where they are not computed in them: rules
+    that could lay a result out with the batch axis last should make it in C order (the
+    copy would transpose it: `ufuncs.outer_by_columns`)."""
+    depth = getattr(_local, "chunks", 0)
+    _local.chunks = depth + 1
+    try:
+        yield
+    finally:
+        _local.chunks = depth
+
+
+def in_chunk() -> bool:
+    """Whether this thread runs a chunk of a chunked call (`running_chunk`)."""
+    return bool(getattr(_local, "chunks", 0))
+
+
+@contextmanager
 def withheld() -> Iterator[None]:
     """While the block runs, nothing is offered to this thread: the per-example loop
     runs `f` on plain examples, where a `vmap` inside `f` is the outermost trace and its

@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from . import _core, _progress
 from ._config import config
 
@@ -155,13 +157,17 @@ def map_in_order(
     chunks = iter(enumerate(bounds))
     spent: list[float] = []  # (list.append is atomic)
     waits: list[float] = []
+    # NumPy's error handling is per thread: the chunks run under the caller's
+    # (`np.errstate(over="raise")` raises in the loop, so it must in every chunk)
+    errors, handler = np.geterr(), np.geterrcall()
 
     def task(k: int, start: int, stop: int, handed: float) -> None:
         waits.append(time.perf_counter() - handed)
         cpu = time.thread_time()
         _local.inside = True
         try:
-            out = run(start, stop)
+            with np.errstate(call=handler, **errors):  # type: ignore[arg-type]  # (None: none set)
+                out = run(start, stop)
         finally:
             _local.inside = False
         try:

@@ -59,6 +59,8 @@ def triangular_solve(va: Any, vb: Any) -> np.ndarray | None:
         or va.dtype not in _DTYPES
         or vb.dtype != va.dtype
         or vb.shape[0] != va.shape[0]
+        or (vb.ndim == 3 and vb.shape[-1] > va.shape[-1])  # (LAPACK's BLAS-3 solve of
+        # many right-hand sides: n=8, 64 columns, 12.7 against 13.9 ms)
     ):
         return None
     n = va.shape[-1]
