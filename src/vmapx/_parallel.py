@@ -85,14 +85,15 @@ def resolve_workers(workers: int | None) -> int:
     return available_cores() if workers is None else workers
 
 
+def on_pool_thread() -> bool:
+    """Whether this thread runs a chunk for the pool (where BLAS has one thread: rules
+    that would trade more arithmetic for BLAS's threads should not)."""
+    return bool(getattr(_local, "inside", False))
+
+
 def can_run_parallel(workers: int, chunks: int) -> bool:
     """Whether chunks may go to the pool from this thread now (see the module)."""
-    return (
-        workers > 1
-        and chunks > 1
-        and not _core._state.stack
-        and not getattr(_local, "inside", False)
-    )
+    return workers > 1 and chunks > 1 and not _core._state.stack and not on_pool_thread()
 
 
 def run_chunks(

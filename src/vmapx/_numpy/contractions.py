@@ -41,6 +41,7 @@ from .._batching import (
 )
 from .._chunk_outputs import computed
 from .._compat import NUMPY2, present
+from .._parallel import on_pool_thread
 from .._payload import like
 from .._registry import get_arg, register
 from .._rule_helpers import flat_shape, in_example_order
@@ -542,6 +543,7 @@ _GEMM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.comple
 def _gemm_ready(xb: Any, k: Any, length: int) -> bool:
     return (
         xb.shape[0] * length >= _TOEPLITZ_MIN_OUTPUTS
+        and not on_pool_thread()  # (see `_blocked_toeplitz`)
         and type(xb) is np.ndarray  # (windows are strided views: NumPy's arrays only)
         and type(k) is np.ndarray
         and xb.dtype in _GEMM_DTYPES
@@ -549,26 +551,42 @@ def _gemm_ready(xb: Any, k: Any, length: int) -> bool:
     )
 
 
+_TOEPLITZ_ROWS_BYTES = 1 << 17  # the rows one GEMM reads at a time
+
+
 def _blocked_toeplitz(xb: np.ndarray, k: np.ndarray, nx: int, nk: int) -> np.ndarray:
     """Full convolutions of the rows of `xb` (B, nx) with a shared kernel `k` (nk <= nx)
     in blocks of `2 nk` outputs: each block is one row of a GEMM, the `3 nk - 1` inputs it
     reads (a window of the zero-padded row) times the Toeplitz matrix of `k`. BLAS runs
     it ~2.8x faster than NumPy's kernel on the rows laid end to end (B=500, nx=1024,
-    nk=32: 1.9 against 5.3 ms); for short kernels it is slower (nk=8: 1.1 against 0.9),
-    so those keep the long convolution. Sums in BLAS's order: the loop's values up to
-    rounding (as the Toeplitz GEMM for short rows below)."""
+    nk=32: 1.9 against 5.3 ms, BLAS on both cores); for short kernels it is slower (nk=8:
+    1.1 against 0.9), so those keep the long convolution, as chunks on the pool's threads
+    do (one BLAS thread each: twice the arithmetic then loses). A few rows at a time
+    (`_TOEPLITZ_ROWS_BYTES` of them), written into the result: temporaries of the whole
+    batch (the padded rows, their windows, the products) are megabytes of new memory at
+    every call where the allocator gives large blocks back, whose page faults cost more
+    than BLAS gains (5-10 ms against 6.5 for the long convolution in a fresh process).
+    Sums in BLAS's order: the loop's values up to rounding (as the Toeplitz GEMM for
+    short rows below)."""
     from numpy.lib.stride_tricks import sliding_window_view
 
     rows, length, block = xb.shape[0], nx + nk - 1, 2 * nk
     blocks = -(-length // block)
-    padded = np.zeros((rows, blocks * block + nk - 1), dtype=xb.dtype)
-    padded[:, nk - 1 : nk - 1 + nx] = xb
-    windows = sliding_window_view(padded, block + nk - 1, axis=1)[:, ::block]
+    width = blocks * block + nk - 1
     # output u of a block reads window entry r with the kernel's tap u + nk - 1 - r
     tap = np.arange(block)[None, :] + (nk - 1) - np.arange(block + nk - 1)[:, None]
     toeplitz = np.where((tap >= 0) & (tap < nk), k[np.clip(tap, 0, nk - 1)], 0).astype(k.dtype)
-    out = np.reshape(windows, (rows * blocks, block + nk - 1)) @ toeplitz
-    return np.reshape(out, (rows, blocks * block))[:, :length]
+    out = np.empty((rows, blocks * block), dtype=xb.dtype)
+    step = max(1, _TOEPLITZ_ROWS_BYTES // (width * xb.itemsize))
+    padded = np.zeros((min(step, rows), width), dtype=xb.dtype)
+    for start in range(0, rows, step):
+        part = xb[start : start + step]
+        here = padded[: len(part)]
+        here[:, nk - 1 : nk - 1 + nx] = part
+        windows = sliding_window_view(here, block + nk - 1, axis=1)[:, ::block]
+        flat = np.reshape(windows, (len(part) * blocks, block + nk - 1))
+        np.matmul(flat, toeplitz, out=np.reshape(out[start : start + len(part)], (-1, block)))
+    return out[:, :length]
 
 
 def _full_both(func: Callable[..., Any], va: Any, vv: Any, n: int, m: int) -> Any:
