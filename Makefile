@@ -95,6 +95,7 @@ $(VENV)/.bench-installed: $(STAMP)
 
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/run.py --threads 0
+	$(PY) benchmarks/fresh.py
 	$(PY) benchmarks/mlp_grads.py
 	$(PY) benchmarks/ragged.py
 	$(PY) benchmarks/parallel.py
