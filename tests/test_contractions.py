@@ -165,6 +165,40 @@ def test_convolve_with_a_long_shared_kernel_by_blocked_gemm(
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
 
 
+@pytest.mark.parametrize("scale", [1e200, 1e150])
+def test_convolve_whose_products_overflow_is_the_loops(scale: float) -> None:
+    """Finite values whose products (or their sums) overflow: row by row, as the loop
+    (the batched forms would turn NumPy's NaN into inf, or leak NaN across rows), and no
+    overflow reported where NumPy's kernel reports none."""
+    x = np.full((512, 32), scale)
+    x[:, 1::2] *= -1
+    k = np.full(16, scale)
+    with np.errstate(all="raise"):
+        want = np.stack([np.convolve(r, k) for r in x])
+        got = vmapx.vmap(lambda r: np.convolve(r, k), chunk_size=None)(x)
+    if scale > 1e154:  # (products overflow: row by row, NumPy's own values)
+        np.testing.assert_array_equal(got, want)
+    else:  # (no overflow: the sums cancel, equal up to rounding of their terms)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13 * scale * scale)
+
+
+def test_convolve_with_a_very_long_shared_kernel_keeps_numpys_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Toeplitz matrix grows as the square of the kernel: none past 64 taps."""
+    import vmapx._numpy.contractions as contractions
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the blocked GEMM ran for a 300-tap kernel")
+
+    monkeypatch.setattr(contractions, "_blocked_toeplitz", refuse)
+    rng = np.random.default_rng(3)
+    x, k = rng.standard_normal((64, 400)), rng.standard_normal(300)
+    got = vmapx.vmap(np.convolve, in_axes=(0, None))(x, k)
+    want = np.stack([np.convolve(r, k) for r in x])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
 def test_convolve_with_a_long_shared_kernel_and_an_inf_is_the_loops() -> None:
     rng = np.random.default_rng(2)
     x, k = rng.standard_normal((80, 300)), rng.standard_normal(20)
