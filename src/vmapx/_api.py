@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
@@ -806,19 +807,15 @@ def _chunked(
         part = [_slice_axis(x, ax, start, stop) for x, ax in zip(leaves, axes, strict=True)]
         dtypes: list[Any] = []
         slices = None if _core._state.stack else joined.slices(start, stop)
-        if slices is None:
-            with _chunk_outputs.running_chunk():
-                out = _run(
-                    f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
-                    watch_hidden=workers == 1,
-                )  # fmt: skip
-            return out, dtypes or None
-        with _chunk_outputs.offered(list(slices)) as offer, _chunk_outputs.running_chunk():
+        offer = contextlib.nullcontext() if slices is None else _chunk_outputs.offered(list(slices))
+        with offer as offered, _chunk_outputs.running_chunk():  # (computed in place)
             out = _run(
                 f, opts, part, treedef, axes, kwargs, stop - start, dtypes=dtypes,
                 watch_hidden=workers == 1,
             )  # fmt: skip
-        return joined.place(out, slices, offer.claimed), dtypes or None
+        if offered is None:  # (nothing offered: the results are placed when joined)
+            return out, dtypes or None
+        return joined.place(out, slices, offered.claimed), dtypes or None
 
     def join(result: tuple[Any, ...], start: int, stop: int) -> None:
         joined.add(result[0], start, stop, result[1])

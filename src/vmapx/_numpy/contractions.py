@@ -452,8 +452,7 @@ def _conv_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             like = va if ba else vv
             dtype = np.result_type(va.dtype, vv.dtype)
             return trace.wrap(np.zeros_like(like, shape=(0, _mode_len(mode, n, m)), dtype=dtype))
-        if not _finite(va, vv) or not _no_overflow(va, vv, min(n, m)):
-            # (the fast paths below multiply zeros of padding too, and sum in other orders)
+        if not _batchable_values(va, vv, min(n, m)):
             rows = (
                 zip(va, vv, strict=True)
                 if ba and bv
@@ -474,14 +473,26 @@ def _conv_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     return rule
 
 
-def _finite(*values: Any) -> bool:
-    """Whether the operands hold finite numbers only (False where they are not NumPy
-    arrays: their values are not read). NumPy's kernel sums only the products of
-    overlapping elements; vmapx's batched forms multiply zeros of padding too, which
-    turns an inf or NaN into NaN where NumPy's result is finite."""
-    return all(type(v) is np.ndarray for v in values) and all(
-        v.dtype.kind in "biu" or bool(np.isfinite(v).all()) for v in values
-    )
+def _batchable_values(a: Any, b: Any, terms: int) -> bool:
+    """Whether the batched forms below give what NumPy's kernel gives row by row: NumPy
+    arrays (False for others: their values are not read) of finite numbers whose sums of
+    `terms` products cannot overflow. NumPy's kernel sums only the products of
+    overlapping elements; the batched forms multiply zeros of padding too (an inf or NaN
+    becomes NaN where NumPy's result is finite, and leaks into the next row laid end to
+    end), and sum in other orders, BLAS's with fused multiply-adds (an overflowing sum
+    stays inf where NumPy's makes NaN). Elsewhere the rule runs NumPy's kernel row by
+    row. One bound covers both: an inf or NaN makes it inf or NaN, never below the
+    dtype's largest value."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        return False
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu" or not a.size or not b.size:
+        return True  # (integers wrap the same in any order)
+    largest = [
+        float(np.abs(v).max()) if v.dtype.kind == "c" else max(float(v.max()), -float(v.min()))
+        for v in (a, b)
+    ]
+    top = float(np.finfo(np.result_type(a.dtype, b.dtype, np.float16)).max)
+    return largest[0] * largest[1] * terms * 4 < top
 
 
 def _as_1d(v: Any, batched: bool, shape: tuple[Any, ...]) -> Any:
@@ -558,21 +569,6 @@ def _gemm_ready(xb: Any, k: Any, length: int) -> bool:
     )
 
 
-def _no_overflow(a: np.ndarray, b: np.ndarray, terms: int) -> bool:
-    """Whether no sum of `terms` products of entries of `a` and `b` can overflow (finite
-    values, checked before). Where one can, the batched forms (zeros of padding times an
-    inf, BLAS's fused multiply-adds, other orders of the sum) make NaN or inf where
-    NumPy's kernel, row by row, does not: the rule then runs it row by row."""
-    if a.dtype.kind in "biu" and b.dtype.kind in "biu" or not a.size or not b.size:
-        return True  # (integers wrap the same in any order)
-    largest = [
-        float(np.abs(v).max()) if v.dtype.kind == "c" else max(float(v.max()), -float(v.min()))
-        for v in (a, b)
-    ]
-    top = float(np.finfo(np.result_type(a.dtype, b.dtype, np.float16)).max)
-    return largest[0] * largest[1] * terms * 4 < top
-
-
 _TOEPLITZ_ROWS_BYTES = 1 << 17  # the rows one GEMM reads at a time
 
 
@@ -601,7 +597,7 @@ def _blocked_toeplitz(xb: np.ndarray, k: np.ndarray, nx: int, nk: int) -> np.nda
     out = np.empty((rows, blocks * block), dtype=xb.dtype)
     step = max(1, _TOEPLITZ_ROWS_BYTES // (width * xb.itemsize))
     padded = np.zeros((min(step, rows), width), dtype=xb.dtype)
-    for start in range(0, rows, step):  # (no overflow: `_no_overflow`; no flag to report)
+    for start in range(0, rows, step):  # (no overflow: `_batchable_values`; none to report)
         part = xb[start : start + step]
         here = padded[: len(part)]
         here[:, nk - 1 : nk - 1 + nx] = part

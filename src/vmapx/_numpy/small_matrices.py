@@ -72,9 +72,7 @@ def triangular_solve(va: Any, vb: Any) -> np.ndarray | None:
     if not _substitution_computes_lapacks(m, lower):
         return None
     rhs = vb if vb.ndim == 3 else vb[..., None]
-    x = np.ascontiguousarray(np.moveaxis(rhs, 0, -1))  # (n, k, B): row i of every b
-    if x is rhs or np.shares_memory(x, rhs):
-        x = x.copy()
+    x = np.moveaxis(rhs, 0, -1).copy(order="C")  # (n, k, B): row i of every b, ours
     if not np.isfinite(x).all():
         return None
     order = range(n) if lower else range(n - 1, -1, -1)

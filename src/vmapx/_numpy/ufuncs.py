@@ -75,13 +75,15 @@ def call_rule(ufunc: np.ufunc) -> Any:
         if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
             vals = _numpy1_promotion(trace, ufunc, args, vals)
         if not kwargs and len(vals) == 2 and ufunc.nout == 1:
-            out = outer_by_columns(trace, ufunc, vals[0], vals[1])
-            if out is None:
+            columns = _outer_columns(vals[0], vals[1])  # (0: not an outer product)
+            if columns and columns <= _outer_limit():
+                out = _by_columns(trace, ufunc, vals[0], vals[1], columns)
+            else:
                 out = _with_short_last_axis_moved(ufunc, vals)
-            if out is None and not _chunk_outputs.active:
-                out = _with_batch_axis_last(trace, ufunc, args, vals)
-            if out is None:  # (more columns: where the batch axis cannot be last)
-                out = outer_by_columns(trace, ufunc, vals[0], vals[1], _OUTER_MOST_COLUMNS)
+                if out is None and not _chunk_outputs.active:
+                    out = _with_batch_axis_last(trace, ufunc, args, vals)
+                if out is None and columns:  # (where the batch axis cannot be last)
+                    out = _by_columns(trace, ufunc, vals[0], vals[1], columns)
             if out is not None:
                 return trace.wrap(out)
         if _chunk_outputs.active and not kwargs:  # (a chunk's output slice to compute into)
@@ -99,9 +101,7 @@ _OUTER_MOST_COLUMNS = 8  # ...or this many where the batch axis cannot be last
 _OUTER_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def outer_by_columns(
-    trace: BatchTrace | None, ufunc: np.ufunc, a: Any, b: Any, most: int | None = None
-) -> Any:
+def outer_by_columns(trace: BatchTrace | None, ufunc: np.ufunc, a: Any, b: Any) -> Any:
     """`ufunc(a, b)` of an outer product over the last two axes, `a` (..., I, 1) and `b`
     (..., 1, J) with the same leading axes (a weight's per-example gradient:
     `g[:, :, None] * x[:, None, :]`, `np.outer`, the matmul rule's cotangents), computed
@@ -111,7 +111,9 @@ def outer_by_columns(
     (`_with_batch_axis_last`) is faster (J=4: 211 against 259) where it applies; where
     it does not, and in a chunk, whose results go into the whole batch's outputs in C
     order (`_chunk_outputs`), columns win up to J=8 (chunks of 512: J=4 913 against
-    1561, J=6 1129 against 1981). `most`: the most columns (None: 8 in a chunk, else 3).
+    1561, J=6 1129 against 1981). So up to `_OUTER_COLUMNS` columns come here first
+    (`_OUTER_MOST_COLUMNS` in a chunk); the ufunc rule sends the others here where the
+    batch axis cannot be last.
 
     Real float32 and float64 only (int8's broadcast loop is fast; complex sums of NaNs
     keep another NaN's sign in a strided loop), with at least twice as many rows as
@@ -119,7 +121,17 @@ def outer_by_columns(
     product would be, but for the sign of a zero: it adds the product to 0); a NaN's
     sign bit may be the other operand's. `trace`: the batch trace of the operands (None:
     the only one on this thread's stack, see `ufunc_destination`)."""
-    # cheap tests first: this runs for every binary ufunc call
+    columns = _outer_columns(a, b)
+    return _by_columns(trace, ufunc, a, b, columns) if 0 < columns <= _outer_limit() else None
+
+
+def _outer_limit() -> int:
+    return _OUTER_MOST_COLUMNS if _chunk_outputs.in_chunk() else _OUTER_COLUMNS
+
+
+def _outer_columns(a: Any, b: Any) -> int:
+    """J where `outer_by_columns` applies to `a` and `b` with up to `_OUTER_MOST_COLUMNS`
+    columns, else 0 (cheap tests first: this runs for every binary ufunc call)."""
     if (
         type(a) is not np.ndarray  # (not a `vmapx.jit` recording's values: `out=` below)
         or type(b) is not np.ndarray
@@ -128,22 +140,22 @@ def outer_by_columns(
         or a.shape[-1] != 1
         or b.shape[-2] != 1
     ):
-        return None
+        return 0
     rows, columns = a.shape[-2], b.shape[-1]
-    if most is None:
-        most = _OUTER_MOST_COLUMNS if _chunk_outputs.in_chunk() else _OUTER_COLUMNS
-    if not 2 <= columns <= most or rows < 2 * columns or a.shape[:-2] != b.shape[:-2]:
-        return None
-    if math.prod(a.shape[:-1]) * columns < _OUTER_MIN_SIZE:
-        return None
-    if a.dtype not in _OUTER_DTYPES or b.dtype not in _OUTER_DTYPES:
-        return None
+    if not 2 <= columns <= _OUTER_MOST_COLUMNS or rows < 2 * columns:
+        return 0
+    if a.shape[:-2] != b.shape[:-2] or math.prod(a.shape[:-1]) * columns < _OUTER_MIN_SIZE:
+        return 0
+    return columns if a.dtype in _OUTER_DTYPES and b.dtype in _OUTER_DTYPES else 0
+
+
+def _by_columns(trace: BatchTrace | None, ufunc: np.ufunc, a: Any, b: Any, columns: int) -> Any:
+    """`ufunc(a, b)` column by column (see `outer_by_columns`)."""
     left = a[..., 0]
     first = ufunc(left, b[..., 0, :1])  # (its dtype is the result's)
-    shape = (*left.shape, columns)
     out = ufunc_destination(trace, ufunc, (a, b)) if _chunk_outputs.active else None
     if out is None or out.dtype != first.dtype:
-        out = np.empty(shape, dtype=first.dtype)
+        out = np.empty((*left.shape, columns), dtype=first.dtype)
     out[..., 0] = first
     for j in range(1, columns):
         ufunc(left, b[..., 0, j : j + 1], out=out[..., j])
