@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vmapx
-from harness import check_vmap, check_zero_batch
+from harness import check_vmap, check_zero_batch, loop_reference
 from np_compat import np2, numpy1_only, requires_numpy2
 
 DTYPES = ("float64", "complex128", "int64", "float32")
@@ -197,6 +197,20 @@ def test_convolve_with_a_very_long_shared_kernel_keeps_numpys_kernel(
     got = vmapx.vmap(np.convolve, in_axes=(0, None))(x, k)
     want = np.stack([np.convolve(r, k) for r in x])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
+def test_convolve_of_object_arrays_is_the_loops(in_axes: tuple) -> None:
+    """Python numbers in object arrays: NumPy's kernel row by row (it raised before)."""
+    x = np.arange(12.0).reshape(3, 4).astype(object)
+    k = np.array([1.0, 2.5], dtype=object)
+    args = [x if ax == 0 else x[0] for ax in in_axes[:1]] + [
+        np.stack([k] * 3) if in_axes[1] == 0 else k
+    ]
+    got = vmapx.vmap(np.convolve, in_axes=in_axes)(*args)
+    want = loop_reference(np.convolve, args, in_axes)
+    assert got.dtype == want.dtype == object
+    np.testing.assert_array_equal(got, want)
 
 
 def test_convolve_with_a_long_shared_kernel_and_an_inf_is_the_loops() -> None:

@@ -485,6 +485,8 @@ def _batchable_values(a: Any, b: Any, terms: int) -> bool:
     dtype's largest value."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         return False
+    if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+        return False  # (objects: NumPy's kernel adds Python numbers, in its order)
     if a.dtype.kind in "biu" and b.dtype.kind in "biu" or not a.size or not b.size:
         return True  # (integers wrap the same in any order)
     largest = [
