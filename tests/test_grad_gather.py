@@ -56,6 +56,20 @@ def test_gathers_with_repeated_indices(f: Callable) -> None:
     vmapx.check_grads(f, [RNG.normal(size=(3, 4))], order=2)
 
 
+def test_take_with_float_and_boolean_indices() -> None:
+    # `np.take` casts a float scalar (1.7 -> 1), a float list and booleans (True -> 1)
+    def f(x: Any, b: Any) -> Any:
+        return (np.take(x, b) ** 2 + 3 * np.take(x, b > 1) + np.take(x, [1.7, 0.2, 2.5]) ** 3
+                + np.take(x, [True, False, True]))  # fmt: skip
+
+    x = RNG.normal(size=(4, 3))
+    b = np.array([-1.5, 0.2, 1.7, 2.99])
+    vmapx.check_grads(lambda x: f(x, b[2]), [x[0]], order=2)
+    _vmap_grad_matches_loop(f, [x, b], (0,))
+    jac = vmapx.vmap(vmapx.jacfwd(f))(x, b)
+    assert_same(jac, np.stack([vmapx.jacrev(f)(*e) for e in zip(x, b, strict=True)]))
+
+
 def test_take_vjp_adds_repeats() -> None:
     x = np.arange(5.0)
     g = vmapx.grad(lambda x: np.sum(np.take(x, [1, 1, 4, -1, 7], mode="wrap")))(x)

@@ -254,6 +254,37 @@ def test_take_modes_with_batched_indices() -> None:
 
 
 @pytest.mark.parametrize(
+    "f",
+    [
+        lambda x, b: np.take(x, b),  # a float scalar per example: cast as C does
+        lambda x, b: np.take(x, np.abs(np.sin(b)) % 3, axis=0),
+        lambda x, b: x.take(b.astype(np.float32)),
+        lambda x, b: np.take(x, b, mode="clip"),
+        lambda x, b: np.take(x, b > 0),  # a boolean is an integer here, not a mask
+        lambda x, b: np.take(x, np.stack([b > 0, b < 1]), mode="wrap"),
+    ],
+    ids=["float", "float.axis", "float32.method", "float.clip", "bool", "bools"],
+)
+def test_take_casts_float_scalar_and_boolean_indices_as_numpy_does(f: Any) -> None:
+    x = rng.normal(size=(4, 3))
+    b = np.array([-1.5, 0.2, 1.7, 2.99])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # batched: no loop
+        check_vmap(f, [x, b])
+
+
+def test_take_of_float_arrays_raises_numpys_error() -> None:
+    # NumPy casts a float scalar index, not a float array (a 0-d one too)
+    x = rng.normal(size=(4, 3))
+    b = np.array([-1.5, 0.2, 1.7, 2.99])
+    for f in (lambda x, b: np.take(x, b[...]), lambda x, b: np.take(x, b * np.ones(2))):
+        with pytest.raises(TypeError, match="Cannot cast"):
+            f(x[0], b[0])
+        with pytest.raises(TypeError, match="Cannot cast"):
+            vmapx.vmap(f)(x, b)
+
+
+@pytest.mark.parametrize(
     "f, inner, outer",
     [
         (lambda x, i: np.take(x, i, axis=0, mode="wrap"), (2, 5, 3), ("int", (4, 2))),

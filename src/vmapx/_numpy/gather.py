@@ -45,6 +45,7 @@ from .._core import Tracer, bind
 from .._payload import like
 from .._registry import builder, get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
+from .._scalars import is_scalar
 from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
 from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
 
@@ -52,10 +53,14 @@ from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
 
 
 def example(trace: BatchTrace, tree: Any, i: int) -> Any:
-    """Example `i` of every value of this trace in `tree`."""
+    """Example `i` of every value of this trace in `tree`: a NumPy scalar where the
+    example has one, else an array (a 0-d one too: NumPy's errors differ between them,
+    `np.take(a, np.array(1.5))` raises where `np.take(a, np.float64(1.5))` does not)."""
 
     def take(x: Any) -> Any:
-        return x.val[i] if is_batched(trace, x) else x
+        if not is_batched(trace, x):
+            return x
+        return x.val[i] if x.ndim or is_scalar(x) else x.val[i, ...]
 
     return optree.tree_map(take, tree, is_leaf=lambda x: isinstance(x, Tracer), none_is_leaf=True)
 
@@ -125,6 +130,8 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         axis, mode = get_arg(args, kwargs, 2, "axis"), get_arg(args, kwargs, 4, "mode", "raise")
         ind, ib = unwrap(trace, indices)
         call = (func, args, kwargs)
+        if isinstance(indices, Tracer) and _cast_by_take(indices):
+            ind = ind.astype(np.intp)  # (this trace's values, or an outer trace's tracer)
         if not ib and not isinstance(ind, Tracer):  # a per-example axis of a batched array
             v, ax = value_and_axis(trace, a, axis)
             return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
@@ -143,6 +150,15 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
 
     return rule
+
+
+def _cast_by_take(indices: Tracer) -> bool:
+    """Whether `np.take` casts the example's `indices` to integers: booleans (True -> 1,
+    not a mask), and a float or complex *scalar* as C does (1.7 -> 1, -1.5 -> -1, NaN ->
+    the least integer, with NumPy's warning). A float array raises (the replay of the
+    rule's error gives NumPy's TypeError)."""
+    kind = indices.dtype.kind
+    return kind == "b" or (kind in "fc" and is_scalar(indices))
 
 
 def _mode_index(ind: Any, n: int, mode: str) -> Any:
@@ -245,7 +261,13 @@ def _size(x: Any) -> int:
 
 
 def _as_index(ind: Any) -> Any:
-    return np.asarray(ind) if isinstance(ind, list | tuple) else ind
+    """The integer positions `np.take` read for `ind`: it casts booleans (True -> 1, not
+    a mask) and float scalars and lists (1.7 -> 1; a float array raised in the forward
+    call, so none reaches here)."""
+    arr = np.asarray(ind) if isinstance(ind, list | tuple) or not hasattr(ind, "dtype") else ind
+    if arr.dtype.kind == "c":
+        arr = np.real(arr)
+    return arr.astype(np.intp) if arr.dtype.kind in "bf" else arr
 
 
 def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
