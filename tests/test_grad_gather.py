@@ -69,6 +69,15 @@ def test_take_with_float_and_boolean_indices() -> None:
     jac = vmapx.vmap(vmapx.jacfwd(f))(x, b)
     assert_same(jac, np.stack([vmapx.jacrev(f)(*e) for e in zip(x, b, strict=True)]))
 
+    def g(x: Any, b: Any) -> Any:  # `np.put` casts them alike
+        y = x * 1.0
+        np.put(y, np.stack([b > 0, b < 1]), x[::-1][:2] ** 2)
+        np.put(y, 1.7, y[0] * 3)
+        return y
+
+    vmapx.check_grads(lambda x: g(x, b[2]), [x[0]], order=2)
+    _vmap_grad_matches_loop(g, [x, b], (0,))
+
 
 def test_take_vjp_adds_repeats() -> None:
     x = np.arange(5.0)

@@ -273,11 +273,45 @@ def test_take_casts_float_scalar_and_boolean_indices_as_numpy_does(f: Any) -> No
         check_vmap(f, [x, b])
 
 
+def _put(a: Any, ind: Any, v: Any) -> Any:
+    a = a.copy()
+    np.put(a, ind, v)
+    return a
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x, b: _put(x, b, 5.0),  # a float scalar per example
+        lambda x, b: _put(x, b > 0, b),  # a boolean is an integer here, not a mask
+        lambda x, b: _put(x, np.stack([b > 0, b < 1]), b),
+        lambda x, b: _put(x, 1.7, b),  # plain indices of the kinds NumPy casts
+        lambda x, b: _put(x, True, b),
+        lambda x, b: _put(x, np.array([True, False]), b),
+        lambda x, b: _put(x, [1.7, -0.2], b),
+        lambda x, b: np.take(x, [1.7, 0.2]) * b,
+    ],
+    ids=["float", "bool", "bools", "plain.float", "plain.bool", "plain.bools", "plain.list",
+         "take.plain.list"],
+)  # fmt: skip
+def test_put_casts_float_scalar_and_boolean_indices_as_numpy_does(f: Any) -> None:
+    x = rng.normal(size=(4, 3))
+    b = np.array([-1.5, 0.2, 1.7, 2.99])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # batched: no loop
+        check_vmap(f, [x, b])
+
+
 def test_take_of_float_arrays_raises_numpys_error() -> None:
     # NumPy casts a float scalar index, not a float array (a 0-d one too)
     x = rng.normal(size=(4, 3))
     b = np.array([-1.5, 0.2, 1.7, 2.99])
-    for f in (lambda x, b: np.take(x, b[...]), lambda x, b: np.take(x, b * np.ones(2))):
+    for f in (
+        lambda x, b: np.take(x, b[...]),
+        lambda x, b: np.take(x, b * np.ones(2)),
+        lambda x, b: _put(x, b[...], 1.0),
+        lambda x, b: _put(x, np.array([1.5, 0.5]), b),
+    ):
         with pytest.raises(TypeError, match="Cannot cast"):
             f(x[0], b[0])
         with pytest.raises(TypeError, match="Cannot cast"):

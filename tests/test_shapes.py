@@ -260,3 +260,32 @@ def test_diff_of_order_zero_is_its_input() -> None:
         return x * 2
 
     check_vmap(f, [X])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x, s: np.roll(x, s),  # `int(shift)`: 1.7 -> 1, -1.5 -> -1
+        lambda x, s: np.roll(x, s * 1e19, axis=0),  # (exact, however large)
+        lambda x, s: np.roll(x, np.stack([s, -3 * s]), axis=(1, 1)),
+        lambda x, s: np.roll(x, s.astype(np.float32) * 5, axis=-1),
+        lambda x, s: np.roll(x, s > 0),
+    ],
+    ids=["float", "large", "summed", "float32", "bool"],
+)
+def test_roll_by_float_and_boolean_shifts_per_example(f) -> None:  # noqa: ANN001
+    x = rng.normal(size=(4, 3, 5))
+    s = np.array([-1.5, 0.2, 1.7, 2.99])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # batched: no loop
+        check_vmap(f, [x, s])
+
+
+def test_roll_by_a_non_finite_shift_raises_as_the_loop_does() -> None:
+    x = rng.normal(size=(3, 4))
+    for bad, error in ((np.nan, ValueError), (np.inf, OverflowError)):
+        s = np.array([1.0, bad, 2.0])
+        with pytest.raises(error):
+            np.roll(x[1], s[1])
+        with pytest.warns(vmapx.PerformanceWarning), pytest.raises(error):
+            vmapx.vmap(np.roll)(x, s)

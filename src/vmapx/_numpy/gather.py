@@ -130,8 +130,7 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         axis, mode = get_arg(args, kwargs, 2, "axis"), get_arg(args, kwargs, 4, "mode", "raise")
         ind, ib = unwrap(trace, indices)
         call = (func, args, kwargs)
-        if isinstance(indices, Tracer) and _cast_by_take(indices):
-            ind = ind.astype(np.intp)  # (this trace's values, or an outer trace's tracer)
+        ind = _positions(indices, ind)
         if not ib and not isinstance(ind, Tracer):  # a per-example axis of a batched array
             v, ax = value_and_axis(trace, a, axis)
             return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
@@ -152,13 +151,30 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     return rule
 
 
-def _cast_by_take(indices: Tracer) -> bool:
-    """Whether `np.take` casts the example's `indices` to integers: booleans (True -> 1,
-    not a mask), and a float or complex *scalar* as C does (1.7 -> 1, -1.5 -> -1, NaN ->
-    the least integer, with NumPy's warning). A float array raises (the replay of the
-    rule's error gives NumPy's TypeError)."""
-    kind = indices.dtype.kind
-    return kind == "b" or (kind in "fc" and is_scalar(indices))
+def _cast_by_take(indices: Any) -> bool:
+    """Whether `np.take` and `np.put` cast the example's `indices` to integers:
+    booleans (True -> 1, not a mask), and float or complex scalars and sequences as C
+    does (1.7 -> 1, -1.5 -> -1, NaN -> the least integer, with NumPy's warning). A float
+    array raises (the replay of the rule's error gives NumPy's TypeError)."""
+    if isinstance(indices, Tracer):
+        kind = indices.dtype.kind
+        return kind == "b" or (kind in "fc" and is_scalar(indices))
+    if isinstance(indices, np.ndarray):
+        return indices.dtype.kind == "b"
+    if isinstance(indices, list | tuple):
+        leaves = optree.tree_leaves(indices)  # (traced elements: the rule's own error)
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
+            return False
+        return np.asarray(indices).dtype.kind in "bf"
+    return isinstance(indices, bool | float | np.bool_ | np.floating)
+
+
+def _positions(indices: Any, value: Any) -> Any:
+    """`value` (of `indices`: this trace's values, an outer trace's tracer, or the plain
+    indices) as the integers `np.take` and `np.put` read (see `_cast_by_take`)."""
+    if not _cast_by_take(indices):
+        return value
+    return (value if hasattr(value, "astype") else np.asarray(value)).astype(np.intp)
 
 
 def _mode_index(ind: Any, n: int, mode: str) -> Any:
@@ -445,6 +461,7 @@ def _put_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) 
     flat = _flat(trace, a)
     n = flat.shape[1]
     idx, ib = unwrap(trace, ind)
+    idx = _positions(ind, idx)
     idx = np.reshape(idx, _rows_shape(idx) if ib else (-1,))
     idx = _mode_index(idx, n, mode)
     vals, vb = unwrap(trace, v)

@@ -393,7 +393,10 @@ def _roll_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         if flat:
             v, axis, nd = v.reshape(flat_shape(v)), 0, 1
         if isinstance(shift, Tracer):  # a shift per example (or of an outer transform)
-            out = _roll_batched_shift(v, bcast_batch(trace, shift), axis, nd)
+            s = bcast_batch(trace, shift)
+            if s.dtype.kind == "f" and not np.isfinite(s).all():  # (`int(shift)` raises)
+                return per_example(trace, func, args, kwargs, "with a non-finite shift")
+            out = _roll_batched_shift(v, s, axis, nd)
         else:
             axis = tuple(axis) if isinstance(axis, list) else axis
             out = np.roll(v, shift, axis=shift_axis(axis, nd))
@@ -414,12 +417,20 @@ def _roll_batched_shift(v: Any, s: Any, axis: Any, nd: int) -> Any:
     s = np.broadcast_to(s, (b, *count)).reshape(b, k)
     rolled = [shift_one(int(a), nd) for a in np.broadcast_to(axes, count).reshape(k)]
     for ax in dict.fromkeys(rolled):
-        total = sum(s[:, j] for j, a in enumerate(rolled) if a == ax)
         n = v.shape[ax]
+        total = sum(_whole_shift(s[:, j], n) for j, a in enumerate(rolled) if a == ax)
         ramp = np.arange(n, like=like(v)).reshape((1,) * ax + (n,) + (1,) * (nd - ax))
         index = (ramp - total.reshape((b,) + (1,) * nd)) % max(n, 1)
         v = np.take_along_axis(v, index, axis=ax)
     return v
+
+
+def _whole_shift(shift: Any, n: int) -> Any:
+    """The shifts as `np.roll` takes them, modulo `n`: `int(shift)` truncates a float
+    (1.7 -> 1, -1.5 -> -1; exact for any finite float, however large)."""
+    if shift.dtype.kind != "f":
+        return shift
+    return np.fmod(np.trunc(shift), max(n, 1)).astype(np.intp)
 
 
 def _rot90_rule(func: Callable[..., Any]) -> Callable[..., Any]:
