@@ -765,3 +765,14 @@ def test_np_astype_on_another_device_raises_numpys_error() -> None:
     with pytest.raises(ValueError, match="Device not understood"):
         vmapx.vmap(f)(x)
     check_vmap(lambda x: np.astype(x, np.float32, device="cpu"), [x])
+
+
+def test_an_integer_conversion_of_an_unbatched_derivative_tracer() -> None:
+    # `np.array(traced, np.uint8)` under `vmap(grad)` of an unbatched argument gives a
+    # plain array (integers carry no derivative): marking it raised AttributeError
+    def f(x: Any, y: Any) -> Any:
+        return np.sum(np.array(np.clip(x, 0, 9), np.uint8) * x * y + np.asarray(x, int))
+
+    g = vmapx.grad(f)
+    x, y = np.array([0.5, 1.5, 3.0]), np.arange(4.0)
+    check_vmap(g, [x, y], in_axes=(None, 0))

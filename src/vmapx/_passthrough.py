@@ -88,21 +88,27 @@ def convert(name: str, obj: Any, dtype: Any, copy: Any, ndmin: int) -> Any:
     same = isinstance(obj, Tracer) and (dtype is None or np.dtype(dtype) == obj.dtype)
     out: Any
     if same and _scalars.is_scalar(obj):
-        out = np.copy(obj)  # (a NumPy scalar converts to a new 0-d array: not a scalar)
-        out._scalar = False
+        out = _array_not_scalar(np.copy(obj))  # (a NumPy scalar converts to a 0-d array)
     elif same:
         out = np.copy(obj) if copy else obj
     elif copy is False:
         raise ValueError("Unable to avoid copy while creating an array as requested.")
     elif isinstance(obj, Tracer):
-        out = obj.astype(dtype)
-        out._scalar = False  # (an array, whatever `obj` was)
+        out = _array_not_scalar(obj.astype(dtype))  # (an array, whatever `obj` was)
     else:  # a (nested) list of tracers and values: NumPy stacks them
         out = np.stack([convert("asarray", o, None, None, 0) if has_tracer(o) else o for o in obj])
         out = out if dtype is None else out.astype(dtype)
     ndmin = max(ndmin, _MIN_NDIM[name])
     if out.ndim < ndmin:
         out = np.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def _array_not_scalar(out: Any) -> Any:
+    """`out` marked as an array (not a NumPy scalar). A transform's tracer may give a
+    plain array: an integer cast of a derivative's tracer whose value is not batched."""
+    if isinstance(out, Tracer):
+        out._scalar = False
     return out
 
 
