@@ -1,7 +1,7 @@
-"""`solve` of a batch of small triangular matrices by substitution (`vmapx._numpy.
-small_matrices`): the loop's values up to rounding, and LAPACK's own answers, errors and
-NaNs wherever substitution would differ. The batches are large enough for that path
-(1024 examples or more)."""
+"""`solve` of a batch of triangular matrices by substitution (`vmapx._numpy.
+small_matrices`: entry by entry up to 12 rows, row by row up to 128): the loop's values
+up to rounding, and LAPACK's own answers, errors and NaNs wherever substitution would
+differ. The batches are large enough for those paths."""
 
 from __future__ import annotations
 
@@ -13,6 +13,18 @@ from harness import check_vmap
 from vmapx._numpy import small_matrices
 
 B = small_matrices._MIN_BATCH
+ROWS = 20  # a size for the row-by-row path...
+
+
+def _batch(n: int) -> int:  # ...and a batch large enough for the path of size n
+    return B if n <= small_matrices._MAX_N else -(-small_matrices._MIN_WORK // (n * n)) + 3
+
+
+def _embedded(a: np.ndarray, n: int) -> np.ndarray:
+    """The matrices `a` (..., m, m) as the top left block of identity matrices (n, n)."""
+    out = np.zeros((*a.shape[:-2], n, n), a.dtype) + np.eye(n, dtype=a.dtype)
+    out[..., : a.shape[-2], : a.shape[-1]] = a
+    return out
 
 
 def _spd(rng: np.random.Generator, n: int, size: int = B, dtype: type = np.float64) -> np.ndarray:
@@ -41,7 +53,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list:
     return taken
 
 
-@pytest.mark.parametrize("n", [2, 5, 12])
+@pytest.mark.parametrize("n", [2, 5, 12, 13, 40, 128])
 @pytest.mark.parametrize("columns", [None, 1, 2])
 @pytest.mark.parametrize("lower", [True, False])
 def test_triangular_solve_matches_the_loop(
@@ -49,13 +61,40 @@ def test_triangular_solve_matches_the_loop(
 ) -> None:
     taken = _spy(monkeypatch, "triangular_solve")
     rng = np.random.default_rng(n)
-    low = np.linalg.cholesky(_spd(rng, n))
+    size = _batch(n)
+    low = np.linalg.cholesky(_spd(rng, n, size) + n * n * np.eye(n))  # (no LU row swap)
     a = low if lower else np.swapaxes(low, 1, 2)
-    b = rng.standard_normal((B, n) if columns is None else (B, n, columns))
+    b = rng.standard_normal((size, n) if columns is None else (size, n, columns))
     got = vmapx.vmap(np.linalg.solve)(a, b)
     want = _loop(np.linalg.solve, a, b)
     assert taken == [True]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    assert got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("n", [5, 40])
+def test_triangular_solve_in_float32(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _spy(monkeypatch, "triangular_solve")
+    rng = np.random.default_rng(n)
+    size = _batch(n)
+    low = np.linalg.cholesky(_spd(rng, n, size) + n * n * np.eye(n)).astype(np.float32)
+    b = rng.standard_normal((size, n)).astype(np.float32)
+    for a in (low, np.swapaxes(low, 1, 2)):
+        got = vmapx.vmap(np.linalg.solve)(a, b)
+        want = _loop(np.linalg.solve, a, b)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert taken == [True, True]
+
+
+def test_triangular_solve_row_by_row_needs_enough_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _spy(monkeypatch, "triangular_solve")
+    rng = np.random.default_rng(2)
+    low = np.linalg.cholesky(_spd(rng, ROWS, 8) + ROWS**2 * np.eye(ROWS))
+    b = rng.standard_normal((8, ROWS))
+    got = vmapx.vmap(np.linalg.solve)(low, b)
+    np.testing.assert_array_equal(got, _loop(np.linalg.solve, low, b))
+    assert taken == [False]
 
 
 def test_triangular_solve_with_a_shared_right_hand_side(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,14 +116,16 @@ def test_triangular_solve_with_a_shared_right_hand_side(monkeypatch: pytest.Monk
         lambda a, b: b.__setitem__((9, 1), np.inf),
     ],
 )
+@pytest.mark.parametrize("n", [4, ROWS])
 def test_solve_of_what_is_not_a_triangular_system_is_lapacks(
-    spoil,
-    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+    spoil,  # noqa: ANN001
+    n: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     taken = _spy(monkeypatch, "triangular_solve")
     rng = np.random.default_rng(4)
-    a = np.linalg.cholesky(_spd(rng, 4))
-    b = rng.standard_normal((B, 4, 1))
+    a = np.linalg.cholesky(_spd(rng, n, _batch(n)) + n * n * np.eye(n))
+    b = rng.standard_normal((_batch(n), n, 1))
     spoil(a, b)
     try:
         want = np.linalg.solve(a, b)
@@ -122,15 +163,19 @@ _LAPACKS_OWN = {
 
 @pytest.mark.parametrize("case", list(_LAPACKS_OWN))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [None, ROWS])
 def test_where_lapack_differs_from_substitution_the_loops_answer_is_given(
-    case: str, dtype: type, monkeypatch: pytest.MonkeyPatch
+    case: str, dtype: type, n: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     taken = _spy(monkeypatch, "triangular_solve")
     a, b = (np.asarray(x, dtype=np.float64) for x in _LAPACKS_OWN[case])
     if dtype == np.float32:  # (the same cases, scaled into float32's range)
         a, b = a / np.abs(a).max(), b / np.abs(b).max()
         a[np.abs(a) < 1e-30] *= 0  # (float32's subnormals: dropped, not tested)
-    a, b = np.stack([a] * B).astype(dtype), np.stack([b] * B).astype(dtype)
+    if n is not None:  # (the case in the first rows of a larger system)
+        a, b = _embedded(a, n), np.concatenate([b, np.ones(n - b.shape[0])])
+    size = _batch(a.shape[-1])
+    a, b = np.stack([a] * size).astype(dtype), np.stack([b] * size).astype(dtype)
     with np.errstate(all="ignore"):
         try:
             want = _loop(np.linalg.solve, a, b)
