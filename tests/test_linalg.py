@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -98,6 +99,21 @@ def test_lstsq_rank_deficient_and_wide() -> None:
                    atol=1e-10)  # fmt: skip
     check_vmap(lambda a, b: la.lstsq(a, b, rcond=-1), [rng.random((3, 2, 4)), rng.random((3, 2))],
                rtol=1e-8, atol=1e-10)  # fmt: skip
+
+
+@pytest.mark.parametrize("rcond", [0, False, True, 1.0, 2.0, np.inf, -1, 1e-3, 0.5])
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.RankWarning")  # (0.5: the loop's too)
+def test_lstsq_and_polyfit_take_rcond_as_lapack_does(rcond: Any) -> None:
+    # LAPACK's gelsd takes machine precision for an rcond <= 0 or >= 1 (it kept none
+    # of the singular values for rcond >= 1, and a rank-deficient matrix's smallest for 0)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 4, 3)), rng.normal(size=(3, 4))
+    a[:, :, 2] = 2 * a[:, :, 0]
+    check_vmap(lambda a, b: la.lstsq(a, b, rcond=rcond)[:3], [a, b], rtol=1e-8, atol=1e-10)
+    y = rng.normal(size=(3, 5))
+    check_vmap(lambda y: np.polyfit(np.arange(5.0), y, 2, rcond=rcond), [y], rtol=1e-8)
+    fit = np.polynomial.polynomial.polyfit
+    check_vmap(lambda x: fit(x, np.arange(5.0), 2, rcond=rcond), [y], rtol=1e-8)
 
 
 def test_lstsq_with_mixed_ranks_gives_the_loops_answer() -> None:

@@ -683,6 +683,16 @@ def _lstsq_columns(
     return trace.wrap(x[..., 0] if vector else x), trace.wrap(res), rank, s
 
 
+def gelsd_kept(s: Any, rcond: Any) -> Any:
+    """Which singular values `s` (..., k), largest first, LAPACK's `gelsd` keeps: those
+    above `rcond` times the largest, where `0 < rcond < 1`; else machine precision
+    (`dlamch("E")`, 2**-53: NumPy computes in double precision) stands for `rcond`. A
+    NaN `rcond` keeps them all (LAPACK drops where `s <= tol`)."""
+    eps = np.finfo(np.float64).eps / 2
+    rcond = np.where((np.less_equal(rcond, 0)) | (np.greater_equal(rcond, 1)), eps, rcond)
+    return ~(s <= rcond * s[..., :1])
+
+
 def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: Any,
                vector: bool) -> tuple[Any, ...]:  # fmt: skip
     """Batched `a`: the minimum-norm solution from the SVD, singular values at most
@@ -697,14 +707,13 @@ def _lstsq_svd(trace: BatchTrace, va: Any, ba: bool, vb: Any, bb: bool, rcond: A
     if not bb:
         b64 = b64[None]
     u, s, vh = np.linalg.svd(a64, full_matrices=False)
-    eps = np.finfo(np.float64).eps
     if rcond is None:
-        rcond = eps * max(m, n)
+        rcond = np.finfo(np.float64).eps * max(m, n)
     rcond, rb = unwrap(trace, rcond)
-    rcond = moved(np.where(np.less(rcond, 0), eps / 2, rcond), s)  # LAPACK: eps
+    rcond = moved(np.asarray(rcond), s)
     if rb:
         rcond = np.reshape(rcond, (-1, 1))
-    keep = s > rcond * s[:, :1]
+    keep = gelsd_kept(s, rcond)
     inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
     x = np.swapaxes(vh, -1, -2).conj() @ (inv_s[..., None] * (np.swapaxes(u, -1, -2).conj() @ b64))
     rank = astype(np.sum(keep, axis=-1), np.int32)

@@ -32,6 +32,7 @@ from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like
 from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
+from .linalg import gelsd_kept
 from .sorting import search_rows
 
 
@@ -592,8 +593,7 @@ def lstsq_svd(a: Any, b: Any, rcond: Any) -> tuple[Any, Any, Any]:
     times the largest count as zero, as in LAPACK's `gelsd` (equal up to rounding; far
     faster than `lstsq` for many right-hand sides)."""
     u, s, vt = np.linalg.svd(a, full_matrices=False)
-    cutoff = rcond * np.max(s, axis=-1, keepdims=True) if s.shape[-1] else s
-    keep = s > cutoff
+    keep = gelsd_kept(s, rcond)
     inv_s = np.where(keep, 1 / np.where(keep, s, 1), 0)
     c = np.matmul(np.swapaxes(vt, -1, -2), inv_s[..., None] * np.matmul(np.swapaxes(u, -1, -2), b))
     return c, np.count_nonzero(keep, axis=-1), s
