@@ -230,6 +230,15 @@ def unwrap(trace: BatchTrace, x: Any) -> tuple[Any, bool]:
     return x, False
 
 
+def held_as_array(x: Any) -> Any:
+    """`x`, a (nested) list or tuple holding tracers, as the one tracer `np.asarray`
+    makes of it; any other value as it is. For rules of functions that take array-likes
+    (`np.isin([x[0], 3.0], t)`): a list's tracers are not seen by `unwrap`."""
+    if type(x) in (list, tuple) and _passthrough.has_tracer(x):
+        return _passthrough.convert("asarray", x, None, None, 0)
+    return x
+
+
 _SCALARS = (float, int, bool, complex)
 
 
@@ -382,14 +391,19 @@ def stack_results(trace: BatchTrace, results: list[Any], name: str) -> Any:
     if first is None:
         return None
     leaves0, treedef = optree.tree_flatten(first, none_is_leaf=True)
-    columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
+    fix = (
+        "keep shapes fixed (e.g. `np.where(mask, x, 0)` instead of `x[mask]`, "
+        "`np.sort` instead of `np.unique`)"
+    )
+    try:
+        columns: list[list[Any]] = [treedef.flatten_up_to(r) for r in results]
+    except ValueError:  # (lists of different lengths: `np.array_split` by a batched count)
+        what = f"`{name}` gives results of different structures for different examples"
+        raise trace.concretization(what, fix) from None
     for j in range(len(leaves0)):
         if len({np.shape(c[j]) for c in columns}) > 1:
-            raise trace.concretization(
-                f"`{name}` gives results of different shapes for different examples",
-                "keep shapes fixed (e.g. `np.where(mask, x, 0)` instead of `x[mask]`, "
-                "`np.sort` instead of `np.unique`)",
-            )
+            what = f"`{name}` gives results of different shapes for different examples"
+            raise trace.concretization(what, fix)
     stacked = [np.stack([c[j] for c in columns]) for j in range(len(leaves0))]
     return optree.tree_unflatten(treedef, [trace.wrap(s) for s in stacked])
 

@@ -361,12 +361,26 @@ def _power_ufunc(base: Tracer, exponent: Any) -> Any:
     return None
 
 
+_SEQUENCES = (list, tuple, str, bytes)
+
+
+def _repeated(sequence: Any, count: Tracer) -> Any:
+    """`sequence * count` for the example's NumPy scalar `count`: Python repeats the
+    sequence `count` times where that is an integer (NumPy's scalars leave it to the
+    sequence; a 0-d array multiplies elementwise), and refuses any other number."""
+    if count.dtype.kind not in "iu":
+        name = count.dtype.type.__name__
+        raise TypeError(f"can't multiply sequence by non-int of type 'numpy.{name}'")
+    return sequence * operator.index(count)  # (a Python int: the trace decides how)
+
+
 def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
     prim = ufunc_primitive(ufunc, "__call__")
     elidable = ufunc in _elision.ELIDABLE
     power = ufunc is np.power
     complex_first = ufunc in (np.add, np.subtract, np.multiply, np.true_divide, np.power)
     python_int_of_bools = complex_first or ufunc in (np.floor_divide, np.remainder)
+    repeats = ufunc is np.multiply  # (`[0.0] * n`: see `_repeated`)
 
     def weak_op(a: Any, b: Any) -> Any:
         if python_int_of_bools:  # (True + True is 2: Python's bools are ints)
@@ -377,6 +391,8 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
 
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
+        if repeats and isinstance(other, _SEQUENCES) and _scalars.is_scalar(self):
+            return _repeated(other, self)
         if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
             return weak_op(self, other)
         fast = _power_ufunc(self, other) if power else None
@@ -391,6 +407,8 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
         return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
+        if repeats and isinstance(other, _SEQUENCES) and _scalars.is_scalar(self):
+            return _repeated(other, self)
         if type(other) is complex and complex_first and _scalars.is_float64_scalar(self):
             # np.float64 is a Python float: `1j * x` is Python's complex arithmetic
             return _scalars.mark_weak(bind(prim, (other, self), {}))

@@ -21,8 +21,9 @@ import numpy as np
 from .._autodiff import defcomposite, deflinear, defvjp
 from .._batching import BatchTrace, defbatch, example_ndim, unwrap, user_stacklevel
 from .._compat import astype
+from .._passthrough import has_tracer
 from .._registry import get_arg, set_arg
-from .._rule_helpers import shift_one
+from .._rule_helpers import per_example, shift_one
 
 # NumPy's own deprecation: repeated so that vmap warns as the loop does
 _S_WITHOUT_AXES = (
@@ -33,10 +34,17 @@ _S_WITHOUT_AXES = (
 )
 
 
+_TRACED_SIZE = "with a batched size or axis"
+
+
 def _fft_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func(a, n=None, axis=-1, norm=None, out=None)`."""
 
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
+        if has_tracer(get_arg(args, kwargs, 1, "n")) or has_tracer(
+            get_arg(args, kwargs, 2, "axis")
+        ):
+            return per_example(trace, func, args, kwargs, _TRACED_SIZE)
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axis = shift_one(get_arg(args, kwargs, 2, "axis", -1), nd)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
@@ -50,9 +58,11 @@ def _fftn_rule(default_axes: tuple[int, ...] | None) -> Callable[..., Any]:
 
     def factory(func: Callable[..., Any]) -> Callable[..., Any]:
         def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-            v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
             s = get_arg(args, kwargs, 1, "s")
             axes = get_arg(args, kwargs, 2, "axes", default_axes)
+            if has_tracer(s) or has_tracer(axes):
+                return per_example(trace, func, args, kwargs, _TRACED_SIZE)
+            v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
             if axes is None:
                 axes = range(nd)
                 if s is not None:
@@ -73,6 +83,8 @@ def _shift_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         axes = get_arg(args, kwargs, 1, "axes")
+        if has_tracer(axes):
+            return per_example(trace, func, args, kwargs, _TRACED_SIZE)
         if axes is None:
             axes = tuple(range(1, nd + 1))
         elif isinstance(axes, int | np.integer):

@@ -36,6 +36,7 @@ from .._batching import (
     bcast_batch,
     defbatch,
     example_ndim,
+    held_as_array,
     is_batched,
     loop_apply,
     unwrap,
@@ -244,7 +245,7 @@ def _compress_rule(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _extract_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        condition, arr = args[0], get_arg(args, kwargs, 1, "arr")
+        condition, arr = held_as_array(args[0]), get_arg(args, kwargs, 1, "arr")
         if is_batched(trace, condition):
             raise _data_shape(trace, func)
         where = np.nonzero(np.ravel(condition))[0]

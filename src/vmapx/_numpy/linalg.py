@@ -54,7 +54,7 @@ from .._compat import NUMPY2, astype, present, vecdot
 from .._core import Tracer
 from .._payload import moved
 from .._registry import builder, get_arg, set_arg
-from .._rule_helpers import flat_shape, in_example_order, shift_axis, shift_one
+from .._rule_helpers import flat_shape, in_example_order, per_example, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
 from .reductions import has_short_rows, sum_of_short_rows
 from .small_matrices import triangular_solve
@@ -386,7 +386,15 @@ _defjvp_multi(np.linalg.qr, _qr_jvp)
 defcomposite(np.linalg.qr, _qr_impl)
 
 
+def _plain_ord(ord: Any) -> Any:  # noqa: A002
+    """A norm's order as the plain number it is for the example: an order that differs
+    between examples picks another formula for each, which Python's `float` of the
+    traced value leaves to the loop (a derivative's rule sees the batch's tracer)."""
+    return float(ord) if isinstance(ord, Tracer) else ord
+
+
 def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
+    ord = _plain_ord(ord)  # noqa: A001
     absx = np.abs(x)
     if ord == np.inf:  # (0 for an empty vector, as NumPy 2's; NumPy 1.26 raises)
         return np.max(absx, axis=axis, **({"initial": 0} if NUMPY2 else {}))  # type: ignore[call-overload]  # (NumPy 2 only)
@@ -404,6 +412,7 @@ def _vector_norm(x: Any, ord: Any, axis: Any) -> Any:  # noqa: A002
 
 
 def _matrix_norm(x: Any, ord: Any, axis: tuple[Any, ...]) -> Any:  # noqa: A002
+    ord = _plain_ord(ord)  # noqa: A001
     x = np.moveaxis(x, axis, (-2, -1))
     if ord in ("fro", "f"):
         return _vector_norm(x, 2, (-2, -1))
@@ -832,6 +841,8 @@ def _norm_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any])
     ord_ = get_arg(args, kwargs, 1, "ord")
     axis = get_arg(args, kwargs, 2, "axis")
     keepdims = get_arg(args, kwargs, 3, "keepdims", False)
+    if isinstance(ord_, Tracer):  # (which norm: the example's choice)
+        return per_example(trace, np.linalg.norm, args, kwargs, "with a batched `ord`")
     v, nd = unwrap(trace, x)[0], example_ndim(trace, x)
     if axis is None:
         if ord_ is None or (ord_ in ("f", "fro") and nd == 2) or (ord_ == 2 and nd == 1):
@@ -876,6 +887,7 @@ defbatch(np.linalg.norm, lambda f: _norm_rule)
 
 
 def _norm_impl(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    ord = _plain_ord(ord)  # noqa: A001
     nd = np.ndim(x)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):

@@ -35,6 +35,7 @@ from .._batching import (
     bcast_batch,
     defbatch,
     example_ndim,
+    held_as_array,
     is_batched,
     loop_rule,
     unwrap,
@@ -111,7 +112,8 @@ def _signed_twins(x: Any) -> bool:
 
 def _isin_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        element, test = args[0], get_arg(args, kwargs, 1, "test_elements")
+        element = held_as_array(args[0])
+        test = held_as_array(get_arg(args, kwargs, 1, "test_elements"))
         invert = get_arg(args, kwargs, 3, "invert", False)
         if not is_batched(trace, test):
             el = unwrap(trace, element)[0]

@@ -12,6 +12,7 @@ is done by the engine).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -37,6 +38,7 @@ from .._batching import (
 )
 from .._compat import astype, present
 from .._core import Tracer
+from .._passthrough import has_tracer
 from .._payload import like, listed, moved
 from .._registry import function_name, get_arg, set_arg
 from .._rule_helpers import (
@@ -505,7 +507,7 @@ def _repeat_rule(func: Callable[..., Any]) -> Callable[..., Any]:
 def _resize_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         x, new_shape = args[0], get_arg(args, kwargs, 1, "new_shape")
-        if not is_batched(trace, x):
+        if not is_batched(trace, x) or has_tracer(new_shape):
             return per_example(trace, func, args, kwargs, "with a batched `new_shape`")
         flat = unwrap(trace, x)[0]
         flat = flat.reshape(flat_shape(flat))
@@ -592,6 +594,8 @@ def _diag_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v, nd = unwrap(trace, args[0])[0], example_ndim(trace, args[0])
         k = get_arg(args, kwargs, 1, "k", 0)
+        if not isinstance(k, Tracer):  # (a Python int: `-k` of an unsigned or bool wraps)
+            k = int(k) if func is np.diagflat and isinstance(k, np.bool_) else operator.index(k)
         if func is np.diagflat:
             return trace.wrap(diag_matrix(v.reshape(flat_shape(v)), k))
         if nd == 1:
