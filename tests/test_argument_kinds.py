@@ -148,3 +148,8 @@ def test_split_into_a_number_of_pieces_per_example() -> None:
     # (lists of different lengths per example: the whole function's loop, not an error)
     with pytest.warns(vmapx.PerformanceWarning):
         check_vmap(lambda x, n: np.array_split(x, n)[0][:1], [X, np.array([2, 3, 4])])
+
+
+def test_item_of_an_example_of_several_elements_raises_numpys_error() -> None:
+    _loop_raises_and_so_does_vmap(lambda x: x.item(), [X], ValueError)
+    _loop_raises_and_so_does_vmap(lambda x: float(x), [X], TypeError)

@@ -130,6 +130,8 @@ class BatchTracer(Tracer):
 
     def _concrete_scalar(self, convert: Callable[..., Any], name: str) -> Any:
         if self.size != 1:
+            if name == "item":  # (NumPy's own errors: `x.item()` raises ValueError)
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
             raise TypeError(f"only size-1 arrays can be converted to Python scalars ({name})")
         return self._to_concrete(
             convert,
