@@ -39,14 +39,15 @@ def _metric(u: Any, v: Any, metric: Any, p: Any = 2.0, total: Any = None) -> Any
     if metric == "chebyshev":  # (SciPy's C loop passes over NaN)
         return np.max(np.where(np.isnan(d), 0.0, np.abs(d)), axis=-1)
     if metric == "minkowski":
+        if np.isinf(p):  # (SciPy's C code: either infinity is the chebyshev distance)
+            return _metric(u, v, "chebyshev")
+        if p == 0:  # (SciPy's C code divides `1 / p`; Python raises)
+            raise Unsupported
         return total(np.abs(d) ** p) ** (1.0 / p)
     if metric == "cosine":
         dots = total(u * v)
         norms = np.sqrt(total(u * u)) * np.sqrt(total(v * v))
         return np.clip(1.0 - dots / norms, 0.0, 2.0)
-    if metric == "correlation":
-        return _metric(u - np.mean(u, -1, keepdims=True), v - np.mean(v, -1, keepdims=True),
-                       "cosine", total=total)  # fmt: skip
     if metric == "braycurtis":
         return total(np.abs(d)) / total(np.abs(u + v))
     if metric == "canberra":
@@ -57,6 +58,16 @@ def _metric(u: Any, v: Any, metric: Any, p: Any = 2.0, total: Any = None) -> Any
 
 def _sum_last(x: Any) -> Any:
     return np.sum(x, axis=-1)
+
+
+def _c_metric(u: Any, v: Any, metric: Any, p: Any = 2.0, total: Any = None) -> Any:
+    """`_metric` as `cdist` and `pdist` compute it: in SciPy's C loops, which overflow and
+    divide by zero without a warning (`correlation` centers the points in NumPy first)."""
+    if metric == "correlation":
+        u, v = u - np.mean(u, -1, keepdims=True), v - np.mean(v, -1, keepdims=True)
+        metric = "cosine"
+    with np.errstate(all="ignore"):
+        return _metric(u, v, metric, p, total)
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,7 +81,7 @@ def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _pairwise(u: Any, v: Any, metric: Any, p: Any = 2.0) -> Any:
     """`metric` between every row of `u` (m, k) and every row of `v` (n, k): (m, n)."""
-    return _metric(u[:, None, :], v[None, :, :], metric, p)
+    return _c_metric(u[:, None, :], v[None, :, :], metric, p)
 
 
 def _check(x: Any) -> None:
@@ -111,7 +122,7 @@ def _cdist_batched(in_batched: list[Any], XA: Any, XB: Any, metric: Any = "eucli
     _check_batched(in_batched, (XA, XB), 2)
     XA, XB = _double(XA), _double(XB)
     pairs = (XA[..., :, None, :], XB[..., None, :, :])
-    return _metric(*pairs, metric, p, sum_last_axis)
+    return _c_metric(*pairs, metric, p, sum_last_axis)
 
 
 @adapts("scipy.spatial.distance", "cdist", ("XA", "XB"),
@@ -126,7 +137,7 @@ def _pdist(X: Any, metric: Any = "euclidean", *, out: Any = None, p: Any = 2.0) 
     _check(X)
     i, j = _upper_pairs(np.shape(X)[0])
     X = _double(X)
-    return _metric(X[i], X[j], metric, p)  # (not the diagonal's zeros)
+    return _c_metric(X[i], X[j], metric, p)  # (not the diagonal's zeros)
 
 
 def _pdist_batched(in_batched: list[Any], X: Any, metric: Any = "euclidean", *,
@@ -136,7 +147,7 @@ def _pdist_batched(in_batched: list[Any], X: Any, metric: Any = "euclidean", *,
     _check_batched(in_batched, (X,), 2)
     i, j = _upper_pairs(X.shape[-2])
     X = _double(X)
-    return _metric(X[..., i, :], X[..., j, :], metric, p, sum_last_axis)
+    return _c_metric(X[..., i, :], X[..., j, :], metric, p, sum_last_axis)
 
 
 @adapts("scipy.spatial.distance", "pdist", ("X",), batch=batch_by_axis(_pdist_batched, _pdist))
@@ -181,7 +192,8 @@ def _library_dtype(name: Any, u: Any, v: Any, **options: Any) -> Any:
     """The dtype SciPy's `name` gives for vectors of `u`'s and `v`'s dtypes (and, for
     `minkowski`, the order `p`: `p=2` goes through `scipy.linalg.norm`, others not)."""
     one, two = (np.arange(1, 3, dtype=np.result_type(x)) for x in (u, v))
-    return np.result_type(_LIBRARY[name](one, two[::-1], **options))
+    with np.errstate(all="ignore"):  # (booleans' `correlation` is 0/0: only its dtype counts)
+        return np.result_type(_LIBRARY[name](one, two[::-1], **options))
 
 
 def _check_vectors(u: Any, v: Any, w: Any) -> None:
@@ -193,12 +205,12 @@ def _check_vectors(u: Any, v: Any, w: Any) -> None:
         raise Unsupported
 
 
-def _vector_chebyshev(u: Any, v: Any) -> Any:
-    """SciPy's `max(abs(u - v))`: Python's `max`, which is NaN when the first difference
-    is and passes over the NaN of the others."""
-    d = np.abs(u - v)
-    plain = _plain_values(u, v)
-    if plain is not None and not np.isnan(plain[0] - plain[1]).any():
+def _vector_chebyshev(d: Any) -> Any:
+    """SciPy's `max(abs(u - v))` of the differences `d`: Python's `max`, which is NaN when
+    the first difference is and passes over the NaN of the others."""
+    d = np.abs(d)
+    plain = _plain_values(d)
+    if np.result_type(d).kind != "f" or (plain is not None and not np.isnan(plain[0]).any()):
         return np.max(d, axis=-1)  # (no NaN in any example: the plain maximum)
     rest = np.max(np.where(np.isnan(d), -np.inf, d), axis=-1)
     return np.where(np.isnan(d[..., 0]), np.nan, rest)
@@ -211,14 +223,40 @@ def _vector_canberra(u: Any, v: Any) -> Any:
     return np.sum(np.where((den == 0) | np.isnan(terms), 0.0, terms), axis=-1)
 
 
-def _check_finite_difference(u: Any, v: Any) -> None:
-    """SciPy's `minkowski` (and `euclidean`) takes the norm of `u - v` with
+def _check_finite(d: Any) -> None:
+    """SciPy's `minkowski` (and `euclidean`) takes the norm of the differences `d` with
     `scipy.linalg.norm`, which raises for a NaN or an infinity."""
-    plain = _plain_values(u, v)
-    if plain is not None and np.isfinite(plain[0] - plain[1]).all():
+    plain = _plain_values(d)
+    if plain is not None and np.isfinite(plain[0]).all():
         return  # (every example's difference is finite: asked without tracing)
-    if not np.all(np.isfinite(u - v)):
+    if not np.all(np.isfinite(d)):
         raise ValueError("array must not contain infs or NaNs")
+
+
+def _norm2(d: Any, total: Any) -> Any:
+    """`sqrt(total(d * d))` of float differences as BLAS `nrm2` gives it (SciPy's order
+    2): scaled by the largest `|d|` where the squares overflow or underflow, and only
+    there (the common case pays one range check)."""
+    with np.errstate(over="ignore"):  # (those are the ones scaled below)
+        squares = total(d * d)
+    if np.shape(d)[-1] == 0:
+        return np.sqrt(squares)  # (no entries to scale by: 0)
+    info = np.finfo(np.result_type(d))
+    fine = (squares >= info.tiny / info.eps) & (squares <= info.max)
+    if type(squares) is not np.ndarray:  # traced: both ways, each example takes its own
+        root = np.sqrt(np.where(fine, squares, 1.0))  # (no infinite slope where unused)
+        return np.where(fine, root, _scaled_norm2(d, total))
+    out = np.sqrt(squares)
+    if not fine.all():
+        rows = np.flatnonzero(~fine)
+        out[rows] = _scaled_norm2(d[rows], total)
+    return out
+
+
+def _scaled_norm2(d: Any, total: Any) -> Any:
+    scale = np.max(np.abs(d), axis=-1, keepdims=True)
+    scale = np.where(scale == 0, 1.0, scale)  # (no difference: 0)
+    return scale[..., 0] * np.sqrt(total((d / scale) ** 2))
 
 
 def _plain_values(*xs: Any) -> list[Any] | None:
@@ -231,17 +269,20 @@ def _plain_values(*xs: Any) -> list[Any] | None:
 
 
 def _working(name: Any, u: Any, v: Any) -> tuple[Any, Any]:
-    """`u` and `v` in the dtype SciPy's metric `name` computes in: float64 for
-    `braycurtis` and `canberra` (their `v` is made float64), else the floats' own
-    (integers as float64: `_float`). float16 vectors, whose norms and dot products SciPy computes
-    with other intermediate precision, and `correlation` and `cosine` of two dtypes go to
-    the library."""
+    """`u` and `v` in the dtypes SciPy's metric `name` takes them in: `v` as float64 for
+    `braycurtis` and `canberra` (`canberra`'s `abs(u)` is in `u`'s dtype), floats for
+    `sqeuclidean` and `correlation` (integers as float64: `_float`), else their own: SciPy
+    subtracts them in their dtype, where integers wrap around. float16 vectors, whose norms
+    and dot products SciPy computes with other intermediate precision, and `correlation`
+    and `cosine` of two dtypes go to the library."""
     if name in ("braycurtis", "canberra"):
-        return u.astype(np.float64), v.astype(np.float64)
+        return u, v.astype(np.float64)
     dtypes = (np.result_type(u), np.result_type(v))
     if np.float16 in dtypes or (name in ("correlation", "cosine") and dtypes[0] != dtypes[1]):
         raise Unsupported  # (SciPy centers and squares each vector in its own dtype)
-    return _float(u), _float(v)
+    if name in ("sqeuclidean", "correlation"):
+        return _float(u), _float(v)
+    return u, v
 
 
 def _float(x: Any) -> Any:
@@ -250,15 +291,56 @@ def _float(x: Any) -> Any:
 
 
 def _vector_value(name: Any, u: Any, v: Any, p: Any = 2, total: Any = None) -> Any:
-    """Metric `name` between `u` and `v` (float vectors on the last axis), as SciPy's
-    vector function gives it (NaN and infinities included)."""
-    if name == "chebyshev":
-        return _vector_chebyshev(u, v)
+    """Metric `name` between `u` and `v` (vectors on the last axis, in `_working`'s
+    dtypes), as SciPy's vector function gives it (NaN, infinities and the integers'
+    wraparound included)."""
+    total = total or _sum_last
     if name == "canberra":
         return _vector_canberra(u, v)
-    if name in ("euclidean", "minkowski"):
-        _check_finite_difference(u, v)
-    return _metric(u, v, name, p, total)
+    if name == "cosine":
+        cosine = _vector_cosine if np.result_type(u).kind == "f" else _integer_cosine
+        return cosine(u, v, total)
+    if name == "correlation":
+        u, v = u - np.mean(u, -1, keepdims=True), v - np.mean(v, -1, keepdims=True)
+        return _vector_cosine(u, v, total)
+    if name not in ("euclidean", "minkowski", "chebyshev", "cityblock"):
+        return _metric(u, v, name, p, total)
+    d = u - v
+    if name == "chebyshev":
+        return _vector_chebyshev(d)
+    if name == "cityblock":
+        return total(np.abs(d))
+    if p <= 0:  # (SciPy raises)
+        raise Unsupported
+    _check_finite(d)
+    d = _float(d)  # (`np.linalg.norm` takes integers as float64)
+    if name == "euclidean" or p == 2:
+        return _norm2(d, total)
+    if p == np.inf:  # (`np.linalg.norm`: no entries, 0)
+        return np.max(np.abs(d), axis=-1, initial=0.0)
+    if p == 1:
+        return total(np.abs(d))
+    return total(np.abs(d) ** p) ** (1.0 / p)
+
+
+def _vector_cosine(u: Any, v: Any, total: Any) -> Any:
+    """SciPy's `1 - uv / sqrt(uu * vv)`, clipped: the product of the squared norms (not
+    of the norms, as `cdist`) overflows and underflows where SciPy's does."""
+    dots = total(u * v)
+    return np.clip(1.0 - dots / np.sqrt(total(u * u) * total(v * v)), 0.0, 2.0)
+
+
+def _integer_cosine(u: Any, v: Any, total: Any) -> Any:
+    """SciPy's `cosine` of integers or booleans (one dtype): its dot products in that dtype
+    (integers wrap around, booleans' sums are `or`), their product too, then as floats."""
+    dtype = np.result_type(u)
+    uv, uu, vv = (total(a * b).astype(dtype) for a, b in ((u, v), (u, u), (v, v)))
+    if dtype.kind != "b":
+        top = np.iinfo(dtype).max
+        if np.any((uu < 0) | (vv < 0) | (uu > top // np.maximum(vv, 1))):
+            raise Unsupported  # (SciPy's product overflows (warning) or its root raises)
+    root = np.sqrt((uu * vv).astype(np.float64))
+    return np.clip(1.0 - uv.astype(np.float64) / root, 0.0, 2.0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -280,7 +362,8 @@ def _vector_batched(name: Any) -> Any:
             if x.dtype.kind not in "biuf":  # (as `_check_vectors`)
                 raise Unsupported
         p = options.pop("p", 2)
-        if options or type(p) not in (int, float):
+        real = isinstance(p, int | float | np.integer | np.floating) and not isinstance(p, bool)
+        if options or not real:
             raise Unsupported
         dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())
         u, v = _working(name, u, v)
@@ -309,9 +392,8 @@ for _name in _METRICS:
                             lambda u, v, w=None, **kw: minkowski(u, v, w=w, **kw)))  # fmt: skip
 def minkowski(u: Any, v: Any, p: Any = 2, w: Any = None) -> Any:
     _check_vectors(u, v, w)
-    _check_finite_difference(u, v)
     dtype = _library_dtype("minkowski", u, v, p=p)
-    return _metric(*_working("minkowski", u, v), "minkowski", p).astype(dtype)
+    return _vector_value("minkowski", *_working("minkowski", u, v), p).astype(dtype)
 
 
 def install() -> None:
