@@ -158,15 +158,15 @@ def _cast_by_take(indices: Any) -> bool:
     does (1.7 -> 1, -1.5 -> -1, NaN -> the least integer, with NumPy's warning). A float
     array raises (the replay of the rule's error gives NumPy's TypeError)."""
     if isinstance(indices, Tracer):
-        kind = indices.dtype.kind
+        kind = str(indices.dtype.kind)
         return kind == "b" or (kind in "fc" and is_scalar(indices))
     if isinstance(indices, np.ndarray):
-        return indices.dtype.kind == "b"
+        return bool(indices.dtype.kind == "b")
     if isinstance(indices, list | tuple):
         leaves = optree.tree_leaves(indices)  # (traced elements: the rule's own error)
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return False
-        return np.asarray(indices).dtype.kind in "bf"
+        return bool(np.asarray(indices).dtype.kind in "bf")
     return isinstance(indices, bool | float | np.bool_ | np.floating)
 
 
