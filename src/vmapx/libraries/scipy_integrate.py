@@ -47,6 +47,15 @@ def _spacing(y: Any, x: Any, dx: Any, axis: Any) -> Any:
     return np.reshape(np.diff(x), shape)
 
 
+def _has_points(y: Any, x: Any, axis: Any) -> bool:
+    """SciPy's checks of `cumulative_trapezoid`: a point at least along `axis` of `y`, and
+    a 1-D `x` (the lowering's; other shapes go to the library) of as many points."""
+    if type(axis) is not int or not -np.ndim(y) <= axis < np.ndim(y):
+        return False
+    n = np.shape(y)[axis]
+    return n > 0 and (x is None or np.ndim(x) != 1 or len(x) == n)
+
+
 def _pairs(y: Any, axis: Any) -> Any:
     y = np.moveaxis(y, axis, -1)
     return np.moveaxis(y[..., 1:], -1, axis), np.moveaxis(y[..., :-1], -1, axis)
@@ -63,8 +72,11 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1) -> Any:
 def cumulative_trapezoid(
     y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1, initial: Any = None
 ) -> Any:
-    if initial is not None and initial != 0:
-        raise Unsupported
+    if initial is not None and (not np.isscalar(initial) or np.iscomplexobj(initial)
+                                or initial != 0):  # fmt: skip
+        raise Unsupported  # (SciPy's error, or its warning casting a complex 0: the library)
+    if not _has_points(y, x, axis):
+        raise Unsupported  # (SciPy's ValueError: the library's, per example)
     dtype = _library_dtype("cumulative_trapezoid", y, x, dx, initial)
     hi, lo = _pairs(y, axis)
     out = np.cumsum(_spacing(y, x, dx, axis) * (hi + lo) / 2.0, axis=axis).astype(dtype)

@@ -24,6 +24,7 @@ _LIBRARY_EIGH = scipy.linalg.eigh
 _LIBRARY_DET = scipy.linalg.det
 _LIBRARY_NORM = scipy.linalg.norm
 _LIBRARY_SOLVE = scipy.linalg.solve
+_LIBRARY_LU_FACTOR = scipy.linalg.lu_factor
 
 _HERMITIAN = {"her", "hermitian", "pos", "positive definite"}
 _SYMMETRIC = {"sym", "symmetric"} | _HERMITIAN
@@ -537,8 +538,13 @@ def expm(A: Any) -> Any:
     return _expm(A)
 
 
-def _lu_factor_batched(in_batched: list[Any], a: Any, **kwargs: Any) -> Any:
-    lu, piv = scipy.linalg.lu_factor(a)  # SciPy's own batching over leading axes
+def _lu_factor_batched(in_batched: list[Any], a: Any, overwrite_a: Any = False,
+                       check_finite: Any = True) -> Any:  # fmt: skip
+    """SciPy's own `lu_factor` of the stack of matrices (it factors over leading axes;
+    `overwrite_a`: never passed on, the stack may be the caller's array)."""
+    if a.ndim != 3:
+        raise Unsupported  # (a vector or a stack per example: the library's own answer)
+    lu, piv = _LIBRARY_LU_FACTOR(a, check_finite=check_finite)
     return lu, piv
 
 
@@ -546,8 +552,19 @@ def _lu_factor_lowering(a: Any, overwrite_a: Any = False, check_finite: Any = Tr
     raise Unsupported
 
 
-@adapts("scipy.linalg", "lu_factor", ("a",),
-        batch=batch_by_axis(_lu_factor_batched, _lu_factor_lowering))  # fmt: skip
+_lu_factor_by_axis = batch_by_axis(_lu_factor_batched, _lu_factor_lowering)
+
+
+def _lu_factor_rule(axis_size: int, in_batched: list[Any], a: Any, **options: Any) -> Any:
+    """`lu_factor`'s batch rule; no matrices: the factors of one nonsingular matrix of
+    their shape and dtype (zeros would be singular, which SciPy warns of), cut to none."""
+    if axis_size == 0 and type(a) is np.ndarray and a.ndim == 3:
+        lu, piv = _LIBRARY_LU_FACTOR(np.eye(*a.shape[1:], dtype=a.dtype))
+        return (lu[None][:0], piv[None][:0]), True
+    return _lu_factor_by_axis(axis_size, in_batched, a, **options)
+
+
+@adapts("scipy.linalg", "lu_factor", ("a",), batch=_lu_factor_rule)
 def lu_factor(a: Any, overwrite_a: Any = False, check_finite: Any = True) -> Any:
     return _lu_factor_lowering(a)
 

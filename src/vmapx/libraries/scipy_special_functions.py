@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -20,15 +21,59 @@ def _max_for_shift(a: Any, axis: Any) -> Any:
     return stop_gradient(np.where(np.isfinite(m), m, 0.0))
 
 
+# the library's own function, taken before `install` puts the adapter in its place
+_LIBRARY_LOGSUMEXP = sc.logsumexp
+
+
+def _dtype_key(b: Any) -> Any:
+    """What SciPy's promotion reads of `b`: a Python scalar's type (weak), else a dtype."""
+    if b is None or type(b) in (bool, int, float, complex):
+        return None if b is None else type(b)
+    return b.dtype if hasattr(b, "dtype") else np.asarray(b).dtype
+
+
+@functools.lru_cache(maxsize=64)
+def _logsumexp_dtype(a_dtype: Any, b_key: Any) -> Any:
+    """SciPy's result dtype: `a` promoted with `b`, to a floating dtype (asked of SciPy)."""
+    b = None if b_key is None else b_key(1) if type(b_key) is type else np.ones(1, b_key)
+    return np.result_type(_LIBRARY_LOGSUMEXP(np.zeros(1, a_dtype), b=b))
+
+
+def _as_dtype(x: Any, dtype: Any) -> Any:
+    if getattr(x, "dtype", None) == dtype:
+        return x
+    return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x, dtype=dtype)
+
+
 @adapts("scipy.special", "logsumexp", ("a", "b"))
 def logsumexp(
     a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False
 ) -> Any:
-    if return_sign or np.iscomplexobj(a):
-        raise Unsupported
-    m = _max_for_shift(a, axis)
-    e = np.exp(a - m) if b is None else b * np.exp(a - m)
-    out = np.log(np.sum(e, axis=axis, keepdims=True)) + m
+    from .. import stop_gradient
+
+    dtype = _logsumexp_dtype(np.result_type(a), _dtype_key(b))
+    if return_sign or dtype.kind != "f":
+        raise Unsupported  # (SciPy's signs and complex phases: the library)
+    a = _as_dtype(a, dtype)
+    if b is not None:
+        a, b = np.broadcast_arrays(a, _as_dtype(b, dtype))
+    if np.ndim(a) == 0:  # (SciPy's: one dimension at least, for `axis` and `keepdims`)
+        a, b = np.reshape(a, (1,)), None if b is None else np.reshape(b, (1,))
+    if np.size(a) == 0:
+        raise Unsupported  # (SciPy's -inf of the reduced shape: the library)
+    with np.errstate(all="ignore"):  # (SciPy's: the log of zero or of a negative sum)
+        if b is None:  # (a finite maximum: a finite sum; else no shift, SciPy's sum too)
+            m = _max_for_shift(a, axis)
+            out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+        else:  # a zero weight drops its term (and from the shift), whatever `a` holds there
+            kept = b != 0
+            m = _max_for_shift(np.where(kept, a, -np.inf), axis)
+            e = np.where(kept, b * np.exp(np.where(kept, a, m) - m), 0)
+            out = np.log(np.sum(e, axis=axis, keepdims=True)) + m
+            # where that is not finite, SciPy's answer is the unshifted sum's, every term
+            # kept (a zero weight times an infinity: NaN)
+            direct = np.log(np.sum(b * np.exp(a), axis=axis, keepdims=True))
+            out = np.where(np.isfinite(out), out, stop_gradient(direct))
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
