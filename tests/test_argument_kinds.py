@@ -13,6 +13,7 @@ import pytest
 
 import vmapx
 from harness import check_vmap
+from np_compat import requires_numpy2
 
 RNG = np.random.default_rng(11)
 X = RNG.normal(size=(3, 6))
@@ -47,7 +48,16 @@ def test_a_sequence_repeated_by_counts_that_differ_is_the_loops() -> None:
         check_vmap(lambda x, n: np.sum([1.0] * n) * x, [X, np.array([1, 2, 3])])
 
 
-@pytest.mark.parametrize("count", [np.array([2.0, 2.0, 2.0]), np.array([True, True, False])])
+@pytest.mark.parametrize(
+    "count",
+    [
+        np.array([2.0, 2.0, 2.0]),
+        pytest.param(
+            np.array([True, True, False]),
+            marks=requires_numpy2("a bool scalar that is no index (1.26: deprecated)"),
+        ),
+    ],
+)
 def test_a_sequence_times_another_scalar_raises_as_in_the_loop(count: np.ndarray) -> None:
     _loop_raises_and_so_does_vmap(lambda x, n: [1.0] * n, [X, count], TypeError)
     _loop_raises_and_so_does_vmap(lambda x, n: n * (1.0,), [X, count], TypeError)
@@ -124,6 +134,7 @@ def test_diagonal_offsets_of_other_integer_kinds(f: Any) -> None:
     check_vmap(f, [X])
 
 
+@requires_numpy2("a bool scalar that is no index (1.26: deprecated)")
 def test_diag_with_a_numpy_bool_offset_raises_as_numpy() -> None:
     _loop_raises_and_so_does_vmap(lambda x: np.diag(x[:3], np.True_), [X], TypeError)
 

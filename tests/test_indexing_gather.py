@@ -10,7 +10,7 @@ import pytest
 
 import vmapx
 from harness import check_vmap, loop_reference
-from np_compat import requires_numpy2
+from np_compat import NUMPY2, requires_numpy2
 
 rng = np.random.default_rng(0)
 
@@ -300,6 +300,39 @@ def test_put_casts_float_scalar_and_boolean_indices_as_numpy_does(f: Any) -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # batched: no loop
         check_vmap(f, [x, b])
+
+
+@pytest.mark.parametrize(
+    "f, error",
+    [
+        (lambda x: np.take(x, float("inf"), mode="clip"), OverflowError),
+        (lambda x: np.take(x, [float("nan"), 1.0], mode="clip"), ValueError),
+        (lambda x: _put(x, 1e20, -1.0), OverflowError),
+        (lambda x: _put(x, [float("nan")], -1.0), ValueError),
+        (lambda x: _put(x, 9, -1.0), IndexError),
+    ],
+)
+def test_plain_indices_numpy_cannot_convert_raise_its_error(f: Any, error: type) -> None:
+    # (a Python float goes through `int()`: a cast to integers gave the least integer)
+    x = rng.normal(size=(2, 6))
+    with pytest.raises(error):
+        f(x[0])
+    with pytest.raises(error):
+        vmapx.vmap(f)(x)
+
+
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_put_at_plain_complex_indices(mode: str) -> None:
+    def f(x: Any) -> Any:
+        y = x.copy()
+        np.put(y, np.complex128(1.5), -1.0, mode=mode)
+        np.put(y, [np.complex64(4.5), 2.0], x[:2], mode=mode)
+        return y
+
+    complex_warning = np.exceptions.ComplexWarning if NUMPY2 else np.ComplexWarning
+    with warnings.catch_warnings():  # (NumPy casts them, with its warning, in the loop too)
+        warnings.simplefilter("ignore", complex_warning)
+        check_vmap(f, [rng.normal(size=(2, 6))])
 
 
 def test_take_of_float_arrays_raises_numpys_error() -> None:

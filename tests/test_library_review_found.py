@@ -21,7 +21,8 @@ P = np.polynomial.polynomial
 RNG = np.random.default_rng(11)
 INF, NAN = np.inf, np.nan
 # (numpy.exceptions.RankWarning on NumPy 2; its own class on NumPy 1.26)
-_RANK_WARNING = getattr(np.exceptions, "RankWarning", None) or np.RankWarning
+# (the class numpy.polynomial warns with: its own on NumPy 1.26, NumPy's on NumPy 2)
+_RANK_WARNING = getattr(np.polynomial.polyutils, "RankWarning", None) or np.exceptions.RankWarning
 
 
 @pytest.fixture(autouse=True, params=["error", "ignore"])

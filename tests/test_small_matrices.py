@@ -217,3 +217,21 @@ def test_cholesky_and_solves_under_grad_match_the_loop(monkeypatch: pytest.Monke
         np.testing.assert_allclose(got[1][i], one[1], rtol=1e-10, atol=1e-12)
     assert any(taken)
     vmapx.check_grads(loss, (a[0], b[0]), order=1)
+
+
+@pytest.mark.parametrize("n", [4, ROWS])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_solution_entry_below_the_normal_range_is_lapacks(
+    n: int, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # x_0 = 1e-21 / 1e300 is subnormal: multiplied back by 1e300 it has lost digits that
+    # LU's (a_10 / a_00) * y_0 keeps (0.2% off)
+    taken = _spy(monkeypatch, "triangular_solve")
+    big, small = (1e300, 1e-21) if dtype == np.float64 else (1e20, 1e-24)
+    size = _batch(n)
+    a = np.tile(np.eye(n, dtype=dtype), (size, 1, 1))
+    a[:, 0, 0] = a[:, 1, 0] = big
+    b = np.ones((size, n), dtype)
+    b[:, 0], b[:, 1] = small, 2 * small
+    np.testing.assert_array_equal(vmapx.vmap(np.linalg.solve)(a, b), _loop(np.linalg.solve, a, b))
+    assert taken == [False]

@@ -368,9 +368,9 @@ def _repeated(sequence: Any, count: Tracer) -> Any:
     """`sequence * count` for the example's NumPy scalar `count`: Python repeats the
     sequence `count` times where that is an integer (NumPy's scalars leave it to the
     sequence; a 0-d array multiplies elementwise), and refuses any other number."""
-    if count.dtype.kind not in "iu":
-        name = count.dtype.type.__name__
-        raise TypeError(f"can't multiply sequence by non-int of type 'numpy.{name}'")
+    if count.dtype.kind not in "iu":  # NumPy's scalar of that type decides: a float's
+        # TypeError; a bool's too on NumPy 2, NumPy 1.26's DeprecationWarning and its 0 or 1
+        sequence[:0] * count.dtype.type(0)
     return sequence * operator.index(count)  # (a Python int: the trace decides how)
 
 

@@ -152,30 +152,22 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     return rule
 
 
-def _cast_by_take(indices: Any) -> bool:
-    """Whether `np.take` and `np.put` cast the example's `indices` to integers:
-    booleans (True -> 1, not a mask), and float or complex scalars and sequences as C
-    does (1.7 -> 1, -1.5 -> -1, NaN -> the least integer, with NumPy's warning). A float
-    array raises (the replay of the rule's error gives NumPy's TypeError)."""
-    if isinstance(indices, Tracer):
-        kind = str(indices.dtype.kind)
-        return kind == "b" or (kind in "fc" and is_scalar(indices))
-    if isinstance(indices, np.ndarray):
-        return bool(indices.dtype.kind == "b")
-    if isinstance(indices, list | tuple):
-        leaves = optree.tree_leaves(indices)  # (traced elements: the rule's own error)
-        if any(isinstance(leaf, Tracer) for leaf in leaves):
-            return False
-        return bool(np.asarray(indices).dtype.kind in "bf")
-    return isinstance(indices, bool | float | np.bool_ | np.floating)
+def _cast_by_take(indices: Tracer) -> bool:
+    """Whether `np.take` and `np.put` cast the example's traced `indices` to integers:
+    booleans (True -> 1, not a mask), and a float or complex *scalar* as C does (1.7 ->
+    1, -1.5 -> -1, NaN -> the least integer, with NumPy's warning). A float array raises
+    (the replay of the rule's error gives NumPy's TypeError)."""
+    kind = str(indices.dtype.kind)
+    return kind == "b" or (kind in "fc" and is_scalar(indices))
 
 
 def _positions(indices: Any, value: Any) -> Any:
-    """`value` (of `indices`: this trace's values, an outer trace's tracer, or the plain
-    indices) as the integers `np.take` and `np.put` read (see `_cast_by_take`)."""
-    if not _cast_by_take(indices):
+    """`value` (of `indices`: this trace's values, or an outer trace's tracer) as the
+    integers `np.take` and `np.put` read (see `_cast_by_take`); plain indices as they are
+    (NumPy converts them: a Python float through `int()`, which raises for NaN)."""
+    if not isinstance(indices, Tracer) or not _cast_by_take(indices):
         return value
-    return (value if hasattr(value, "astype") else np.asarray(value)).astype(np.intp)
+    return value.astype(np.intp)
 
 
 def _mode_index(ind: Any, n: int, mode: str) -> Any:
@@ -456,18 +448,24 @@ def _putmask_impl(a: Any, mask: Any, values: Any) -> Any:
     return out
 
 
+# indices NumPy converts itself (not a tracer's, nor another array library's)
+_NUMPY_INDICES = (np.ndarray, np.generic, list, tuple, int, float, complex)
+
+
 def _put_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     a, ind, v = args[:3]
     mode = get_arg(args, kwargs, 3, "mode", "raise")
     flat = _flat(trace, a)
     n = flat.shape[1]
-    idx, ib = unwrap(trace, ind)
-    idx = _positions(ind, idx)
-    idx = np.reshape(idx, _rows_shape(idx) if ib else (-1,))
-    idx = _mode_index(idx, n, mode)
     vals, vb = unwrap(trace, v)
     vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
-    k, m = idx.shape[-1], vals.shape[-1]
+    m = vals.shape[-1]
+    idx, ib = unwrap(trace, ind)
+    if isinstance(ind, _NUMPY_INDICES) and n and m:  # NumPy's own conversion of plain
+        idx = np.take(np.arange(n), ind, mode=mode)  # indices, and `mode`: its errors too
+    idx = np.reshape(_positions(ind, idx), _rows_shape(idx) if ib else (-1,))
+    idx = _mode_index(idx, n, mode)
+    k = idx.shape[-1]
     if k and not n:
         replay_errors(trace, _put_impl, (a, ind, v, mode), {})
     if m == 0 or k == 0:  # NumPy writes nothing

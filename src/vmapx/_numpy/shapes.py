@@ -36,7 +36,7 @@ from .._batching import (
     is_batched,
     unwrap,
 )
-from .._compat import astype, present
+from .._compat import NUMPY2, astype, present
 from .._core import Tracer
 from .._passthrough import has_tracer
 from .._payload import like, listed, moved
@@ -396,6 +396,8 @@ def _roll_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             v, axis, nd = v.reshape(flat_shape(v)), 0, 1
         if isinstance(shift, Tracer):  # a shift per example (or of an outer transform)
             s = bcast_batch(trace, shift)
+            if s.dtype.kind == "f" and not NUMPY2:  # (NumPy 1.26 slices by the float)
+                return per_example(trace, func, args, kwargs, "with a float shift")
             if s.dtype.kind == "f" and not np.isfinite(s).all():  # (`int(shift)` raises)
                 return per_example(trace, func, args, kwargs, "with a non-finite shift")
             out = _roll_batched_shift(v, s, axis, nd)

@@ -274,7 +274,12 @@ def _numpy1_promotion(
             v if b else moved(np.reshape(v, (1,)), *vals)
             for v, b in zip(vals, batched, strict=True)
         ]
-    dtypes = [v.dtype if hasattr(v, "dtype") else np.result_type(v) for v in vals]
+    dtypes = [
+        v.dtype if hasattr(v, "dtype")
+        else np.asarray(v).dtype if isinstance(v, list | tuple)  # (`[1.0, 2.0] * x`)
+        else np.result_type(v)
+        for v in vals
+    ]  # fmt: skip
     arrays = [d for d, z in zip(dtypes, zero_d, strict=True) if not z]
     scalars = [d for d, z in zip(dtypes, zero_d, strict=True) if z]
     if max(_CATEGORY.get(d.kind, 3) for d in scalars) > max(

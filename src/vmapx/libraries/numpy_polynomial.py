@@ -142,7 +142,9 @@ def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: Any = False, w: A
     scale = np.where(scale == 0, 1.0, scale)
     coef, _, rank, _ = np.linalg.lstsq(v / scale, y, rcond=rcond)
     if bool(np.any(rank != deg + 1)):  # (examples that differ here: the loop, which warns)
-        warnings.warn("The fit may be poorly conditioned", RankWarning,
+        # (the class `polyutils` warns with: its own on NumPy 1.26, NumPy's on NumPy 2)
+        category = getattr(np.polynomial.polyutils, "RankWarning", RankWarning)
+        warnings.warn("The fit may be poorly conditioned", category,
                       stacklevel=user_stacklevel())  # fmt: skip
     return (coef / scale).astype(dtype)
 

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.spatial.distance as sd
 
 from .._batching import BatchTracer
+from .._compat import NUMPY2
 from .._numpy.reductions import sum_last_axis
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
@@ -316,8 +317,8 @@ def _vector_value(name: Any, u: Any, v: Any, p: Any = 2, total: Any = None) -> A
     d = _float(d)  # (`np.linalg.norm` takes integers as float64)
     if name == "euclidean" or p == 2:
         return _norm2(d, total)
-    if p == np.inf:  # (`np.linalg.norm`: no entries, 0)
-        return np.max(np.abs(d), axis=-1, initial=0.0)
+    if p == np.inf:  # (`np.linalg.norm`: no entries, 0 on NumPy 2; NumPy 1.26 raises)
+        return np.max(np.abs(d), axis=-1, **({"initial": 0.0} if NUMPY2 else {}))  # type: ignore[call-overload]  # (NumPy 2 only)
     if p == 1:
         return total(np.abs(d))
     return total(np.abs(d) ** p) ** (1.0 / p)
