@@ -15,7 +15,7 @@ one so that the message names the example's axes and sizes, not the batched valu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -461,8 +461,9 @@ def _put_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) 
     vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
     m = vals.shape[-1]
     idx, ib = unwrap(trace, ind)
-    if isinstance(ind, _NUMPY_INDICES) and n and m:  # NumPy's own conversion of plain
-        idx = np.take(np.arange(n), ind, mode=mode)  # indices, and `mode`: its errors too
+    if isinstance(ind, _NUMPY_INDICES) and n and m:
+        # plain indices converted by NumPy itself, and `mode` applied: its errors too
+        idx = np.take(np.arange(n), cast(Any, ind), mode=mode)
     idx = np.reshape(_positions(ind, idx), _rows_shape(idx) if ib else (-1,))
     idx = _mode_index(idx, n, mode)
     k = idx.shape[-1]
