@@ -386,8 +386,9 @@ def test_lu_factor_of_no_matrices_has_the_shapes_and_dtypes_of_one(dtype, shape)
     # vmap raised AxisSizeError: SciPy's call on the empty stack raised, and the loop of
     # no examples cannot say what it gives
     a = np.ones((1, *shape), dtype=dtype)
-    with warnings.catch_warnings():  # (an example of ones is singular: SciPy warns)
-        warnings.simplefilter("ignore", sl.LinAlgWarning)
+    with warnings.catch_warnings():  # (an example of ones is singular: SciPy warns; 1.18
+        warnings.simplefilter("ignore", sl.LinAlgWarning)  # deprecates bool and float16)
+        warnings.simplefilter("ignore", DeprecationWarning)
         lu, piv = loop_reference(_lu_factor, (a,), 0)
     got_lu, got_piv = vmapx.vmap(_lu_factor)(a[:0])
     assert got_lu.shape == (0, *lu.shape[1:]) and got_lu.dtype == lu.dtype

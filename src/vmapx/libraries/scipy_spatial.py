@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 import numpy as np
+import scipy
 import scipy.spatial.distance as sd
 
 from .._batching import BatchTracer
@@ -234,10 +235,17 @@ def _check_finite(d: Any) -> None:
         raise ValueError("array must not contain infs or NaNs")
 
 
+# SciPy's order-2 norm of a vector: BLAS `nrm2` (scaled) before 1.18, NumPy's after
+_SCIPY_SCALES = np.lib.NumpyVersion(scipy.__version__) < "1.18.0"
+
+
 def _norm2(d: Any, total: Any) -> Any:
     """`sqrt(total(d * d))` of float differences as BLAS `nrm2` gives it (SciPy's order
     2): scaled by the largest `|d|` where the squares overflow or underflow, and only
-    there (the common case pays one range check)."""
+    there (the common case pays one range check). From SciPy 1.18 on, `minkowski` takes
+    NumPy's norm along the last axis, which does not scale: its overflow, as it is."""
+    if not _SCIPY_SCALES:
+        return np.sqrt(total(d * d))
     with np.errstate(over="ignore"):  # (those are the ones scaled below)
         squares = total(d * d)
     if np.shape(d)[-1] == 0:
