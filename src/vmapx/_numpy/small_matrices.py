@@ -111,7 +111,7 @@ def _substitution_computes_lapacks(m: np.ndarray, lower: bool) -> bool:
     by entry: each temporary is one row of the batch (temporaries of the whole `m`
     are fresh memory at every call where the allocator gives large blocks back)."""
     n = m.shape[0]
-    smallest = np.finfo(m.dtype).tiny / np.finfo(m.dtype).eps
+    smallest = _smallest(m.dtype)
     if not np.isfinite(m).all():
         return False
     diagonal = [np.abs(m[i, i]) for i in range(n)]
@@ -131,6 +131,12 @@ def _substitution_computes_lapacks(m: np.ndarray, lower: bool) -> bool:
             if lower and (size > diagonal[j]).any():
                 return False
     return True
+
+
+def _smallest(dtype: np.dtype) -> Any:
+    """The smallest size of an entry in the normal range with room (`tiny / eps`): below
+    it, the two orders of operations differ by more than rounding."""
+    return np.finfo(dtype).tiny / np.finfo(dtype).eps
 
 
 def _by_rows(va: np.ndarray, vb: np.ndarray, lower: bool) -> np.ndarray | None:
@@ -160,7 +166,7 @@ def _normal_or_zero(x: np.ndarray) -> bool:
     """Whether every entry of the solution is zero or in the normal range with room: a
     smaller one lost digits in `x_j = y_j / a_jj` that LU's `(a_ij / a_jj) * y_j` keeps
     (a row of 1e300 and a right-hand side of 1e-21: 0.2% off)."""
-    smallest = np.finfo(x.dtype).tiny / np.finfo(x.dtype).eps
+    smallest = _smallest(x.dtype)
     size = np.abs(x)
     return bool(np.count_nonzero(size < smallest) == np.count_nonzero(size == 0))
 
@@ -171,7 +177,7 @@ def _rows_compute_lapacks(va: np.ndarray, lower: bool) -> bool:
     diagonal is not finite, the result is not (checked after the solve); a lower `a`'s
     entries must not exceed their diagonal entry, which the same comparison checks."""
     n = va.shape[-1]
-    smallest = np.finfo(va.dtype).tiny / np.finfo(va.dtype).eps
+    smallest = _smallest(va.dtype)
     ones = np.ones((n, n), va.dtype)
     zero_side = (np.triu(ones, 1) if lower else np.tril(ones, -1)).reshape(n * n)
     step = max(1, _CHECKED_AT_ONCE // (n * n))
