@@ -29,6 +29,7 @@ from ._autodiff import (
     vjp_flat,
 )
 from ._core import Tracer
+from ._unmapped import plain_array
 from .errors import DifferentiationError
 
 P = ParamSpec("P")  # the differentiated function's parameters, kept by the transforms
@@ -117,7 +118,7 @@ def _diff_leaves(
                 "of `argnums` (the other arguments are constants), or pass `allow_int=True` "
                 "(its derivative is then a zero array of dtype float0)."
             )
-        out.append(x)
+        out.append(plain_array(x))  # (its tracer indexes by traced values: `_unmapped`)
     return out, treedef
 
 

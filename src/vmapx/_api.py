@@ -27,12 +27,14 @@ from . import (
     _payload,
     _scalars,
     _subclasses,
+    _unmapped,
 )  # fmt: skip
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, caught_error, user_stacklevel
 from ._chunk_outputs import slice_axis as _slice_axis
 from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
 from ._elision import CONSUMED
+from ._unmapped import UnmappedArray, plain_array, unmapped_view
 from ._vmap_arguments import check_vmap_arguments
 from .errors import (
     AxisSizeError,
@@ -440,7 +442,8 @@ def _run(
     untrusted = _passthrough.untrusted(f)
     trace = push_trace(BatchTrace(size, opts.axis_name, fallback, opts.randomness))
     try:
-        inputs = [_to_batched(trace, x, ax) for x, ax in zip(leaves, axes, strict=True)]
+        views = _unmapped.wanted(f)
+        inputs = [_to_batched(trace, x, ax, views) for x, ax in zip(leaves, axes, strict=True)]
         trace.like = _payload.like(*leaves)
         legacy = _legacy_random.snapshot()
         hidden = _hidden_generator_states(f, opts, leaves, kwargs) if watch_hidden else []
@@ -473,6 +476,11 @@ def _run(
                 )
                 if not isinstance(refused, ConcretizationSignal):  # (fallback="error")
                     raise refused from error
+            if _indexes_unmapped(f, trace, leaves, axes):  # (fallback="error")
+                pop_trace(trace)
+                trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
+                _undo_hidden_draws(legacy, hidden)
+                return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             if trace.pending is None:
                 if _passthrough.retry(f):  # (fallback="error": the converters just found)
                     pop_trace(trace)
@@ -487,10 +495,11 @@ def _run(
         if trace.pending is not None:  # raised, and maybe swallowed or converted
             pending = trace.pending
             pending.__traceback__ = None  # (its frames hold `f` and the arguments)
+            again = _indexes_unmapped(f, trace, leaves, axes)
             pop_trace(trace)
             trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
             _undo_hidden_draws(legacy, hidden)  # the abandoned run's draws
-            if _passthrough.retry(f):  # with tracers passing the converters just found
+            if again or _passthrough.retry(f):  # with tracers passing the converters just found
                 return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             if _passthrough.untrusted(f) == untrusted:  # (else the next run differs)
                 reason = _fallback_memory.Reason(pending.what, pending.fix, pending.location)
@@ -505,6 +514,20 @@ def _run(
     finally:
         if trace is not None:
             pop_trace(trace)
+
+
+def _indexes_unmapped(
+    f: Callable[..., Any], trace: BatchTrace, leaves: list[Any], axes: list[Any]
+) -> bool:
+    """Whether the batched run that just stopped at `plain[traced]` should run again with
+    the unmapped arrays as `UnmappedArray`s (learned for `f`: see `vmapx._unmapped`):
+    there are such arrays, and this run did not have them already."""
+    if not trace.indexed_plain or trace.unmapped:
+        return False
+    if not any(ax is None and type(x) is np.ndarray for x, ax in zip(leaves, axes, strict=True)):
+        return False
+    _unmapped.learn(f)
+    return True
 
 
 def _refuses_tracer(error: Exception) -> bool:
@@ -608,7 +631,9 @@ def _check_outputs_fresh(trace: BatchTrace, out: Any) -> None:
             leaf._check_fresh()
 
 
-def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
+def _to_batched(trace: BatchTrace, x: Any, axis: int | None, views: bool = False) -> Any:
+    """Argument `x` as `f` sees it in a batched run: mapped (`axis`), a `BatchTracer`;
+    unmapped, read-only (`views`: an `UnmappedArray`, see `vmapx._unmapped`)."""
     if type(x) is not np.ndarray:  # (adapters replace special arguments, never arrays)
         for adapt in ARGUMENT_ADAPTERS:
             adapted = adapt(trace, x)
@@ -617,9 +642,15 @@ def _to_batched(trace: BatchTrace, x: Any, axis: int | None) -> Any:
         if axis is not None and not hasattr(x, "shape"):
             x = np.asarray(x)
     elif axis is None:
-        return _read_only(x)
+        if not views:
+            return _read_only(x)
+        trace.unmapped = True
+        return unmapped_view(x)
     if axis is None:
+        if type(x) is UnmappedArray:  # (an outer vmap's unmapped argument, unmapped again)
+            trace.unmapped = True
         return _read_only_tracer(x)
+    x = plain_array(x)  # (an outer vmap's unmapped argument, mapped here)
     if axis % x.ndim != 0:
         x = np.moveaxis(x, axis, 0)
     out = BatchTracer(trace, x)
@@ -704,6 +735,7 @@ def _as_stacked(out: BatchTracer) -> Any:
 def _own(val: Any, inputs: Sequence[Any]) -> Any:
     """The loop returns a fresh writable array: copy a result that is a read-only
     broadcast (`np.zeros_like(x)` returned as it is) or shares the caller's memory."""
+    val = plain_array(val)  # (an unmapped argument, or computed from one alone)
     if type(val) is not np.ndarray:
         if val is CONSUMED:  # (an operator reused its array: see `_elision`)
             CONSUMED._fail()
@@ -734,6 +766,7 @@ def fresh_arrays(
     seen: set[Any] = set()
     out = []
     for k, r in enumerate(results):
+        r = plain_array(r)
         if (
             type(r) is np.ndarray
             and r.itemsize
@@ -785,6 +818,7 @@ def _broadcast_output(leaf: Any, size: int) -> Any:
     """An output that does not depend on the batch, repeated as the loop would give it."""
     if not hasattr(leaf, "shape"):
         leaf = np.asarray(leaf)
+    leaf = plain_array(leaf)
     out = np.empty_like(leaf, shape=(size, *leaf.shape))
     out[...] = leaf
     return out
@@ -931,7 +965,7 @@ def _take(x: Any, axis: int, i: int) -> Any:
     as a batched run may; the caller's array must not see it)."""
     index: list[Any] = [slice(None)] * np.ndim(x)
     index[axis] = i
-    example = x[tuple(index)]
+    example = plain_array(x)[tuple(index)]
     return example.copy() if type(example) is np.ndarray else example
 
 
@@ -1022,6 +1056,7 @@ def _special_example(x: Any, i: int) -> Any:
     """Example `i`'s value of an unmapped argument: an array read-only, as in a batched
     run (`_read_only`: a write raises there, so it must here), the generator stand-in of
     a special argument."""
+    x = plain_array(x)  # (an outer vmap's unmapped argument: the loop's are plain)
     if type(x) is np.ndarray:
         return _read_only(x)
     if isinstance(x, Tracer):

@@ -21,6 +21,7 @@ from . import _config, _core, _frames, _passthrough, _payload
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
 from ._registry import Primitive, ViewTest, builder, each_function, prim_of, register
+from ._unmapped import plain_arguments
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
 
 if TYPE_CHECKING:
@@ -67,7 +68,18 @@ class BatchTracer(Tracer):
         self, how: str, convert: Callable[..., Any] | None, args: tuple[Any, ...] = ()
     ) -> Any:
         if how == "array":
-            _passthrough.learn_caller(sys._getframe(2))  # (a retry may pass `self` there)
+            caller = sys._getframe(2)
+            _passthrough.learn_caller(caller)  # (a retry may pass `self` there)
+            if _frames.indexes_plain_array(caller):
+                self._trace.indexed_plain = True
+                raise self._trace.concretization(
+                    "a plain NumPy array indexed by a batched value (`table[i]`, "
+                    "`np.take(table, i)`: NumPy asks the index for one plain array)",
+                    "pass the array to the vmapped function as an argument with "
+                    "`in_axes=None`, which vmapx indexes batched (an array read from a "
+                    "global or a closure, or made inside the function, is NumPy's own); "
+                    "for a one-hot row write `np.arange(k) == i`",
+                )
             raise self._trace.concretization(
                 "`np.asarray`/`np.array` (or a plain NumPy array operation) received a "
                 "batched value; a batched value cannot become one plain array",
@@ -147,7 +159,7 @@ class BatchTrace(Trace):
     """The trace of one `vmap` call."""
 
     __slots__ = ("axis_size", "axis_name", "fallback", "randomness", "pending", "largest",
-                 "made", "like", "aware", "raised")  # fmt: skip
+                 "made", "like", "aware", "raised", "unmapped", "indexed_plain")  # fmt: skip
 
     def __init__(
         self, axis_size: int, axis_name: Any, fallback: str, randomness: str = "error"
@@ -176,6 +188,11 @@ class BatchTrace(Trace):
         # batch, where the loop raises for some examples only; if `f` catches it and
         # returns, its result is not the loop's (see `vmapx._api`)
         self.raised: tuple[str, str, int] | None = None  # (and the error's id)
+        # whether `f` got unmapped arrays as `UnmappedArray`s: rules get plain views of
+        # them (their fast paths test `type(x) is np.ndarray`; see vmapx._unmapped)
+        self.unmapped = False
+        # whether the run stopped at `plain[traced]` (it may run again with them)
+        self.indexed_plain = False
 
     def wrap(self, val: Any) -> BatchTracer:
         if _config.config.checks:
@@ -191,6 +208,8 @@ class BatchTrace(Trace):
         rule = prim.rules.batch
         if self.like is not None:
             args, kwargs = _payload.onto(args, self.like), _payload.onto(kwargs, self.like)
+        if self.unmapped:
+            args, kwargs = plain_arguments(args, kwargs)
         try:
             if rule is None:
                 out = loop_rule(self, prim, args, kwargs)

@@ -9,6 +9,7 @@ which is how the user's code reached that library.
 
 from __future__ import annotations
 
+import dis
 import importlib.util
 import os
 import sys
@@ -90,3 +91,28 @@ def location(skip: int = 1) -> str:
             return f"{library} (called from {filename}:{frame.f_lineno})"
         frame = frame.f_back
     return library or "<unknown>"
+
+
+# `a[i]` (Python 3.11-3.13; 3.14 reads it by BINARY_OP, not told apart). Not `a[i] = v`:
+# there the traced value is more often `v` (a batched value written into a plain array)
+_SUBSCRIPTS = frozenset(dis.opmap[n] for n in ("BINARY_SUBSCR",) if n in dis.opmap)
+
+
+def indexes_plain_array(frame: FrameType) -> bool:
+    """Whether `frame`, where a traced value was asked for a plain array (`__array__`),
+    is indexing with it: `a[i]` or NumPy's `np.take(a, i)` (its Python
+    wrapper calls `a.take(i)`). A traced `a` would have dispatched: `a` is a plain array."""
+    code = frame.f_code
+    if code.co_name in ("_wrapfunc", "_wrapit") and code.co_filename.startswith(_NUMPY_CORE):
+        return frame.f_locals.get("method") in ("take", "put")
+    i = frame.f_lasti
+    if 0 <= i < len(code.co_code) and code.co_code[i] in _SUBSCRIPTS:
+        return True
+    # `a.take(i)`: a method of the line being called (a guess: one more batched run at
+    # most, see `vmapx._unmapped`; this runs only where a run must stop anyway)
+    line = frame.f_lineno
+    return any(
+        ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval == "take"
+        and ins.positions is not None and ins.positions.lineno == line and ins.offset < i
+        for ins in dis.get_instructions(code)
+    )  # fmt: skip

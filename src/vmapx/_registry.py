@@ -27,6 +27,7 @@ and the public extension API (`vmapx.extend`) write them, through the same `regi
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -102,6 +103,9 @@ FUNCTIONS: dict[Callable[..., Any], Primitive] = {}
 UFUNC_PRIMITIVES: dict[tuple[np.ufunc, str], Primitive] = {}
 # hooks `hook(prim, ufunc, method)` that register family defaults on ufunc primitives
 _UFUNC_DEFAULTS: list[tuple[Callable[[Primitive, np.ufunc, str], None], str]] = []
+# `x[index]`, which has no NumPy function of its own (its rules: `vmapx._numpy.indexing`;
+# here for the arrays that index by traced values, `vmapx._unmapped`)
+GETITEM = Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
 
 
 def function_name(func: Callable[..., Any]) -> str:

@@ -4,8 +4,9 @@ subclass): `vmap` runs the loop for them.
 A batched run holds plain arrays: a mask or a subclass's own methods and units would be
 lost (`np.ma.filled(x, 0)` of a masked example fills its masked entries; of the batch,
 nothing), so the examples run one by one, each the subclass's own row, as in the loop.
-`np.memmap` is a plain array to compute with and batches; `np.matrix` is refused (its
-rows stay 2-d, `*` is a matrix product, and NumPy cannot stack matrices).
+`np.memmap` (and an outer `vmap`'s unmapped argument, `vmapx._unmapped`) is a plain
+array to compute with and batches; `np.matrix` is refused (its rows stay 2-d, `*` is a
+matrix product, and NumPy cannot stack matrices).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from ._fallback_memory import Reason
+from ._unmapped import UnmappedArray
 from .errors import UnsupportedError
 
 __all__ = ["subclass_reason"]
 
-_PLAIN_SUBCLASSES = (np.memmap,)
+_PLAIN_SUBCLASSES = (np.memmap, UnmappedArray)
 
 
 def subclass_reason(leaves: list[Any], axes: list[Any]) -> Reason | None:

@@ -17,11 +17,18 @@ from .. import _elision, _payload, _scalars
 from .._batching import BatchTracer, defbatch
 from .._compat import NUMPY2, astype
 from .._core import Tracer, bind, find_top_trace
-from .._registry import FUNCTIONS, UFUNC_PRIMITIVES, Primitive, primitive, ufunc_primitive
+from .._registry import (
+    FUNCTIONS,
+    GETITEM,
+    UFUNC_PRIMITIVES,
+    Primitive,
+    primitive,
+    ufunc_primitive,
+)
 from . import _masked
 
-# Primitives for ndarray behaviour that has no NumPy function of its own.
-GETITEM = Primitive("ndarray.__getitem__", operator.getitem, may_view=True)
+# Primitives for ndarray behaviour that has no NumPy function of its own (and GETITEM,
+# from the registry).
 
 
 def _setitem_impl(x: Any, idx: Any, v: Any) -> Any:

@@ -44,10 +44,10 @@ from .._batching import (
 from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
 from .._payload import like
-from .._registry import builder, get_arg, primitive, register, set_arg
+from .._registry import GETITEM, builder, get_arg, primitive, register, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
 from .._scalars import is_scalar
-from ._tracer_api import GETITEM, IN_PLACE, SETITEM, assign
+from ._tracer_api import IN_PLACE, SETITEM, assign
 from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
 
 # -- shared helpers -------------------------------------------------------------------

@@ -41,10 +41,10 @@ from .._batching import (
 )
 from .._core import Tracer, bind
 from .._payload import is_array, like
-from .._registry import Primitive, register, register_ufunc_defaults
+from .._registry import GETITEM, Primitive, register, register_ufunc_defaults
 from .._rule_helpers import example_shape
 from ..errors import DifferentiationError
-from ._tracer_api import GETITEM, SETITEM
+from ._tracer_api import SETITEM
 from .ufuncs import at_rule
 
 

@@ -29,9 +29,8 @@ from .._batching import (
 from .._compat import normalize_axis_index
 from .._core import bind
 from .._payload import like, moved
-from .._registry import builder, get_arg, primitive, set_arg
+from .._registry import GETITEM, builder, get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
-from ._tracer_api import GETITEM
 from .gather import along_axis_index, replay_errors, replaying, scatter
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
