@@ -1055,7 +1055,11 @@ def _tangent_or_zeros(tangents: dict[Any, Any], argnum: Any, x: Any) -> Any:
     t = tangents.get(argnum)
     if t is not None:
         return t
-    return np.zeros_like(x) if hasattr(x, "shape") else 0.0 * x
+    if hasattr(x, "shape"):
+        return np.zeros_like(x)
+    if isinstance(x, int | float | complex):
+        return 0.0 * x  # (a Python number stays weakly typed)
+    return np.zeros_like(np.asarray(x))  # a list (`np.concatenate([[0.0], x])`), ...
 
 
 @builder

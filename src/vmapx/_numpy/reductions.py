@@ -301,44 +301,51 @@ def _others_product(x: Any, axes: tuple[Any, ...]) -> Any:
     return np.transpose(w, tuple(np.argsort(perm)))
 
 
-def _w_sum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_sum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     return None if where is True else where
 
 
-def _w_nansum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_nansum(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     return ~np.isnan(x) & where
 
 
-def _w_mean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_mean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     n = _count(x, axes, where)
     if where is True:
         return 1 / n if n else 0.0  # (an empty mean: no element to weigh)
     return where / n
 
 
-def _w_nanmean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_nanmean(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     mask = ~np.isnan(x) & where
     return mask / np.sum(mask, axis=axes, keepdims=True)
 
 
-def _w_extreme(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
-    """Ties share the derivative equally (the mask of the extreme, over its count)."""
+def _w_extreme(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
+    """Ties share the derivative equally (the mask of the extreme, over its count); an
+    `initial` equal to the extreme is one of the tied (its share goes nowhere)."""
     mask = x == ans
     if where is not True:
         mask = mask & where
     mask = astype(mask, x.dtype)
-    return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
+    count = np.sum(mask, axis=axes, keepdims=True)
+    if initial is not None:
+        count = count + (ans == initial)
+    return mask / np.maximum(count, 1)
 
 
-def _w_prod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_prod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     if where is True:
-        return _others_product(x, axes)
-    return _others_product(np.where(where, x, 1), axes) * where
+        w = _others_product(x, axes)
+    else:
+        w = _others_product(np.where(where, x, 1), axes) * where
+    return w if initial is None else w * initial  # (`initial` is one more factor)
 
 
-def _w_nanprod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any) -> Any:
+def _w_nanprod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     keep = ~np.isnan(x) & where
-    return _others_product(np.where(keep, x, 1), axes) * keep
+    w = _others_product(np.where(keep, x, 1), axes) * keep
+    return w if initial is None else w * initial
 
 
 def _contractible(t: Any, w: Any, x: Any) -> bool:
@@ -384,7 +391,9 @@ def _reduction_rules(
         keepdims = bool(p.get("keepdims", False))
         kept = _kept_shape(x.shape, axes)
         ans_kept = ans if keepdims else np.reshape(ans, kept)
-        return x, axes, keepdims, kept, weights(x, ans_kept, axes, p.get("where", True))
+        initial = p.get("initial")
+        initial = None if initial is np._NoValue else initial  # (NumPy's "not given")
+        return x, axes, keepdims, kept, weights(x, ans_kept, axes, p.get("where", True), initial)
 
     def jvp(argnum: Any, t: Any, ans: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if argnum != 0:

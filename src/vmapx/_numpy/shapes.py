@@ -19,6 +19,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._autodiff import (
+    ADTracer,
     defcomposite,
     defelementwise,
     deflinear,
@@ -37,7 +38,7 @@ from .._batching import (
     unwrap,
 )
 from .._compat import NUMPY2, astype, present
-from .._core import Tracer
+from .._core import Trace, Tracer
 from .._passthrough import has_tracer
 from .._payload import like, listed, moved
 from .._registry import function_name, get_arg, set_arg
@@ -105,6 +106,92 @@ defvjp(np.real, lambda ans, x: _identity)
 defvjp(np.imag, lambda ans, x: lambda g: -1j * g)
 
 
+# -- reshape, ravel: `order='A'` and ravel's `order='K'` read each example's memory ------
+# 'A' reads an F-contiguous array (not C-contiguous) in F order, else in C order; ravel's
+# 'K' reads in the order of the memory (NumPy's reshape refuses 'K'). The loop's examples
+# have their own layouts, which the batch does not keep (a batched result's example may
+# be F-contiguous where the loop's is not, and the other way round): under `vmap` such a
+# call runs the loop, unless every order reads the example alike. Under differentiation
+# the order is made explicit from the primal's layout (`_explicit_order`), so that the
+# JVP (the function of the tangent, whose layout is another) and the VJP read as the
+# forward did.
+
+_RAVEL_LAYOUT = ("A", "a", "K", "k")  # (NumPy takes lower case too)
+_RESHAPE_LAYOUT = ("A", "a")
+
+
+def _reads_alike(shape: tuple[int, ...]) -> bool:
+    """Whether every order reads an array of `shape` alike (one axis longer than 1, at
+    most, or no element)."""
+    return 0 in shape or sum(d != 1 for d in shape) <= 1
+
+
+def _memory_order(x: Any, order: str, name: str) -> str | tuple[int, ...]:
+    """The order in which `name(x, order=...)` (`order` 'A' or 'K') reads `x`: "C", "F",
+    or the axes from the outermost in memory to the innermost (a transpose, then "C").
+    The layout is the concrete array's under the autodiff tracers (what NumPy sees);
+    another trace's value (`vmap`'s batch) does not show an example's: that trace takes
+    the value out (under `vmap`, the loop runs)."""
+    if _reads_alike(x.shape if hasattr(x, "shape") else np.shape(x)):
+        return "C"
+    a = x
+    while isinstance(a, ADTracer):
+        a = a.primal
+    if isinstance(a, Tracer):
+        raise _layout_unknown(a._trace, order, name)
+    flags = getattr(a, "flags", None)
+    if flags is None:  # (a duck array with no memory layout, as Dask's: C order)
+        return "C"
+    if order in ("A", "a"):
+        return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+    if flags.c_contiguous or flags.f_contiguous:
+        return "C" if flags.c_contiguous else "F"
+    return _keep_axes(a.shape, a.strides)
+
+
+def _layout_unknown(trace: Trace, order: str, name: str) -> BaseException:
+    return trace.concretization(
+        f"`{name}(x, order={order!r})` of a traced value (the order follows the memory "
+        "layout of each example, which the batch does not keep)",
+        "use `order='C'` or `order='F'`",
+    )
+
+
+def _keep_axes(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """The axes, outermost first, in which NumPy's iterator reads an array of neither C
+    nor F order for `order='K'`: its stable insertion sort by absolute stride, innermost
+    first, where a zero stride (a broadcast or length-1 axis) compares with nothing.
+    A negative stride keeps its axis read forwards, as `np.ravel` does."""
+    size = [0 if n == 1 else abs(s) for n, s in zip(shape, strides, strict=True)]
+    inner = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(inner)):
+        pos, s = i, size[inner[i]]
+        for j in range(i - 1, -1, -1):
+            if s and size[inner[j]]:
+                if size[inner[j]] <= s:
+                    break
+                pos = j
+        inner.insert(pos, inner.pop(i))
+    return tuple(inner[::-1])
+
+
+def _explicit_order(func: Callable[..., Any], pos: int, layout: tuple[str, ...]) -> Any:
+    """The derivative composite of `np.ravel`/`np.reshape` (order at `pos`): an order in
+    `layout` becomes the explicit one the primal's layout gives; others keep the rules."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        order = get_arg(args, kwargs, pos, "order", "C")
+        if order == "C" or order not in layout:  # (the common case first)
+            return NotImplemented
+        read = _memory_order(args[0], order, f"np.{func.__name__}")
+        args, kwargs = set_arg(args, kwargs, pos, "order", read if isinstance(read, str) else "C")
+        if not isinstance(read, str):  # ('K' of another layout: its axes in memory order)
+            args = (np.transpose(args[0], read), *args[1:])
+        return func(*args, **kwargs)
+
+    return impl
+
+
 def _reshape_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
@@ -113,6 +200,10 @@ def _reshape_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             shape = kwargs.get("newshape")
         shape = resolve_shape(v.shape[1:], shape)
         order = get_arg(args, kwargs, 2, "order", "C")
+        if order != "C" and order in _RESHAPE_LAYOUT:  # ('K': NumPy's error, below)
+            if not _reads_alike(v.shape[1:]):
+                raise _layout_unknown(trace, order, "np.reshape")
+            order = "C"
         return trace.wrap(np.reshape(v, (v.shape[0], *shape), order=order))
 
     return rule
@@ -122,6 +213,10 @@ def _ravel_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         v = unwrap(trace, args[0])[0]
         order = get_arg(args, kwargs, 1, "order", "C")
+        if order != "C" and order in _RAVEL_LAYOUT:
+            if not _reads_alike(v.shape[1:]):
+                raise _layout_unknown(trace, order, "np.ravel")
+            order = "C"
         return trace.wrap(np.reshape(v, flat_shape(v), order=order))
 
     return rule
@@ -208,20 +303,22 @@ defbatch(np.reshape, _reshape_rule, may_view=True)
 
 
 def _unreshape(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    order = get_arg(args, kwargs, 1, "order", "C")
-    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+    order = get_arg(args, kwargs, 1, "order", "C")  # (explicit: see `_explicit_order`)
+    return lambda g: np.reshape(g, x.shape, order="F" if order in ("F", "f") else "C")
 
 
 defvjp(np.reshape, _unreshape)
+defcomposite(np.reshape, _explicit_order(np.reshape, 2, _RESHAPE_LAYOUT))
 defbatch(np.ravel, _ravel_rule, may_view=True)
 
 
 def _unravel(ans: Any, x: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-    order = get_arg(args, kwargs, 0, "order", "C")
-    return lambda g: np.reshape(g, x.shape, order="F" if order == "F" else "C")
+    order = get_arg(args, kwargs, 0, "order", "C")  # (explicit: see `_explicit_order`)
+    return lambda g: np.reshape(g, x.shape, order="F" if order in ("F", "f") else "C")
 
 
 defvjp(np.ravel, _unravel)
+defcomposite(np.ravel, _explicit_order(np.ravel, 1, _RAVEL_LAYOUT))
 defbatch([np.transpose, np.permute_dims] if hasattr(np, "permute_dims") else np.transpose,
          _transpose_rule, may_view=True)  # fmt: skip
 
