@@ -1,4 +1,4 @@
-"""More benchmark workloads (w11-w19), in the classes users write, several sizes each.
+"""More benchmark workloads (w11-w21), in the classes users write, several sizes each.
 
 Each class is one kind of program that the first workloads (w1-w9) do not cover:
 
@@ -11,7 +11,10 @@ Each class is one kind of program that the first workloads (w1-w9) do not cover:
 - w17 attention-like `softmax(q kᵀ) v` per example;
 - w18 per-example Cholesky factor and two solves with it;
 - w19 per-example softmax cross-entropy gradients of a linear classifier;
-- w20 statistics of a short vector per example (reductions over a short axis).
+- w20 statistics of a short vector per example (reductions over a short axis);
+- w21 a bag-of-words classifier: rows of a shared embedding table looked up by the
+  example's tokens (`E[tokens]`, the table passed with `in_axes=None`), averaged, then
+  a linear layer and log-softmax.
 
 As in `workloads.py`, the loop's body of a gradient workload is the gradient derived by
 hand, and "hand" is the batched NumPy a careful person writes. For w15 "hand" is the
@@ -473,6 +476,49 @@ def _w20(d: int, batch: int) -> Workload:
     )
 
 
+# -- w21: bag-of-words classifier over a shared embedding table -----------------------
+
+
+def _bag_classifier(lib: Any) -> Callable:
+    def f(tokens: Any, table: Any, w: Any) -> Any:
+        z = lib.mean(table[tokens], axis=0) @ w
+        m = lib.max(z)
+        return z - (lib.log(lib.sum(lib.exp(z - m))) + m)
+
+    return f
+
+
+def _w21_hand(tokens: Any, table: Any, w: Any) -> Any:
+    z = table[tokens].mean(axis=1) @ w
+    m = z.max(axis=1, keepdims=True)
+    return z - (np.log(np.exp(z - m).sum(axis=1, keepdims=True)) + m)
+
+
+def _w21(vocab: int, dim: int, length: int, batch: int) -> Workload:
+    classes = 10
+
+    def inputs(rng: Rng, b: int) -> tuple:
+        return (
+            rng.integers(0, vocab, size=(b, length)),
+            rng.standard_normal((vocab, dim)) / 4,
+            rng.standard_normal((dim, classes)) / np.sqrt(dim),
+        )
+
+    axes = (0, None, None)
+    return Workload(
+        key=f"w21-{length}x{dim}",
+        title=f"bag-of-words classifier, {length} tokens into table ({vocab},{dim})",
+        batch=batch,
+        work=length * dim,
+        inputs=inputs,
+        in_axes=axes,
+        example=_bag_classifier(np),
+        hand=_w21_hand,
+        signature="(l),(v,d),(d,c)->(c)",
+        **_vmapped(_bag_classifier, axes),
+    )
+
+
 MORE_WORKLOADS: list[Workload] = [
     _w11(4, 2000),
     _w11(16, 500),
@@ -494,4 +540,6 @@ MORE_WORKLOADS: list[Workload] = [
     _w19(128, 10, 256),
     _w20(4, 100_000),
     _w20(16, 20_000),
+    _w21(1000, 16, 8, 4096),
+    _w21(5000, 64, 32, 1024),
 ]

@@ -258,3 +258,16 @@ def test_fallback_error_mode_batches_the_lookup():
     np.testing.assert_array_equal(got, E[T] * 2)
     with pytest.raises(vmapx.errors.ConcretizationError, match="in_axes=None"):
         vmapx.vmap(lambda t: E[t], fallback="error")(T)  # a global: the message says what to do
+
+
+def test_gathers_from_a_shared_table_under_vmap_of_vmap_and_with_basic_axes():
+    # the unbatched-table path: advanced indices after basic ones, and apart from them
+    t = RNG.integers(0, 4, size=(5, 2))
+    for f in (
+        lambda e, i: e[1:, i],  # adjacent, after a slice: NumPy keeps them there
+        lambda e, i: e[i[0], 1:3],
+        lambda e, i: e[None, i],
+        lambda e, i: e[i[:, None], i[None, :]],
+        lambda e, i: e.reshape(3, 2, 4)[i[0] % 3, :, i[1]],  # apart: NumPy puts them first
+    ):
+        check(f, E, t)

@@ -230,10 +230,50 @@ def getitem_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any
             )
         except IndexError:
             pass  # the general path raises NumPy's own message, with per-example axes
+    if not is_batched(trace, x):
+        gathered = _gather_from_unbatched(trace, x, idx)
+        if gathered is not None:
+            return gathered
     index, perm, _ = _plan(trace, example_ndim(trace, x), idx)
     # bind, not `[]`: the index may hold tracers of an outer vmap
     out = _checked(trace, lambda: bind(GETITEM, (bcast_batch(trace, x), index), {}), x, idx)
     return trace.wrap(out if perm is None else out.transpose(perm))
+
+
+def _gather_from_unbatched(trace: BatchTrace, x: Any, idx: Any) -> Any:
+    """`x[idx]` for an `x` shared by the batch (a table: `E[token]`, `E[:, i]`) and an
+    index whose batched components are integer arrays, or None where that does not
+    apply. Each batched component holds every example's indices (batch axis in front),
+    so indexing `x` itself gives every example's gather at once, with the batch axis
+    where NumPy puts the advanced axes; the general path would index `x` broadcast to
+    the batch, paired with `arange(B)`: 1.5-5 times slower. A gather of whole rows runs
+    as `np.take(x, i, axis=0)`, which copies rows (measured against `x[i]`: 106 against
+    548 us for (4096, 8) rows of 16, 593 against 934 for (1024, 32) rows of 64)."""
+    comps = _components(trace, np.ndim(x), idx)
+    if any(_is_bool_array(c) for c in comps):
+        return None  # (a mask's axes: the general path)
+    has_arrays = any(_is_array(c) for c in comps)
+    adv = [i for i, c in enumerate(comps) if _is_array(c) or (has_arrays and _is_int(c))]
+    if not any(is_batched(trace, comps[i]) for i in adv):
+        return None
+    rank = max(_adv_rank(trace, comps[i]) for i in adv)
+    for i in adv:
+        v, b = unwrap(trace, comps[i])
+        # batched: (B, 1.., its shape); plain ones broadcast against it from the right
+        comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
+    plain_rows = (
+        adv == [0] and type(x) is np.ndarray and type(comps[0]) is np.ndarray
+        and comps[0].dtype.kind in "iu"
+        and all(type(c) is slice and c == slice(None) for c in comps[1:])
+    )  # fmt: skip
+    if plain_rows:
+        out = _checked(trace, lambda: np.take(x, comps[0], axis=0), x, idx)
+        return trace.wrap(out)
+    out = _checked(trace, lambda: bind(GETITEM, (x, tuple(comps)), {}), x, idx)
+    if adv[-1] - adv[0] + 1 == len(adv) and adv[0] > 0:  # adjacent: NumPy kept them there
+        before = sum(_result_dims(c) for c in comps[: adv[0]])
+        out = np.moveaxis(out, before, 0)
+    return trace.wrap(out)
 
 
 def setitem_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
