@@ -4,6 +4,8 @@ central finite differences."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -217,3 +219,22 @@ def test_forward_mode_with_a_list_operand(case):
 
     hess = vmapx.hessian(loss)(x)
     np.testing.assert_allclose(hess, central_hessian(loss, x), atol=1e-5)
+
+
+def test_layout_asked_of_a_converter_is_not_read_from_the_traced_value():
+    # `np.asfortranarray(x)` passes a traced `x` through as it is (vmap's scope): a later
+    # order='K' read must not take its layout for the F order asked for (never a wrong
+    # Jacobian: the loop's error or its value)
+    import vmapx
+
+    m = np.arange(6.0).reshape(2, 3)
+    f = lambda m: np.asfortranarray(2 * m).ravel("K")  # noqa: E731
+    want = 2 * np.eye(6)[[0, 3, 1, 4, 2, 5]].reshape(6, 2, 3)
+    for jac in (lambda: vmapx.jacfwd(f)(m), lambda: vmapx.vmap(vmapx.jacfwd(f))(m[None])[0]):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", vmapx.PerformanceWarning)  # (the loop)
+                got = jac()
+        except vmapx.errors.ConcretizationError:
+            continue
+        np.testing.assert_array_equal(got, want)

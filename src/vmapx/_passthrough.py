@@ -71,6 +71,13 @@ _untrusted: set[Any] = set()
 # -- the wrappers ------------------------------------------------------------------
 
 
+def converted_in(trace: Any = None) -> Trace | None:
+    """The vmap in scope on this thread where a converter passed a tracer through in
+    its run (`np.asfortranarray(x)` gave `x` itself: the memory layout it asked for is
+    not the traced value's), else None."""
+    return _local.outer if _local.depth and _local.passed is not None else None
+
+
 def has_tracer(obj: Any) -> bool:
     """Whether `obj` is a tracer or a (nested) list or tuple holding one."""
     if isinstance(obj, Tracer):

@@ -44,6 +44,7 @@ from .._batching import (
     aligned_operands,
     bcast_batch,
     defbatch,
+    error_marks,
     example_ndim,
     is_batched,
     unwrap,
@@ -56,7 +57,7 @@ from .._payload import moved
 from .._registry import builder, get_arg, set_arg
 from .._rule_helpers import flat_shape, in_example_order, per_example, shift_axis, shift_one
 from .contractions import dot_rule, matmul_vals, operand_parts
-from .reductions import has_short_rows, sum_of_short_rows
+from .reductions import has_short_rows, others_product, sum_of_short_rows
 from .small_matrices import triangular_solve
 
 LinAlgError = np.linalg.LinAlgError
@@ -139,7 +140,29 @@ def _trace_of_product(p: Any, t: Any) -> Any:
     return np.sum(_t(p) * t, axis=(-2, -1))
 
 
-defjvp(np.linalg.det, lambda t, ans, a: ans * _trace_of_product(np.linalg.inv(a), t))
+def _det_jvp(t: Any, ans: Any, a: Any) -> Any:
+    """d det(a) = tr(adj(a) dA), adj(a) = det(a) inv(a) where `a` is invertible."""
+    marks = error_marks()
+    try:
+        return ans * _trace_of_product(np.linalg.inv(a), t)
+    except LinAlgError:  # a singular matrix of the stack: its own adjugate, not an inverse
+        for trace, raised in marks:  # (handled here: not an error that `f` caught)
+            trace.raised = raised
+        singular = (ans == 0)[..., None, None]  # (det's LU is inv's: it has the zero pivot)
+        eye = np.eye(a.shape[-1], dtype=a.dtype)
+        p = np.where(singular, _adjugate(a), np.linalg.inv(np.where(singular, eye, a)))
+        return np.where(singular[..., 0, 0], 1, ans) * _trace_of_product(p, t)
+
+
+def _adjugate(a: Any) -> Any:
+    """adj(a) of square matrices, singular ones too: with a = U S V^H (unitary U, V^H),
+    adj(a) = adj(V^H) adj(S) adj(U) = det(V^H) V diag(prod_{j != i} s_j) det(U) U^H."""
+    u, s, vh = np.linalg.svd(a)
+    scale = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
+    return scale * np.matmul(_h(vh) * others_product(s, (s.ndim - 1,))[..., None, :], _h(u))
+
+
+defjvp(np.linalg.det, _det_jvp)
 
 
 def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
@@ -357,9 +380,9 @@ defcomposite(present(np.linalg, "svdvals"), lambda x: np.linalg.svd(x, compute_u
 def _qr_jvp(t: Any, ans: Any, a: Any, mode: str = "reduced") -> Any:
     """JAX's `qr_jvp_rule` for reduced factors; a wide matrix `[X | Y]` is `Q [U | Q^H Y]`
     with `X = Q U` square."""
+    if _qr_undetermined(a, mode):
+        raise NoRule(0, "jvp")
     m, n = np.shape(a)[-2:]
-    if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
-        raise NoRule(0, "jvp")  # the extra columns of Q are not determined
     q, r = ans
     if m < n:
         y, ty = a[..., m:], t[..., m:]
@@ -377,12 +400,26 @@ def _qr_jvp(t: Any, ans: Any, a: Any, mode: str = "reduced") -> Any:
     return dq, dr
 
 
+def _qr_undetermined(a: Any, mode: str) -> bool:
+    """Whether `qr` gives factors that its derivative does not determine: the extra
+    columns of Q of `mode="complete"` for a tall matrix, or `mode="raw"`'s reflectors."""
+    m, n = np.shape(a)[-2:]
+    return mode not in ("reduced", "complete") or (mode == "complete" and m > n)
+
+
+def _qr_vjp(ans: Any, a: Any, mode: str = "reduced") -> Callable[..., Any]:
+    if _qr_undetermined(a, mode):
+        raise NoRule(0, "vjp")  # (here, where the engine names it, not in the pullback)
+    return cast("Callable[..., Any]", _transposed(_qr_jvp)(ans, a, mode))
+
+
 def _qr_impl(a: Any, mode: str = "reduced") -> Any:
     return np.linalg.qr(a)[1] if mode == "r" else NotImplemented
 
 
 defbatch(np.linalg.qr, _stacked(2))
-_defjvp_multi(np.linalg.qr, _qr_jvp)
+defjvp(np.linalg.qr, _qr_jvp)
+defvjp(np.linalg.qr, _qr_vjp)
 defcomposite(np.linalg.qr, _qr_impl)
 
 

@@ -28,8 +28,10 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import RankWarning, trapezoid
+from .._core import Tracer
 from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like
+from .._plain import PLAIN_ARRAYS
 from .._registry import builder
 from .._rule_helpers import loop, shift_one, zero_batch
 from .linalg import gelsd_kept
@@ -106,6 +108,8 @@ def _fill_value(trace: BatchTrace, value: Any, default: Any, ftype: Any, rank: i
         v, b = default
     else:
         v, b = unwrap(trace, value)
+        if isinstance(v, Tracer) and not b:  # an outer transform's: kept (NumPy's
+            return v.astype(ftype)  # `float()` would drop its derivative or batch)
         if not b:
             return ftype.type(complex(v) if ftype.kind == "c" else float(v))
         v = v.astype(ftype)
@@ -145,15 +149,18 @@ def _interp_rule(func: Callable[..., Any]) -> Callable[..., Any]:
             or xp.shape[-1] != fp.shape[-1]
             or xp.shape[-1] == 0
             or is_batched(trace, period)
+            or any(isinstance(v, Tracer) and v.ndim != 0 for v in (p["left"], p["right"]))
         ):
             return loop(trace, func, args, kwargs)  # NumPy's own errors, or a rare case
         ftype = np.dtype(np.complex128 if fp.dtype.kind == "c" else np.float64)
         (xv, xb), (xpv, xpb), (fpv, fpb) = (unwrap(trace, v) for v in (x, xp, fp))
-        shared = not (xpb or fpb or is_batched(trace, p["left"]) or is_batched(trace, p["right"]))
-        if shared and not own_impl(trace):  # only x is batched: NumPy's interp is elementwise
-            return trace.wrap(np.interp(xv, xpv, fpv, p["left"], p["right"], period))
-        xv, xpv, fpv = xv.astype(np.float64), xpv.astype(np.float64), fpv.astype(ftype)
         left, right = p["left"], p["right"]
+        # traced `left`/`right` (this transform's or an outer one's) take the path below:
+        # NumPy's interp makes Python numbers of them
+        shared = not (xpb or fpb or isinstance(left, Tracer) or isinstance(right, Tracer))
+        if shared and not own_impl(trace):  # only x is batched: NumPy's interp is elementwise
+            return trace.wrap(np.interp(xv, xpv, fpv, left, right, period))
+        xv, xpv, fpv = xv.astype(np.float64), xpv.astype(np.float64), fpv.astype(ftype)
         if period is not None:
             if period == 0:
                 raise ValueError("period must be a non-zero value")
@@ -209,38 +216,62 @@ def _interp_values(trace: BatchTrace, xv: Any, xb: bool, xpv: Any, xpb: bool, fp
 
     x0, y0 = take(xpv, xpb), take(fpv, fpb)
     tb = xpb or fpb  # whether the slope table differs per example
+    # on a sample point NumPy gives its value (past the last interval: the last point's)
+    on_last = j == n - 1
+    on = (xs == x0) | on_last
+    yk = np.where(on_last, _per_example(fpv[..., -1], fpb, rank), y0)
+    xk = np.where(on_last, last, x0) if _traced(xs, xpv) else None  # (see `_interp_part`)
     with np.errstate(divide="ignore", invalid="ignore"):
         # NumPy's table of slopes, one per interval, gathered once per point
         dx, dy = xpv[..., 1:] - xpv[..., :-1], fpv[..., 1:] - fpv[..., :-1]
         if fpv.dtype.kind == "c":
             inv_dx = 1.0 / dx
             re = _interp_part(xs, x0, y0.real, take(dy.real * inv_dx, tb),
-                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).real))  # fmt: skip
+                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).real),
+                              (on, xk, yk.real))  # fmt: skip
             im = _interp_part(xs, x0, y0.imag, take(dy.imag * inv_dx, tb),
-                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).imag))  # fmt: skip
+                              lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1).imag),
+                              (on, xk, yk.imag))  # fmt: skip
             res = _complex(re, im)
         else:
             res = _interp_part(xs, x0, y0, take(dy / dx, tb),
-                               lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1)))  # fmt: skip
-    res = np.where(xs == x0, y0, res)
-    res = np.where(j == n - 1, _per_example(fpv[..., -1], fpb, rank), res)
+                               lambda: (take(xpv, xpb, 1), take(fpv, fpb, 1)),
+                               (on, xk, yk))  # fmt: skip
     res = np.where(xs > last, rval, res)
     res = np.where(j == -1, lval, res)
     nan = xs if fpv.dtype.kind != "c" else _complex(xs, np.zeros_like(xs))
     return np.where(np.isnan(xs), nan, res)
 
 
-def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable[..., Any]) -> Any:
+def _traced(*values: Any) -> bool:
+    """Whether a derivative may flow through one of `values` (not plain arrays)."""
+    return any(type(v) not in PLAIN_ARRAYS for v in values)
+
+
+def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable[..., Any],
+                 point: tuple[Any, Any, Any]) -> Any:  # fmt: skip
     """One real part: from the left point; where that is NaN, from the right point
-    (`upper()` gives it), else the flat value."""
+    (`upper()` gives it), else the flat value. `point`: where `x` is a sample point, that
+    point (`None` where no derivative with respect to it can flow) and its value."""
     res = slope * (x - x0) + y0
     nan = np.isnan(res)
-    if isinstance(nan, np.ndarray) and not nan.any():  # the usual case: no retry needed
-        return res
-    x1, y1 = upper()
-    other = slope * (x - x1) + y1
-    other = np.where(np.isnan(other) & (y0 == y1), y0, other)
-    return np.where(nan, other, res)
+    if not isinstance(nan, np.ndarray) or nan.any():  # (usually no retry is needed)
+        x1, y1 = upper()
+        other = slope * (x - x1) + y1
+        other = np.where(np.isnan(other) & (y0 == y1), y0, other)
+        res = np.where(nan, other, res)
+    on, xk, yk = point
+    return np.where(on, yk if xk is None else _at_point(yk, slope, x, xk), res)
+
+
+def _at_point(y: Any, slope: Any, x: Any, xk: Any) -> Any:
+    """`y` bit for bit (NumPy's value on the sample point `xk == x`), with the derivative
+    of `y + slope * (x - xk)`: one side's, that of the interval `slope` belongs to (as
+    JAX's: the one to the right, but at the last point)."""
+    ok = np.isfinite(slope) & np.isfinite(xk)  # (no NaN derivative from an unused side)
+    t = np.where(ok, slope, 0.0) * np.where(ok, x - xk, 0.0)  # +0.0 or -0.0
+    # adding a zero keeps every `y` but -0.0 (+ +0.0 is +0.0): negated twice, that too
+    return np.where(np.signbit(y), -(-y - t), y + t)
 
 
 def _per_example(v: Any, batched: bool, rank: int) -> Any:

@@ -332,7 +332,7 @@ def _count(x: Any, axes: tuple[Any, ...], mask: Any) -> Any:
     return np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=True)
 
 
-def _others_product(x: Any, axes: tuple[Any, ...]) -> Any:
+def others_product(x: Any, axes: tuple[Any, ...]) -> Any:
     """For each element, the product of the others along `axes` (exact with zeros)."""
     rest = [a for a in range(x.ndim) if a not in axes]
     perm = (*rest, *axes)
@@ -383,15 +383,15 @@ def _w_extreme(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any
 
 def _w_prod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     if where is True:
-        w = _others_product(x, axes)
+        w = others_product(x, axes)
     else:
-        w = _others_product(np.where(where, x, 1), axes) * where
+        w = others_product(np.where(where, x, 1), axes) * where
     return w if initial is None else w * initial  # (`initial` is one more factor)
 
 
 def _w_nanprod(x: Any, ans: Any, axes: tuple[Any, ...], where: Any, initial: Any) -> Any:
     keep = ~np.isnan(x) & where
-    w = _others_product(np.where(keep, x, 1), axes) * keep
+    w = others_product(np.where(keep, x, 1), axes) * keep
     return w if initial is None else w * initial
 
 

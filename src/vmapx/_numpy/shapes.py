@@ -39,7 +39,7 @@ from .._batching import (
 )
 from .._compat import NUMPY2, astype, present
 from .._core import Trace, Tracer
-from .._passthrough import has_tracer
+from .._passthrough import converted_in, has_tracer
 from .._payload import like, listed, moved
 from .._registry import function_name, get_arg, set_arg
 from .._rule_helpers import (
@@ -139,6 +139,9 @@ def _memory_order(x: Any, order: str, name: str) -> str | tuple[int, ...]:
         a = a.primal
     if isinstance(a, Tracer):
         raise _layout_unknown(a._trace, order, name)
+    converted = converted_in()
+    if converted is not None:  # (`np.asfortranarray(x)` may have passed `x` as it was)
+        raise _layout_unknown(converted, order, name)
     flags = getattr(a, "flags", None)
     if flags is None:  # (a duck array with no memory layout, as Dask's: C order)
         return "C"
