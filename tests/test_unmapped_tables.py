@@ -271,3 +271,57 @@ def test_gathers_from_a_shared_table_under_vmap_of_vmap_and_with_basic_axes():
         lambda e, i: e.reshape(3, 2, 4)[i[0] % 3, :, i[1]],  # apart: NumPy puts them first
     ):
         check(f, E, t)
+
+
+def test_in_place_results_into_buffers_made_from_the_table_are_the_buffers():
+    def f(e, i):
+        acc = np.zeros_like(e[0, 0, ...])  # (a writable array of the table's class)
+        alias = acc
+        acc += 1.0
+        acc += 1.0
+        buf = np.zeros_like(e[0])
+        same = np.add(buf, 1.0, out=buf) is buf
+        return e[i] * alias + same
+
+    check(f, E, T)
+
+
+def test_unsigned_and_field_indices():
+    check(lambda e, t: e[t], E, T.clip(0).astype(np.uint64))
+    check(lambda e, t: e[t, 1:], E, T.clip(0).astype(np.uint8))
+    table = np.zeros(6, dtype=[("a", "f8"), ("b", "i4")])
+    table["a"], table["b"] = np.arange(6) / 2, np.arange(6) * 3
+    got = batched_without_loop(lambda e, t: e[t]["b"] + e[t]["a"], table, T, in_axes=(None, 0))
+    np.testing.assert_array_equal(got, table[T]["b"] + table[T]["a"])
+
+
+def test_a_boolean_index_is_the_loops():
+    flags = np.array([False, False, True])
+    f = lambda e, m: e[m, 0]  # noqa: E731 (a 0-d boolean: a mask, in the loop)
+    with pytest.warns(vmapx.PerformanceWarning):
+        got = vmapx.vmap(f, in_axes=(None, 0))(E, flags[:2])
+    np.testing.assert_array_equal(got, np.stack([f(E, m) for m in flags[:2]]))
+
+
+def test_learning_is_per_wrapped_function():
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*a):
+            return fn(*a)
+
+        return wrapper
+
+    @deco
+    def lookup(e, t):
+        return e[t]
+
+    @deco
+    def kind(e, x):
+        return x * (1.0 if type(e) is np.ndarray else -1.0)
+
+    vmapx.vmap(lookup, in_axes=(None, 0))(E, T)
+    np.testing.assert_array_equal(
+        vmapx.vmap(kind, in_axes=(None, 0))(E, np.arange(3.0)), np.arange(3.0)
+    )

@@ -117,7 +117,13 @@ class BatchTracer(Tracer):
         if how == "item" and args:  # one element: only it must agree
             return self[args if len(args) > 1 else args[0]].item()
         if how == "index":
-            if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
+            if self.dtype == np.bool_:  # (NumPy 1 asks before it reads a boolean as a mask)
+                raise self._trace.concretization(
+                    "`operator.index()` of a batched boolean (an index: NumPy 1 reads a "
+                    "boolean as a mask, NumPy 2 refuses it)",
+                    "index with integers, or select with `np.where`",
+                )
+            if not np.issubdtype(self.dtype, np.integer):
                 raise TypeError("only integer arrays can be converted to an index")
             return self._concrete_scalar(cast("Callable[..., Any]", convert), "operator.index")
         return self._concrete_scalar(

@@ -53,6 +53,8 @@ class UnmappedArray(np.ndarray):
         # ufunc results (reductions too) are what a plain array gives: plain arrays, and
         # NumPy scalars where NumPy 2 asks for one (`E.sum()`; NumPy 1 does not ask: a 0-d
         # result is a scalar there, as NumPy 1 gives for plain arrays)
+        if arr is self:  # an `out=` array of this class (NumPy asks it to wrap itself)
+            return arr
         arr = arr.view(np.ndarray)
         return arr[()] if return_scalar or (not NUMPY2 and arr.ndim == 0) else arr
 
@@ -82,8 +84,15 @@ _MOST_REMEMBERED = 4096  # (keys of callables without code objects are the objec
 
 
 def _key(f: Any) -> Any:
-    while isinstance(f, functools.partial):
-        f = f.func
+    """The code object that stands for `f`: its own, or the wrapped function's (a
+    decorator's `wrapper`, `vmapx.grad`'s, a `functools.partial` are shared by many)."""
+    for _ in range(64):  # (a chain of wrappers, not a cycle)
+        if isinstance(f, functools.partial):
+            f = f.func
+        elif getattr(f, "__wrapped__", None) is not None:
+            f = f.__wrapped__
+        else:
+            break
     return getattr(f, "__code__", None) or getattr(type(f).__call__, "__code__", f)
 
 

@@ -213,6 +213,13 @@ def _checked(trace: BatchTrace, run: Any, x: Any, idx: Any, value: Any = _NO_VAL
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
 
+def _field_names(idx: Any) -> bool:
+    """`x["a"]`, `x[["a", "b"]]`: fields of a structured array (every example's)."""
+    if type(idx) is str:
+        return True
+    return type(idx) is list and bool(idx) and all(type(c) is str for c in idx)
+
+
 def _only_ints_and_slices(idx: Any) -> bool:
     """Ints, slices, `None` and `...` only: then the index applies to the batched value
     as it is, behind one `slice(None)` for the batch axis (the common, fast case)."""
@@ -223,6 +230,8 @@ def _only_ints_and_slices(idx: Any) -> bool:
 
 def getitem_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x, idx = args
+    if _field_names(idx) and is_batched(trace, x):  # a structured value's fields
+        return trace.wrap(x.val[idx])
     if _only_ints_and_slices(idx) and type(x) is BatchTracer and x._trace is trace:
         try:
             return trace.wrap(
@@ -263,7 +272,7 @@ def _gather_from_unbatched(trace: BatchTrace, x: Any, idx: Any) -> Any:
         comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
     plain_rows = (
         adv == [0] and type(x) is np.ndarray and type(comps[0]) is np.ndarray
-        and comps[0].dtype.kind in "iu"
+        and comps[0].dtype.kind == "i"  # (NumPy 1's take refuses uint64 indices)
         and all(type(c) is slice and c == slice(None) for c in comps[1:])
     )  # fmt: skip
     if plain_rows:
