@@ -20,27 +20,41 @@ function returning a Python number such as `np.array_equal`) could take another 
 for other values: the recording is then not replayable and every call runs `f` (the
 call that recorded already ran `f` itself, so its result is right). The same for a
 NumPy call that raised (code may have caught it) or that returned None (it wrote into
-an argument), and for random generator arguments (a replay would repeat the numbers). A shape Python
-reads is fixed by the signature, except that of a value whose size depends on the data
-(`np.extract(x > 0, x).size`): each replay checks that shape and runs `f` where it differs.
+an argument), for random generator arguments (a replay would repeat the numbers), and
+for draws from generators `f` reaches otherwise: NumPy's legacy functions
+(`np.random.normal`), a closure's or a global's generator (as far as `vmap` looks for
+them, `vmapx._legacy_random`), one made batch-aware inside a `vmap` (`vmapx.random`).
+A shape Python reads is fixed by the signature, except that of a value whose size
+depends on the data (`np.extract(x > 0, x).size`) or on a value computed from the
+arrays that sets a NumPy call's parameter (`np.reshape(x, (k, -1))`): each replay
+checks that shape and runs `f` where it differs. Under an error state that raises
+(`np.errstate(divide="raise")`, or calls a function), a call whose replay leaves steps
+out runs `f` (a left-out step could raise).
 
 What `jit` cannot see is Python state outside the arguments: a global, a closure, an
 attribute read by `f` is frozen at its value during the recording, as in `jax.jit` (a
 writable array a NumPy call used is kept as a copy of the values that call saw).
 Number arguments (Python and NumPy numbers, not bools) are traced inputs of the
 recording (`ScalarTracer`): a learning rate that changes on every call replays one
-recording. Where Python code reads such a number (`range(n)`, `if lr > 0`), the next
-call records it as a constant (part of the signature), as are other non-array
-arguments (strings, bools, ...) and those marked static (`vmapx._jit_api`).
-Results are new arrays on every call (copies where a result would be an argument's
-memory or a value kept in the recording). A replay writes an elementwise result into
-an operand that no later step reads (`vmapx._replay_memory`), so it allocates about as
-little as NumPy's own temporary elision would. A recording that makes arrays of
-intermediates of `LARGE_BYTES` or more, larger than its results (`vmap` runs such
-calls in cache-sized chunks, `vmapx._autochunk`), is not kept: a later call records again,
-when the `vmap` inside runs in chunks, and its replay is the chunks' calls one after the
-other (a chunk's intermediates at a time: the memory of the chunked call); where after
-`RECORD_AGAIN` calls the recording still holds such arrays, calls run `f`, with a
+recording. Where Python code reads such a number (`range(n)`, `if lr > 0`, `str(n)`),
+or where it sets a shape, an axis or another parameter of a NumPy call rather than
+being an operand (`x.reshape(n, -1)`, `x.sum(axis=n)`: `_parameters`), the
+next call records it as a constant (part of the signature), as are other non-array
+arguments (strings, bools, ...) and those marked static (`vmapx._jit_api`). A traced
+number is no int or float to `type(n)`, `isinstance`, `hasattr`, `np.isscalar`: where
+the user's code that `f` runs can look at a type (`_TypeWatch`), the recording is
+dropped, that call runs `f`, and every number argument is a constant from then on (a
+function whose code inspects types records once per value of its numbers, replaying
+for repeated values). Results are new arrays on every call (copies where a result
+would be an argument's memory or a value kept in the recording, or a view of one). A
+replay writes an elementwise result into an operand that no later step reads
+(`vmapx._replay_memory`), so it allocates about as little as NumPy's own temporary
+elision would. A recording that makes arrays of intermediates of `LARGE_BYTES` or
+more, larger than its results (`vmap` runs such calls in cache-sized chunks,
+`vmapx._autochunk`), is not kept: a later call records again, when the `vmap` inside
+runs in chunks, and its replay is the chunks' calls one after the other (a chunk's
+intermediates at a time: the memory of the chunked call); where after `RECORD_AGAIN`
+calls the recording still holds such arrays, calls run `f`, with a
 `PerformanceWarning` (once) that says so. Large results alone are replayed. Replayed
 results can differ from `f`'s in the last bits: under recording some rules take their
 general path, not a fast path that needs a plain array (the same NumPy calls, in
@@ -49,19 +63,27 @@ another order).
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
+import gc
+import importlib.util
 import keyword
 import math
 import operator
+import os
 import re
+import sys
+import sysconfig
+import types
 from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
 
-from . import _autochunk, _core, _payload, _replay_memory
+from . import _autochunk, _core, _legacy_random, _payload, _replay_memory
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from ._api import fresh_arrays, memory_owner
+from ._api import fresh_arrays
 from ._compat import NUMPY2, astype
 from ._core import Trace, Tracer, pop_trace, push_trace
 from ._plain import PLAIN_ARRAYS
@@ -173,14 +195,35 @@ _payload.INNER[RecordTracer] = lambda t: t.value
 class ScalarTracer(RecordTracer):
     """A number argument (`lr=0.1`) of a recording: a value of the replay, not part of
     the signature. Python arithmetic among numbers is recorded as Python arithmetic
-    (`operator.mul`: Python's own results, weak in NumPy 2's promotion); with arrays
-    it is NumPy's (which sees the Python number itself)."""
+    (`operator.mul`, `divmod`, `round`: Python's own results, weak in NumPy 2's
+    promotion); with arrays it is NumPy's (which sees the Python number itself). What
+    else Python does with a Python number (`str(n)`, `n.conjugate()`, `math.floor(n)`)
+    reads it: the next call records it as a constant."""
 
     __slots__ = ()
 
     @property
     def dtype(self) -> np.dtype:
         return np.result_type(self.value)
+
+    def __repr__(self) -> str:
+        return cast(str, self._read(repr))
+
+    def __str__(self) -> str:
+        return cast(str, self._read(str))
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        args = (self,) if ndigits is None else (self, ndigits)
+        return self._trace.process(_python_primitive(round), args, {})
+
+    def __floor__(self) -> int:
+        return cast(int, self._read(math.floor))  # (not through float(): ints are exact)
+
+    def __ceil__(self) -> int:
+        return cast(int, self._read(math.ceil))
+
+    def __trunc__(self) -> int:
+        return cast(int, self._read(math.trunc))
 
 
 def _number_operator(op: Callable[..., Any], reflected: bool) -> Callable[..., Any]:
@@ -204,26 +247,47 @@ def _number_unary(op: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+def _number_attribute(name: str) -> property:
+    """`n.real`, `n.conjugate`, ...: of a Python number, its own (read: `np.real` would
+    give a NumPy scalar, strong in NumPy 2's promotion); of a NumPy scalar, NumPy's."""
+
+    def get(self: ScalarTracer) -> Any:
+        if type(self.value) not in _NUMBERS:
+            return getattr(Tracer, name).__get__(self)  # (installed by `vmapx._numpy`)
+        return self._read(lambda v: getattr(v, name))
+
+    return property(get)
+
+
 _NUMBERS = (int, float, complex, bool)
 _op: Callable[..., Any]
 for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-            operator.mod, operator.pow):  # fmt: skip
+            operator.mod, operator.pow, operator.and_, operator.or_, operator.xor,
+            operator.lshift, operator.rshift, divmod):  # fmt: skip
     _name = _op.__name__.strip("_")
     setattr(ScalarTracer, f"__{_name}__", _number_operator(_op, False))
     setattr(ScalarTracer, f"__r{_name}__", _number_operator(_op, True))
 for _op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
     setattr(ScalarTracer, f"__{_op.__name__.strip('_')}__", _number_operator(_op, False))
-for _op in (operator.neg, operator.pos, operator.abs):
+for _op in (operator.neg, operator.pos, operator.abs, operator.invert):
     setattr(ScalarTracer, f"__{_op.__name__.strip('_')}__", _number_unary(_op))
+for _name in ("real", "imag", "conjugate"):
+    setattr(ScalarTracer, _name, _number_attribute(_name))
+
+# Python's own functions of numbers, recorded as they are (besides `operator`'s)
+_PYTHON_BUILTINS = (divmod, round)
 
 
 @functools.cache
 def _python_primitive(op: Callable[..., Any]) -> Primitive:
-    return Primitive(f"operator.{op.__name__}", op)
+    builtin = any(op is b for b in _PYTHON_BUILTINS)
+    return Primitive(op.__name__ if builtin else f"operator.{op.__name__}", op)
 
 
 def _is_python_op(impl: Callable[..., Any]) -> bool:
-    return getattr(impl, "__module__", None) in ("_operator", "operator")
+    return getattr(impl, "__module__", None) in ("_operator", "operator") or any(
+        impl is b for b in _PYTHON_BUILTINS
+    )
 
 
 class _Slot:
@@ -237,7 +301,7 @@ class RecordTrace(Trace):
     """Runs each NumPy call on the concrete arrays and records it as a step."""
 
     __slots__ = ("steps", "slots", "replayable", "owners", "layouts", "largest", "why",
-                 "static_needed", "shapes_read", "errstate")  # fmt: skip
+                 "static_needed", "shapes_read", "errstate", "inspected", "calling")  # fmt: skip
 
     def __init__(self, n_inputs: int) -> None:
         super().__init__("jit")
@@ -252,6 +316,8 @@ class RecordTrace(Trace):
         self.layouts: list[Any] = []  # per slot (inputs: set by `_record`; never written)
         self.largest = 0  # bytes of the largest array a step made
         self.errstate = cast("dict[str, str]", np.geterr())  # (the caller's: replays run under it)
+        self.inspected = ""  # where Python code may look at a traced number's type (`_TypeWatch`)
+        self.calling = False  # in a NumPy call on plain values (no code there sees a tracer)
 
     def process(self, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         values = _replace(self, args, _value)
@@ -262,12 +328,20 @@ class RecordTrace(Trace):
             impl = _functional_at(owner)  # (the trace's callers expect the new value)
         if self.replayable and np.geterr() != self.errstate:
             self._check_errstate(prim)
+        calling, self.calling = self.calling, True
         try:
             out = impl(*values, **kw_values)
         except BaseException:
             self.replayable = False  # code may catch it and take another path
             self.why = self.why or f"`{prim.name}` raised"
             raise
+        finally:
+            self.calling = calling
+        if self.replayable and any(getattr(t, "aware", None) for t in _core._state.stack):
+            # a `vmap` above holds batch-aware generators (`vmapx.random`): its draws are
+            # made on plain arrays, constants of the recording that a replay would repeat
+            self.replayable = False
+            self.why = "it draws from a random generator (made batch-aware inside it)"
         sources = _sources(self, (args, kwargs))
         if prim.impl is np.shape or prim.impl is np.size:  # (as `.shape` does)
             for t in _tracers_in(self, args[:1]):
@@ -281,7 +355,11 @@ class RecordTrace(Trace):
             return out
         leaves, treedef = optree.tree_flatten(out, none_is_leaf=True)
         operands = {id(v) for v in _arrays_in((values, kw_values))}
-        shaped_by = _shaped_by(self, prim, args, kwargs)
+        parameters = _parameters(self, prim, args, kwargs)
+        for t in parameters:  # a number sets a shape, an axis, an index: a constant
+            if t.sources:
+                self.static_needed |= t.sources
+        shaped_by = _shaped_by(self, prim, args, kwargs, parameters)
         outs: list[Any] = []
         wrapped: list[Any] = []
         for leaf in leaves:
@@ -362,10 +440,13 @@ _SHAPE_STABLE_NAMES = frozenset(("ndarray.__setitem__",))
 
 
 def _shaped_by(
-    trace: RecordTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
-) -> frozenset[Any] | None:
+    trace: RecordTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any],
+    parameters: list[Any],
+) -> frozenset[Any] | None:  # fmt: skip
     """The slots whose shapes fix the shapes of `prim`'s results on these arguments, if
-    its result shapes follow from its operands' (else None: the results' own)."""
+    its result shapes follow from its operands' (else None: the results' own). A value
+    computed from the arrays that sets a parameter (`np.reshape(x, (n, -1))` with
+    `n = x.sum()`) makes them the results' own too."""
     impl = prim.impl
     if impl is operator.getitem:  # (a boolean mask: as many elements as it has True)
         stable = not any(t.value.dtype == bool for t in _tracers_in(trace, args[1:]))
@@ -375,12 +456,81 @@ def _shaped_by(
         owner = getattr(impl, "__self__", None)
         stable = (impl in _SHAPE_STABLE or type(impl) is np.ufunc or type(owner) is np.ufunc
                   or _is_python_op(impl) or prim.name in _SHAPE_STABLE_NAMES)  # fmt: skip
-    if not stable:
+    if not stable or any(not t.sources for t in parameters):
         return None
     found: frozenset[Any] = frozenset()
     for t in _tracers_in(trace, (args, kwargs)):
         found |= t.shaped_by
     return found
+
+
+# The operands of NumPy functions (the arrays they compute on): `(positions, keywords)`,
+# positions None for all. A traced value anywhere else sets a parameter of the call (a
+# shape, an axis, `k`, `repeats`): a number there is recorded as a constant (`process`).
+# A function not listed has no operands known: each number it takes is a constant.
+_Operands = tuple[tuple[int, ...] | None, frozenset[str]]
+_FIRST: _Operands = ((0,), frozenset(("out", "where", "initial")))
+_TWO: _Operands = ((0, 1), frozenset(("out",)))
+_ALL: _Operands = (None, frozenset(("out",)))
+_OPERANDS: dict[Any, _Operands] = {
+    **dict.fromkeys((
+        np.reshape, np.transpose, np.moveaxis, np.swapaxes, np.broadcast_to, np.expand_dims,
+        np.squeeze, np.sum, np.mean, np.prod, np.max, np.min, np.any, np.all, np.std, np.var,
+        np.real, np.imag, np.copy, np.conj, np.ravel, np.zeros_like, np.ones_like,
+        np.empty_like, np.cumsum, np.cumprod, np.flip, np.roll, np.sort, np.argsort, np.argmax,
+        np.argmin, np.diag, np.diagonal, np.trace, np.linalg.inv, np.linalg.norm, astype,
+        np.repeat, np.tile, np.round, np.nan_to_num,
+    ), _FIRST),
+    **dict.fromkeys((
+        np.dot, np.tensordot, np.take, np.take_along_axis, np.linalg.solve, np.full_like,
+    ), _TWO),
+    **dict.fromkeys((
+        np.concatenate, np.stack, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+        np.broadcast_arrays, np.where, np.result_type, np.can_cast, np.shape, np.ndim,
+        np.size, np.iscomplexobj, np.isrealobj,
+    ), _ALL),
+    np.clip: ((0, 1, 2), frozenset(("a_min", "a_max", "min", "max", "out"))),
+    np.full: ((1,), frozenset(("fill_value",))),
+}  # fmt: skip
+_UFUNC_OPERANDS: dict[str, _Operands] = {
+    "__call__": (None, frozenset(("out", "where"))),
+    "reduce": _FIRST, "accumulate": _FIRST, "reduceat": _FIRST,
+    "outer": (None, frozenset(("out",))), "at": (None, frozenset()),
+}  # fmt: skip
+_NONE: _Operands = ((), frozenset())
+
+
+def _parameters(
+    trace: RecordTrace, prim: Primitive, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> list[Any]:
+    """This trace's tracers in `prim`'s arguments that are not its operands (`_OPERANDS`).
+    Indices are operands (`x[n]`, `x[idx]`: their shapes set the result's, a mask's is
+    checked by `_shaped_by`; a number in a slice, `x[:n]`, is read)."""
+    impl = prim.impl
+    owner = getattr(impl, "__self__", None)
+    if type(impl) is np.ufunc:
+        operands = _UFUNC_OPERANDS["__call__"]
+    elif type(owner) is np.ufunc:
+        operands = _UFUNC_OPERANDS.get(impl.__name__, _NONE)
+    elif _is_python_op(impl) or prim.name == "ndarray.__setitem__":
+        return []  # (an index's shape sets the result's, not its value; a slice is read)
+    elif impl is np.einsum:  # (subscripts as lists of ints between the operands)
+        return [t for a in args if not _is_tracer(trace, a) for t in _tracers_in(trace, a)]
+    else:
+        operands = _OPERANDS.get(impl, _NONE)
+    positions, keywords = operands
+    found = []
+    for i, a in enumerate(args):
+        if positions is not None and i not in positions:
+            found += _tracers_in(trace, a)
+    for k, v in kwargs.items():
+        if k not in keywords:
+            found += _tracers_in(trace, v)
+    return found
+
+
+def _is_tracer(trace: RecordTrace, x: Any) -> bool:
+    return type(x) in (RecordTracer, ScalarTracer) and x._trace is trace
 
 
 @functools.cache
@@ -464,8 +614,10 @@ def _slot(t: RecordTracer) -> _Slot:
 
 def _snapshot(a: np.ndarray) -> np.ndarray:
     """An array a step keeps: one `f` could still write into (its own `acc`, a
-    closure's buffer) is copied, with the values this call used."""
-    return a.copy(order="K") if memory_owner(a).flags.writeable else a
+    closure's buffer, memory behind an object that is no array) is copied, with the
+    values this call used."""
+    root = _replay_memory.memory_root(a)
+    return a.copy(order="K") if type(root) is not np.ndarray or root.flags.writeable else a
 
 
 def _slots_in(x: Any) -> list[int]:
@@ -509,24 +661,28 @@ class _Step:
 class GeneratedProgram:
     """The steps of one recording, as one generated Python function (straight-line
     code: a local variable per slot, one line per NumPy call), and where the results
-    are."""
+    are. `pruned`: it leaves out steps whose values no result needs (`_live`)."""
 
-    __slots__ = ("replay", "out_tree", "constant", "checked", "text")
+    __slots__ = ("replay", "out_tree", "copy", "checked", "text", "pruned")
 
     def __init__(
         self, steps: list[Any], n_inputs: int, outputs: list[Any], out_tree: Any, fresh: list[bool],
         large: frozenset[Any] = frozenset(), guards: dict[int, tuple[Any, ...]] | None = None,
+        copy: list[bool] | None = None, pruned: bool = False,
     ) -> None:  # fmt: skip
         self.replay, self.text = _compile(steps, n_inputs, outputs, large, guards or {})
         self.out_tree = out_tree
-        self.constant = [type(o) is not _Slot for o in outputs]
+        # results copied on every call: constants, and arrays in memory the program does
+        # not make anew (a view of a constant it holds, of an argument)
+        self.copy = copy if copy is not None else [type(o) is not _Slot for o in outputs]
         # outputs the replay always makes as new arrays of their own need no check
         self.checked = not all(fresh)
+        self.pruned = pruned
 
     def run(self, arrays: list[Any]) -> Any:
         results = self.replay(*arrays)
         if self.checked:
-            results = fresh_arrays(results, arrays, self.constant)
+            results = fresh_arrays(results, arrays, self.copy)
         return optree.tree_unflatten(self.out_tree, results)
 
 
@@ -703,6 +859,8 @@ def _spelled(value: Any) -> str | None:
         name = getattr(value, "__name__", None)
         if module in ("_operator", "operator"):
             return f"operator.{name}"
+        if module == "builtins" and name is not None and getattr(builtins, name, None) is value:
+            return cast(str, name)
         for prefix, namespace in _NAMESPACES:
             if name is not None and getattr(namespace, name, None) is value:
                 return f"{prefix}{name}"
@@ -737,6 +895,104 @@ def _described(value: Any) -> str:
 _NAMESPACES = (("np.", np), ("np.linalg.", np.linalg), ("np.fft.", np.fft))
 
 
+# Python's ways to look at what an object is, not at its value: to them a traced number
+# (a `ScalarTracer`) is no int or float, so `isinstance(n, float)`, `type(n) is int`,
+# `hasattr(n, "shape")` or `np.isscalar(n)` would take another branch than `f` takes
+_INSPECTORS = (type, isinstance, issubclass, hasattr, getattr, vars, dir, np.isscalar)
+_INSPECTOR_IDS = frozenset(id(i) for i in _INSPECTORS)
+_INSPECTING_NAMES = frozenset(("type", "isinstance", "issubclass", "hasattr", "getattr", "vars",
+                               "dir", "isscalar", "__class__", "__dict__"))  # fmt: skip
+_LIBRARY, _TOOL, _USER = 0, 1, 2
+# Python's own library, and the packages vmapx's code calls: code there runs for vmapx
+# (not the user) where vmapx calls it
+_OPTREE = importlib.util.find_spec("optree")
+_TOOL_DIRS = tuple(
+    {os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")}
+) + (os.path.join(os.path.dirname(_OPTREE.origin), "") if _OPTREE and _OPTREE.origin else "<>",)
+_kinds: dict[str, int] = {}
+
+
+def _code_kind(filename: str) -> int:
+    """Whose code a file holds: vmapx's or NumPy's (`_LIBRARY`), the Python library's or
+    optree's (`_TOOL`), or the user's (`_USER`: also any other installed package,
+    which may be the function `f` itself)."""
+    kind = _kinds.get(filename)
+    if kind is None:
+        if _core._is_library_file(filename):
+            kind = _LIBRARY
+        elif "site-packages" in filename or "dist-packages" in filename:
+            kind = _TOOL if filename.startswith(_TOOL_DIRS[-1]) else _USER
+        elif filename.startswith(_TOOL_DIRS) or filename.startswith("<frozen "):
+            kind = _TOOL
+        else:
+            kind = _USER
+        if len(_kinds) < 4096:
+            _kinds[filename] = kind
+    return kind
+
+
+class _TypeWatch:
+    """While `f` records with traced numbers, whether the user's Python code it runs can
+    look at a type (`_INSPECTORS`, by name, or an alias of one among its globals and
+    arguments): `trace.inspected`, where. Python cannot be made to answer `type(n)` with
+    the number's type, so such a recording is dropped and number arguments become
+    constants of the signature (a guess from the code, on the safe side: a function
+    that calls `isinstance` on anything else loses the traced numbers too).
+
+    The code the user's code calls is watched too (`copy.copy(n)` calls `type(n)`); the
+    Python library's code that vmapx itself calls (`warnings`, `contextlib`) is not,
+    nor what a NumPy call runs on plain arrays (`RecordTrace.calling`). A `sys.settrace`
+    function set before (a debugger, coverage) keeps getting every event."""
+
+    def __init__(self, trace: RecordTrace) -> None:
+        self.trace = trace
+        self.previous: Any = None
+        self.seen: dict[int, tuple[types.CodeType, bool]] = {}  # id(code) -> (code, verdict)
+        # (the collector's callbacks run wherever it runs: not the user's code)
+        self.skip = {id(getattr(c, "__code__", None)) for c in gc.callbacks}
+
+    def __enter__(self) -> None:
+        self.previous = sys.gettrace()
+        sys.settrace(self.watch)
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(self.previous)
+
+    def watch(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        trace = self.trace
+        if not (trace.calling or trace.inspected):
+            filename = frame.f_code.co_filename
+            kind = _kinds.get(filename)  # (inline: this runs for every Python call)
+            if kind != _LIBRARY and (kind is not None or _code_kind(filename) != _LIBRARY):
+                self._look(frame)
+        previous = self.previous
+        return None if previous is None else previous(frame, event, arg)
+
+    def _look(self, frame: types.FrameType) -> None:
+        code = frame.f_code
+        if _code_kind(code.co_filename) == _TOOL:  # watched where the user's code called it
+            caller = frame.f_back
+            while caller is not None and _code_kind(caller.f_code.co_filename) == _TOOL:
+                caller = caller.f_back
+            if caller is None or _code_kind(caller.f_code.co_filename) != _USER:
+                return
+        if id(code) not in self.skip and self._inspects(frame):
+            self.trace.inspected = f"{code.co_filename}:{frame.f_lineno}"
+
+    def _inspects(self, frame: types.FrameType) -> bool:
+        code = frame.f_code
+        entry = self.seen.get(id(code))
+        if entry is None or entry[0] is not code:
+            names = code.co_names
+            scope, builtin = frame.f_globals, frame.f_builtins
+            verdict = not _INSPECTING_NAMES.isdisjoint(names) or any(
+                id(scope.get(n, builtin.get(n))) in _INSPECTOR_IDS for n in names
+            )
+            entry = self.seen[id(code)] = (code, verdict)
+        # (an alias among its arguments or closure cells: `def f(x, n, _type=type)`)
+        return entry[1] or any(id(v) in _INSPECTOR_IDS for v in frame.f_locals.values())
+
+
 _NOT_REPLAYABLE = object()
 
 
@@ -765,6 +1021,12 @@ class NotReplayable:
         self.again = again  # (a later call may record again: its `vmap` may run in chunks)
 
 
+def _restore_generators(legacy: tuple[Any, ...], hidden: list[Any]) -> None:
+    if _legacy_random.moved(legacy):
+        _legacy_random.restore(legacy)
+    _legacy_random.restore_hidden(hidden)
+
+
 def _cache_bound(largest: int, results: list[Any]) -> bool:
     """Whether a call whose largest array had `largest` bytes is one that `vmap` runs in
     chunks (`_autochunk`'s rule): a whole-batch replay would stream it through memory."""
@@ -787,6 +1049,11 @@ def record(
         else _replay_memory.Layout(False, None, x)
         for i, x in zip(positions, inputs, strict=True)
     ]  # fmt: skip
+    # random generators `f` reaches other than as arguments: a replay would repeat their
+    # numbers (as `vmap` finds them, `vmapx._legacy_random`)
+    legacy = _legacy_random.snapshot()
+    hidden = _legacy_random.snapshot_hidden(_legacy_random.hidden_generators(f, leaves))
+    watch = _TypeWatch(trace) if numbers else contextlib.nullcontext()
     try:
         wrapped = list(leaves)
         for slot, i in enumerate(positions):
@@ -794,15 +1061,28 @@ def record(
             wrapped[i] = kind(trace, leaves[i], slot, frozenset((slot,)) if i in numbers else None)
         args, kwargs = optree.tree_unflatten(treedef, wrapped)
         try:
-            out = f(*args, **kwargs)
+            with watch:
+                out = f(*args, **kwargs)
         except NotRecordable as e:
             trace.replayable = False
             trace.why = trace.why or str(e)
             out = _NOT_REPLAYABLE
+        except Exception:
+            if numbers:  # `Jitted._record` runs `f` again, plainly: with the same draws
+                _restore_generators(legacy, hidden)
+            raise
     finally:
         pop_trace(trace)
+    if _legacy_random.moved(legacy) or (hidden and _legacy_random.hidden_moved(hidden)):
+        trace.replayable = False
+        trace.why = trace.why or "it draws from a random generator it does not take as an argument"
     static = frozenset(positions[slot] for slot in trace.static_needed)
-    if out is _NOT_REPLAYABLE:  # run it again, plainly
+    if trace.inspected:  # it took the other branch for a traced number: numbers are constants
+        static = numbers
+        trace.why = f"Python code looks at the type of a value at {trace.inspected}"
+        out = _NOT_REPLAYABLE
+    if out is _NOT_REPLAYABLE:  # run it again, plainly (drawing the numbers it drew)
+        _restore_generators(legacy, hidden)
         args, kwargs = optree.tree_unflatten(treedef, leaves)
         return NotReplayable(trace.why, static), run_plainly(f, args, kwargs, inputs)
     out_leaves, out_tree = optree.tree_flatten(out, none_is_leaf=True)
@@ -826,14 +1106,16 @@ def record(
         return NotReplayable("a keyword the generated code cannot spell"), result
     slots = [o.index for o in outputs if type(o) is _Slot]
     guards = {slot: trace.layouts[slot].shape for slot in sorted(trace.shapes_read)}
-    steps = _live(steps, slots, trace.layouts, guards)
-    fresh = _replay_memory.plan(steps, trace.layouts, slots)
-    fresh_outputs = [type(o) is _Slot and fresh[o.index] for o in outputs]
+    live = _live(steps, slots, trace.layouts, guards)
+    fresh = _replay_memory.plan(live, trace.layouts, slots, trace.owners.unknown)
+    fresh_outputs = [type(o) is _Slot and fresh[o.index] is True for o in outputs]
+    copy = [type(o) is not _Slot or fresh[o.index] is None for o in outputs]
     large = frozenset(
         s for s, layout in enumerate(trace.layouts)
         if s >= len(inputs) and math.prod(layout.shape) * layout.dtype.itemsize >= FREE_BYTES
     )  # fmt: skip
     program = GeneratedProgram(
-        steps, len(inputs), outputs, out_tree, fresh_outputs, large, guards
+        live, len(inputs), outputs, out_tree, fresh_outputs, large, guards, copy,
+        pruned=len(live) < len(steps),
     )  # fmt: skip
     return program, result

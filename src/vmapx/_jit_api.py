@@ -5,13 +5,16 @@ A signature holds the shapes, dtypes and strides of the array arguments, which
 arguments are the same array, the types of the number arguments (on NumPy 1.26 also
 the smallest dtype their value fits, which NumPy 1.26 promotes by), and the values of
 every other argument: static ones (`static_argnums`, `static_argnames`), bools,
-strings, ... and numbers that Python code in `f` read while recording.
+strings, ... and numbers that Python code in `f` read while recording. Values are
+compared exactly (`_exact`): a float by its bits (0.0 is not -0.0, a NaN matches
+itself), with its type (1 is not 1.0 nor True).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import struct
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -33,12 +36,20 @@ from ._jit import (
 )  # fmt: skip
 from .errors import PerformanceWarning
 
+# NumPy 2 keeps its error state (`np.errstate`) in a context variable, a new object per
+# change; NumPy 1.26 has none (`np.geterr()` on every check)
+_ERRSTATE: Any = getattr(
+    getattr(getattr(np, "_core", None), "_multiarray_umath", None), "_extobj_contextvar", None
+)
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
 MAX_SIGNATURES = 64  # recordings kept per function; further signatures run `f`
 
 _NUMBER_TYPES = (int, float, complex, np.integer, np.floating, np.complexfloating)
+# values `==` tells apart exactly (the others go through `_exact`)
+_BY_VALUE = frozenset((str, int, bool, bytes, type(None)))
 
 
 class Program:
@@ -94,6 +105,8 @@ class Jitted(Generic[P, R]):
         inputs = [x for i, x in enumerate(leaves) if type(x) is np.ndarray or i in numbers]
         recorded = None if key is None else self._recordings.get(key)
         if type(recorded) is GeneratedProgram:
+            if recorded.pruned and _errors_raise():  # a step it leaves out could raise
+                return run_plainly(self._f, args, kwargs, inputs)  # type: ignore[no-any-return]
             try:
                 return recorded.run(inputs)  # type: ignore[no-any-return]
             except ShapeChanged:  # a shape Python read differs on these values: run `f`
@@ -143,8 +156,7 @@ class Jitted(Generic[P, R]):
         nums, names = self._static_nums, self._static_names
         static = frozenset(
             i for i, path in enumerate(paths)
-            if (path[0] == 0 and (path[1] in nums or path[1] - len(args) in nums))
-            or (path[0] == 1 and path[1] in names)
+            if (path[0] == 0 and path[1] in nums) or (path[0] == 1 and path[1] in names)
         )  # fmt: skip
         return leaves, treedef, static
 
@@ -160,7 +172,7 @@ class Jitted(Generic[P, R]):
         for i, x in enumerate(leaves):
             t = type(x)
             if i in static:
-                parts.append((t, _hashable(x, i)))
+                parts.append(_hashable(x, i))
             elif t is np.ndarray:
                 # (strides too: whether a NumPy call returns a view or a copy depends on them)
                 parts.append((x.shape, x.dtype.str, x.strides, first.setdefault(id(x), i)))
@@ -174,7 +186,7 @@ class Jitted(Generic[P, R]):
                     hash(x)
                 except TypeError:
                     return None, frozenset()
-                parts.append((t, x))
+                parts.append((t, x) if t in _BY_VALUE else _exact(x))
         return tuple(parts), frozenset(numbers)
 
     # -- recordings ----------------------------------------------------------------------
@@ -248,7 +260,10 @@ def _static_arguments(
     f: Callable[..., Any], nums: tuple[int, ...], names: tuple[str, ...]
 ) -> tuple[frozenset[Any], frozenset[Any]]:
     """`static_argnums` and `static_argnames`, each completed from the other where `f`'s
-    signature names its positional parameters (as `jax.jit` does)."""
+    signature names its positional parameters (as `jax.jit` does). A negative index
+    counts from the end of those parameters (whatever a call passes: an omitted
+    argument with a default moves nothing); without such a signature (`*args`, a
+    builtin) it is refused."""
     n: object  # (an int, then a str: each is checked)
     for n in nums:
         if type(n) is not int:
@@ -259,18 +274,35 @@ def _static_arguments(
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
-        return frozenset(nums), frozenset(names)
+        params = None
+    if params is None or any(p.kind is p.VAR_POSITIONAL for p in params):
+        negative = [n for n in nums if n < 0]
+        if negative:
+            raise ValueError(
+                f"jit: static_argnums={negative[0]} counts from the end of `f`'s positional "
+                f"parameters, but `{_name(f)}` has "
+                + ("`*args`" if params is not None else "no signature Python can read")
+                + ", so the end depends on the call. Pass a non-negative index."
+            )
+        if params is None:
+            return frozenset(nums), frozenset(names)
     positional = [
         p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]  # fmt: skip
-    all_nums = set(nums) | {positional.index(n) for n in names if n in positional}
-    all_names = set(names) | {
-        positional[n] for n in nums if -len(positional) <= n < len(positional)
-    }  # fmt: skip
+    for n in nums:
+        if n < -len(positional):
+            raise ValueError(
+                f"jit: static_argnums={n}, but `{_name(f)}` has only {len(positional)} "
+                "positional parameters"
+            )
+    resolved = {n + len(positional) if n < 0 else n for n in nums}
+    all_nums = resolved | {positional.index(n) for n in names if n in positional}
+    all_names = set(names) | {positional[n] for n in resolved if n < len(positional)}
     return frozenset(all_nums), frozenset(all_names)
 
 
 def _hashable(x: Any, i: int) -> Any:
+    """A static argument as the signature holds it (`_exact`)."""
     try:
         hash(x)
     except TypeError:
@@ -279,7 +311,38 @@ def _hashable(x: Any, i: int) -> Any:
             f"leaf {i} of the arguments is a {type(x).__name__}. Pass it as a tuple, or do "
             "not mark it static."
         ) from None
-    return x
+    return _exact(x)
+
+
+def _exact(x: Any) -> Any:
+    """`x` as a signature holds it: compared by `==`, Python would take 0.0 for -0.0
+    (`math.copysign` tells them apart), 1 for 1.0 and True, and never a NaN for a NaN.
+    So a float is its type and bits; a tuple or frozenset, its items so."""
+    t = type(x)
+    if t is float:
+        return (t, struct.pack("<d", x))
+    if t is complex:
+        return (t, struct.pack("<dd", x.real, x.imag))
+    if isinstance(x, np.floating | np.complexfloating):
+        return (t, x.tobytes())
+    if t is tuple or t is frozenset:
+        return (t, t(_exact(v) for v in x))
+    return (t, x)
+
+
+_quiet: list[Any] = [None]  # the last error state (`_ERRSTATE`) seen raising for nothing
+
+
+def _errors_raise() -> bool:
+    """Whether NumPy's error state raises (or calls a function, or logs) for some
+    error: a replay that leaves out a step `f` makes would not do so where `f` does."""
+    state = _ERRSTATE.get() if _ERRSTATE is not None else None
+    if state is not None and state is _quiet[0]:
+        return False
+    raising = any(v in ("raise", "call", "log") for v in np.geterr().values())
+    if not raising and state is not None:
+        _quiet[0] = state  # (held here: its id is never another state's)
+    return raising
 
 
 def _what_changes(key: tuple[Any, ...], last: tuple[Any, ...]) -> str:
@@ -318,9 +381,11 @@ def jit(
     values of the other arguments, except numbers (Python and NumPy numbers, not
     bools): those are values of the replay, so a learning rate that changes on every
     call replays one recording. A number that Python code in `f` reads (`range(n)`,
-    `if lr > 0`, `float(lr)`) is recorded as a constant from the next call on. At most
-    64 signatures are recorded per function; further ones run `f`, with a
-    `PerformanceWarning` (once) that says why.
+    `if lr > 0`, `float(lr)`) or that sets a shape or an axis (`x.reshape(n, -1)`) is
+    recorded as a constant from the next call on; so is every number argument of a
+    function whose code looks at types (`isinstance`, `type`, `hasattr`: to them a
+    traced number is no int or float). At most 64 signatures are recorded per
+    function; further ones run `f`, with a `PerformanceWarning` (once) that says why.
 
     **Arguments:**
 
@@ -329,6 +394,7 @@ def jit(
     - `static_argnums`, `static_argnames`: positional arguments (by index) and keyword
       arguments (by name) whose values are part of the signature, as in `jax.jit`:
       numbers that select a program (a number of steps, a mode); they must be hashable.
+      A negative index counts from the end of `f`'s positional parameters.
 
     **Returns:** a function with the same arguments and results as `f`;
     `.lower(*args, **kwargs)` gives the program those arguments replay.

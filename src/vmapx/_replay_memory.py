@@ -9,13 +9,18 @@ one.
 
 Safety comes from knowing all memory the replay touches. At recording time each slot
 (each array a step made) is described by `Layout`: whether its array owns its memory,
-else which slot's array it is a view of (found through `.base`, with a weak reference
-so that a freed array whose id was reused is never mistaken for it), its shape, dtype
-and whether it is writable. Inputs, and views of inputs or of constants, belong to no
-slot and are never written. `plan` then walks the steps in order, with the slots that
-share memory at replay grouped (a result written into an operand joins that operand's
-group), and lets a step write into an operand only if every slot of that operand's
-group is read for the last time by this step and none is a result of the program.
+else which slot's array it is a view of (found through `.base`, also through the
+objects that are no arrays between them, such as the `DummyArray` under
+`sliding_window_view`, with a weak reference so that a freed array whose id was reused
+is never mistaken for it; where the chain ends at an object NumPy does not describe,
+by which of our arrays' memory it lies in, and where that could be several, no step
+writes into an operand at all), its shape, dtype and whether it is writable. Inputs,
+and views of inputs or of constants, belong to no slot and are never written (and a
+result among them is copied on every call). `plan` then walks the steps in order, with
+the slots that share memory at replay grouped (a result written into an operand joins
+that operand's group), and lets a step write into an operand only if every slot of
+that operand's group is read for the last time by this step and none is a result of
+the program.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class Owners:
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref[Any], int]] = {}
+        # a view whose memory could be several slots' (plan then writes into none)
+        self.unknown = False
 
     def layout(self, value: Any, slot: int, fresh: bool = True) -> Layout:
         """The layout of a step's result `value`, stored in `slot`; `fresh`: False where
@@ -66,21 +73,47 @@ class Owners:
         if value.base is None and fresh:
             self._by_id[id(value)] = (weakref.ref(value), slot)
             return Layout(True, slot, value)
-        root = value
-        while type(root.base) is np.ndarray:
-            root = root.base
+        root = memory_root(value)
         entry = self._by_id.get(id(root))
-        owner = entry[1] if entry is not None and entry[0]() is root else None
-        return Layout(False, owner, value)
+        if entry is not None and entry[0]() is root:
+            return Layout(False, entry[1], value)
+        if type(root) is np.ndarray and root.flags.owndata:  # memory the program did not make
+            return Layout(False, None, value)
+        # memory NumPy does not describe (a buffer, an object exporting one, a pointer):
+        # ours if it lies in one of our arrays' memory
+        owners = {
+            s for ref, s in self._by_id.values()
+            if (a := ref()) is not None and np.may_share_memory(a, value)
+        }  # fmt: skip
+        if len(owners) > 1:
+            self.unknown = True
+        return Layout(False, owners.pop() if len(owners) == 1 else None, value)
 
 
-def plan(steps: list[Any], layouts: list[Layout | None], results: list[int]) -> dict[int, bool]:
+def memory_root(value: Any) -> Any:
+    """The object at the end of `value`'s chain of bases: through arrays, and through
+    the objects NumPy keeps between them (`as_strided`'s `DummyArray`, under
+    `sliding_window_view`) or a memoryview's exporter."""
+    root = value
+    for _ in range(64):  # (a chain is short; a cycle of odd objects must not hang)
+        after = root.obj if type(root) is memoryview else getattr(root, "base", None)
+        if after is None or after is root:
+            break
+        root = after
+    return root
+
+
+def plan(
+    steps: list[Any], layouts: list[Layout | None], results: list[int], unknown: bool = False
+) -> dict[int, bool | None]:
     """Set `step.into` (the slot whose array takes the result, or None) for each step.
     `layouts[s]` is an input slot's too (not the program's memory: owner None);
-    `results` are the slots returned. Returns,
-    for each returned slot, whether its array at replay is always new memory of its
-    own (the program's, shared with no other result, writable, without zero strides),
-    which then needs no copy to be handed out."""
+    `results` are the slots returned; `unknown`: some view's memory could not be told
+    (`Owners.unknown`): no step writes into an operand. Returns, for each returned
+    slot, whether its array at replay is always new memory of its own (the program's,
+    shared with no other result, writable, without zero strides), which then needs no
+    copy to be handed out; None where it is not the program's memory at all (an
+    argument's, or a constant's the program holds: it is copied on every call)."""
     last_read: dict[int, int] = {}
     for i, step in enumerate(steps):
         for s in step.reads:
@@ -91,7 +124,8 @@ def plan(steps: list[Any], layouts: list[Layout | None], results: list[int]) -> 
     group: dict[int, int | None] = {}  # slot -> its memory at replay (None: not ours)
     members: dict[int, list[int]] = {}
     for i, step in enumerate(steps):
-        step.into = _operand_to_reuse(step, i, layouts, group, members, last_read)
+        if not unknown:
+            step.into = _operand_to_reuse(step, i, layouts, group, members, last_read)
         for o in step.outs:
             if o is None:
                 continue
@@ -105,7 +139,7 @@ def plan(steps: list[Any], layouts: list[Layout | None], results: list[int]) -> 
                 members.setdefault(g, []).append(o)
     groups = [group.get(s) for s in results]
     return {
-        s: g is not None and groups.count(g) == 1 and _plain_memory(cast(Layout, layouts[s]))
+        s: None if g is None else groups.count(g) == 1 and _plain_memory(cast(Layout, layouts[s]))
         for s, g in zip(results, groups, strict=True)
     }
 
