@@ -52,7 +52,7 @@ def test_jacobian_rows_replay():
 
 def test_a_new_shape_or_static_argument_value_records_again():
     f, calls = _counting(lambda x, scale, mode: np.tanh(x) * scale if mode == "a" else x)
-    fast = jit(f)
+    fast = jit(f, trace_numbers=True)
     x3, x4 = RNG.standard_normal(3), RNG.standard_normal(4)
     assert_same(fast(x3, 2.0, "a"), np.tanh(x3) * 2.0)
     assert_same(fast(x4, 2.0, "a"), np.tanh(x4) * 2.0)

@@ -26,7 +26,7 @@ def _train_step(w, x, y, lr):
 
 def test_a_changing_learning_rate_replays_one_recording():
     step, calls = _counting(_train_step)
-    fast = jit(step)
+    fast = jit(step, trace_numbers=True)
     w, x, y = (
         RNG.standard_normal((5, 1)),
         RNG.standard_normal((32, 5)),
@@ -47,7 +47,7 @@ def test_python_numbers_keep_numpys_promotion(dtype):
         scale = 1 - lr * 2  # Python arithmetic among numbers stays Python's
         return x * scale + lr
 
-    fast = jit(f)
+    fast = jit(f, trace_numbers=True)
     x = RNG.standard_normal(4).astype(dtype)
     for lr in (0.25, 0.5, 0.125):
         got, expected = fast(x, lr), f(x, lr)
@@ -56,9 +56,10 @@ def test_python_numbers_keep_numpys_promotion(dtype):
     assert len(fast._recordings) == 1
 
 
-def test_integer_arithmetic_among_numbers_is_pythons():
+@pytest.mark.parametrize("trace_numbers", [False, True])
+def test_integer_arithmetic_among_numbers_is_pythons(trace_numbers):
     f = lambda x, n: x * (n**-1) + (n // 3) + (n % 4)  # noqa: E731 (ints to a negative power)
-    fast = jit(f)
+    fast = jit(f, trace_numbers=trace_numbers)
     x = np.arange(3.0)
     for n in (2, 5, 9, 10**20):
         assert_same(fast(x, n), f(x, n))
@@ -71,7 +72,7 @@ def test_a_number_python_reads_is_recorded_as_a_constant():
         return x
 
     f_counted, calls = _counting(f)
-    fast = jit(f_counted)
+    fast = jit(f_counted, trace_numbers=True)
     x = RNG.standard_normal(3)
     assert_same(fast(x, 2, 0.5), f(x, 2, 0.5))  # records; finds that n is read
     assert_same(fast(x, 2, 0.25), f(x, 2, 0.25))  # records with n a constant
@@ -81,9 +82,10 @@ def test_a_number_python_reads_is_recorded_as_a_constant():
     assert len(calls) == 3
 
 
-def test_a_branch_on_a_number_records_it_as_a_constant():
+@pytest.mark.parametrize("trace_numbers", [False, True])
+def test_a_branch_on_a_number_records_it_as_a_constant(trace_numbers):
     f = lambda x, lr: x * lr if lr > 0.5 else x - lr  # noqa: E731
-    fast = jit(f)
+    fast = jit(f, trace_numbers=trace_numbers)
     x = RNG.standard_normal(3)
     for lr in (0.25, 0.75, 0.25, 0.75, 0.3):
         assert_same(fast(x, lr), f(x, lr))
@@ -142,7 +144,7 @@ def test_the_cache_is_bounded_and_warns_once_why(monkeypatch):
 
 
 def test_lower_shows_the_numpy_calls_a_replay_makes():
-    step = jit(lambda w, lr: w - lr * np.tanh(w))
+    step = jit(lambda w, lr: w - lr * np.tanh(w), trace_numbers=True)
     program = step.lower(np.ones(3), 0.1)
     text = str(program)
     assert program.replayable

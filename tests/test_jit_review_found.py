@@ -21,11 +21,13 @@ RNG = np.random.default_rng(37)
 
 def _same_as_f(f, calls, rounds=2):
     """`jit(f)` and `f` give the same on each argument tuple of `calls`, `rounds` times
-    over (the later rounds replay where a recording is kept)."""
-    fast = jit(f)
-    for _ in range(rounds):
-        for args in calls:
-            assert_same(fast(*args), f(*args), rtol=0, atol=0)
+    over (the later rounds replay where a recording is kept), with numbers constants of
+    the signature (the default) and traced (`trace_numbers=True`, returned)."""
+    for trace_numbers in (False, True):
+        fast = jit(f, trace_numbers=trace_numbers)
+        for _ in range(rounds):
+            for args in calls:
+                assert_same(fast(*args), f(*args), rtol=0, atol=0)
     return fast
 
 
@@ -219,3 +221,56 @@ def test_random_draws_are_never_replayed():
         reference = np.random.default_rng(1)
         for _ in range(3):
             assert_same(batched(np.zeros(3)), reference.normal(size=3))
+
+
+_DEFAULT_SCALE = 1.0
+_WEIGHTS = {1: 10.0, 2: 20.0}
+
+
+def _matches(x, n):
+    match n:
+        case int():
+            return x * 3
+        case float():
+            return x * 2
+    return x
+
+
+def _caught(x, n):
+    try:
+        w = _WEIGHTS[n]
+    except (KeyError, TypeError):
+        w = 1.0
+    return x * w
+
+
+@pytest.mark.parametrize(
+    "f, values",
+    [
+        (lambda a, n: np.zeros_like(np.concatenate((a, a), n)), [0, 1]),  # a positional axis
+        (lambda a, n: a * np.size(a, n), [0, 1]),
+        (lambda a, n: a[: len(n * (0,))], [1, 2]),  # a sequence repeated by the number
+        (lambda a, n: a + np.array(n * [1.0]).sum(), [1, 2]),
+        (_matches, [1, 2, 1.5]),  # a class pattern: an isinstance check Python makes
+        (_caught, [1, 2, 3]),  # an exception only a traced number would raise
+        (lambda a, s: a if s is _DEFAULT_SCALE else a * s * 10, [_DEFAULT_SCALE, 2.0]),
+        (
+            lambda a, s: np.apply_along_axis(
+                lambda r: r * (2.0 if isinstance(s, float) else 3.0), 0, a
+            ),
+            [2.0, 3],
+        ),
+    ],
+)
+def test_numbers_that_python_inspects_are_the_numbers_by_default(f, values):
+    a = np.arange(4.0).reshape(2, 2)
+    fast = jit(f)  # (numbers are constants of the signature unless traced on request)
+    for _ in range(2):
+        for n in values:
+            assert_same(fast(a, n), f(a, n), rtol=0, atol=0)
+
+
+def test_clip_with_one_bound_as_a_method():
+    a = np.arange(4.0)
+    assert_same(jit(lambda x: x.clip(1))(a), a.clip(1))
+    assert_same(vmap(lambda x: x.clip(max=2))(np.stack([a, a])), np.stack([a.clip(max=2)] * 2))

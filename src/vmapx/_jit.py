@@ -34,9 +34,13 @@ out runs `f` (a left-out step could raise).
 What `jit` cannot see is Python state outside the arguments: a global, a closure, an
 attribute read by `f` is frozen at its value during the recording, as in `jax.jit` (a
 writable array a NumPy call used is kept as a copy of the values that call saw).
-Number arguments (Python and NumPy numbers, not bools) are traced inputs of the
+Number arguments are part of the signature by default. With `trace_numbers=True`
+(`vmapx._jit_api`) they (Python and NumPy numbers, not bools) are traced inputs of the
 recording (`ScalarTracer`): a learning rate that changes on every call replays one
-recording. Where Python code reads such a number (`range(n)`, `if lr > 0`, `str(n)`),
+recording. (Not by default: a traced number is no Python number, and Python has ways to
+look at one that nothing here sees: `n is DEFAULT`, a `match` class pattern, a `try`
+around `table[n]`, a type check in a function NumPy calls back.) Where Python code
+reads such a number (`range(n)`, `if lr > 0`, `str(n)`),
 or where it sets a shape, an axis or another parameter of a NumPy call rather than
 being an operand (`x.reshape(n, -1)`, `x.sum(axis=n)`: `_parameters`), the
 next call records it as a constant (part of the signature), as are other non-array

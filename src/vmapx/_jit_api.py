@@ -78,10 +78,12 @@ class Jitted(Generic[P, R]):
     (see `vmapx.jit`)."""
 
     def __init__(
-        self, f: Callable[P, R], static_argnums: Iterable[int], static_argnames: Iterable[str]
-    ) -> None:
+        self, f: Callable[P, R], static_argnums: Iterable[int], static_argnames: Iterable[str],
+        trace_numbers: bool = False,
+    ) -> None:  # fmt: skip
         functools.update_wrapper(self, f)
         self._f = f
+        self._trace_numbers = trace_numbers
         self._static_nums, self._static_names = _static_arguments(
             f, tuple(static_argnums), tuple(static_argnames)
         )
@@ -176,7 +178,10 @@ class Jitted(Generic[P, R]):
             elif t is np.ndarray:
                 # (strides too: whether a NumPy call returns a view or a copy depends on them)
                 parts.append((x.shape, x.dtype.str, x.strides, first.setdefault(id(x), i)))
-            elif isinstance(x, _NUMBER_TYPES) and t is not bool and i not in read:
+            elif (
+                self._trace_numbers and isinstance(x, _NUMBER_TYPES) and t is not bool
+                and i not in read
+            ):  # fmt: skip
                 numbers.append(i)
                 parts.append((t,) if NUMPY2 else (t, np.min_scalar_type(x).str))
             elif isinstance(x, Tracer | np.random.Generator | np.random.BitGenerator):
@@ -247,9 +252,10 @@ class Jitted(Generic[P, R]):
             warnings.warn(
                 f"jit({_name(self._f)}): {MAX_SIGNATURES} signatures recorded; calls with "
                 f"a new one run the function without recording (each signature records "
-                f"once). {_what_changes(key, list(self._recordings)[-1])} Pass numbers "
-                "as numbers (they are traced), arrays of fixed shapes, or fewer distinct "
-                "values of static arguments.",
+                f"once). {_what_changes(key, list(self._recordings)[-1])} A number that "
+                "changes on every call (a learning rate) can be traced: "
+                "`vmapx.jit(f, trace_numbers=True)`; else pass arrays of fixed shapes, or "
+                "fewer distinct values of static arguments.",
                 PerformanceWarning,
                 stacklevel=3,
             )
@@ -367,6 +373,7 @@ def jit(
     *,
     static_argnums: int | Iterable[int] = (),
     static_argnames: str | Iterable[str] = (),
+    trace_numbers: bool = False,
 ) -> Jitted[P, R]:
     """`f` with its NumPy calls recorded once per signature and replayed afterwards.
 
@@ -378,14 +385,21 @@ def jit(
     a signature is recorded. See `vmapx._jit` for the rules.
 
     A signature is the shapes, dtypes and strides of the array arguments and the
-    values of the other arguments, except numbers (Python and NumPy numbers, not
-    bools): those are values of the replay, so a learning rate that changes on every
-    call replays one recording. A number that Python code in `f` reads (`range(n)`,
-    `if lr > 0`, `float(lr)`) or that sets a shape or an axis (`x.reshape(n, -1)`) is
-    recorded as a constant from the next call on; so is every number argument of a
-    function whose code looks at types (`isinstance`, `type`, `hasattr`: to them a
-    traced number is no int or float). At most 64 signatures are recorded per
-    function; further ones run `f`, with a `PerformanceWarning` (once) that says why.
+    values of the other arguments, numbers included: each value of a number records
+    once. At most 64 signatures are recorded per function; further ones run `f`, with
+    a `PerformanceWarning` (once) that says why.
+
+    With `trace_numbers=True`, numbers (Python and NumPy numbers, not bools) are values
+    of the replay instead, so a learning rate that changes on every call replays one
+    recording. A traced number is not a Python number: Python code that looks at it
+    could take another path than `f` does with the number itself. vmapx catches what it
+    can see: a number that Python code reads (`range(n)`, `if lr > 0`, `float(lr)`) or
+    that sets a shape or an axis (`x.reshape(n, -1)`) is recorded as a constant from the
+    next call on, and so is every number argument of a function whose code looks at
+    types (`isinstance`, `type`, `hasattr`). It cannot see `n is DEFAULT`, `match n:
+    case int():`, a `try` that catches what only a traced number raises (a dict lookup
+    `table[n]`), `n * [0]`, or a type check in a function NumPy calls back
+    (`np.apply_along_axis`): trace numbers only where `f` just computes with them.
 
     **Arguments:**
 
@@ -394,7 +408,9 @@ def jit(
     - `static_argnums`, `static_argnames`: positional arguments (by index) and keyword
       arguments (by name) whose values are part of the signature, as in `jax.jit`:
       numbers that select a program (a number of steps, a mode); they must be hashable.
-      A negative index counts from the end of `f`'s positional parameters.
+      A negative index counts from the end of `f`'s positional parameters. (With
+      `trace_numbers=True`: numbers that stay constants.)
+    - `trace_numbers`: trace number arguments (see above); default False.
 
     **Returns:** a function with the same arguments and results as `f`;
     `.lower(*args, **kwargs)` gives the program those arguments replay.
@@ -414,4 +430,4 @@ def jit(
         raise TypeError(f"jit: `f` must be callable, got {type(f).__name__}")
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-    return Jitted(f, nums, names)
+    return Jitted(f, nums, names, bool(trace_numbers))

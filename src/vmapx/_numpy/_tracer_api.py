@@ -512,10 +512,18 @@ def _forward(func: Any) -> Any:
 
 _FORWARDED = [
     np.all, np.any, np.argmax, np.argmin, np.argpartition, np.argsort, np.choose,
-    np.clip, np.cumprod, np.cumsum, np.diagonal, np.dot, np.max, np.mean,
+    np.cumprod, np.cumsum, np.diagonal, np.dot, np.max, np.mean,
     np.min, np.nonzero, np.prod, np.ptp, np.repeat, np.round, np.searchsorted, np.std,
     np.sum, np.swapaxes, np.take, np.trace, np.var,
 ]  # fmt: skip
+
+
+def _clip(self: Tracer, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
+    # `x.clip(1)`: the method's bounds are both optional, `np.clip`'s are not (NumPy 1.26
+    # refuses neither bound, as the method does there)
+    if min is None and max is None and not NUMPY2:
+        raise ValueError("One of max or min must be given")
+    return _array_function(self, np.clip, None, (self, min, max), {"out": out, **kwargs})
 
 
 def _compress(self: Tracer, condition: Any, axis: Any = None, out: Any = None) -> Any:
@@ -659,6 +667,7 @@ _METHODS = {
     "__iter__": _iter,
     "__contains__": _contains,
     "compress": _compress,
+    "clip": _clip,
     "__divmod__": _divmod,
     "__rdivmod__": _rdivmod,
     "__round__": _round,
