@@ -325,3 +325,10 @@ def test_learning_is_per_wrapped_function():
     np.testing.assert_array_equal(
         vmapx.vmap(kind, in_axes=(None, 0))(E, np.arange(3.0)), np.arange(3.0)
     )
+
+
+def test_a_per_example_ufunc_at_into_an_unmapped_argument_is_refused():
+    w = np.zeros(3)
+    with pytest.raises(ValueError, match="read-only"):
+        vmapx.vmap(lambda w, v: np.add.at(w, [0, 0, 2], v), in_axes=(None, 0))(w, np.ones(2))
+    np.testing.assert_array_equal(w, np.zeros(3))  # (the loop would have written it)

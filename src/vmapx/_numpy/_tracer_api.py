@@ -221,6 +221,11 @@ def assign(target: Any, value: Any, operand: bool = False) -> Any:
             setitem(target, Ellipsis, value)
         return target
     if isinstance(value, Tracer):
+        if isinstance(target, np.ndarray) and not target.flags.writeable:
+            # NumPy's own error (an unmapped argument): not the loop, whose `ufunc.at`
+            # would write the caller's memory through the read-only view (NumPy's
+            # `at` does not check the flag)
+            raise ValueError("assignment destination is read-only")
         raise _leave_error(value)
     target[...] = value
     return target
@@ -649,6 +654,22 @@ def _deepcopy(self: Tracer, memo: Any) -> Any:
     return np.copy(self)
 
 
+def _part_setter(name: str) -> Any:
+    """`z.real = v` / `z.imag = v`: NumPy writes that part in place, as `z.real[...] = v`
+    (a view of `z`, written through: vmapx's view writes; a real `z`'s `imag` is NumPy's
+    read-only zeros, so the write raises as NumPy's)."""
+
+    def setter(self: Tracer, value: Any) -> None:
+        if name == "imag" and self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        part = getattr(self, name)
+        part[...] = value
+
+    return setter
+
+
+_PART_SETTERS = {"real": _part_setter("real"), "imag": _part_setter("imag")}
+
 _PROPERTIES = {
     "T": lambda self: _call(np.transpose, self),
     "mT": lambda self: _call(np.swapaxes, self, -1, -2),
@@ -707,7 +728,7 @@ def install(cls: type) -> None:
     for name, method in _METHODS.items():
         setattr(cls, name, method)
     for name, getter in _PROPERTIES.items():
-        setattr(cls, name, property(getter))
+        setattr(cls, name, property(getter, _PART_SETTERS.get(name)))
     for name in _MEMORY_ATTRIBUTES:
         setattr(cls, name, _memory_attribute(name))
 
