@@ -776,3 +776,18 @@ def test_an_integer_conversion_of_an_unbatched_derivative_tracer() -> None:
     g = vmapx.grad(f)
     x, y = np.array([0.5, 1.5, 3.0]), np.arange(4.0)
     check_vmap(g, [x, y], in_axes=(None, 0))
+
+
+def test_a_loop_value_never_is_its_initial_array() -> None:
+    # with no iteration, the Python loop's value was `init_val` itself, which `f` then
+    # wrote in place; a batched loop's examples that ran are new arrays (seed 9101034888)
+    def f(x: Any) -> Any:
+        n = np.sum(np.abs(np.modf(x)[0]) > 0.5)
+        v = vmapx.fori_loop(0, n, lambda i, u: u * 0.5 + i, x)
+        w = vmapx.while_loop(lambda u: u[0] < 0, lambda u: u + 1, x)
+        x[0] = 1
+        return -v, w
+
+    x = np.array([[1.56], [-0.67], [1.85], [0.13]])
+    check_vmap(f, [x.copy()])
+    check_vmap(f, [np.tile(x, (1, 2)).T.copy()], in_axes=1)  # (examples of 2 elements)

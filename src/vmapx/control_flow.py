@@ -649,7 +649,18 @@ def while_loop(cond_fun: Callable[..., Any], body_fun: Callable[..., Any], init_
 
     ```
     """
-    return _while(cond_fun, body_fun, init_val)
+    return _unaliased(_while(cond_fun, body_fun, init_val), init_val)
+
+
+def _unaliased(out: Any, init_val: Any) -> Any:
+    """The loop's value with none of `init_val`'s arrays in it (copies): where no
+    iteration ran (or the body returned its input), the Python loop's value *is*
+    `init_val`, which `f` may then write in place, while a batched loop's examples that
+    ran are new arrays; the loops give new arrays, as JAX's do."""
+    given = {id(x) for x in optree.tree_leaves(init_val) if isinstance(x, np.ndarray | Tracer)}
+    if not given:
+        return out
+    return optree.tree_map(lambda x: x.copy() if id(x) in given else x, out)
 
 
 def _while(
@@ -767,7 +778,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[..., Any], init_val: An
         val = init_val
         for i in range(int(lower), int(upper)):
             val = body_fun(i, val)
-        return val
+        return _unaliased(val, init_val)
 
     trace = (lower if _batched_levels(lower) else upper)._trace
 
