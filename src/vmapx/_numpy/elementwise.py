@@ -39,7 +39,7 @@ from .._batching import (
     unwrap,
     wrap_tree,
 )
-from .._compat import astype
+from .._compat import NUMPY2, astype, umath_ufuncs
 from .._core import Tracer, bind
 from .._differentiate_rule import composite_by_rule, own_impl
 from .._payload import is_array, moved
@@ -48,6 +48,7 @@ from .._rule_helpers import example_shape, flat_shape, per_example, shift_axis, 
 from ._tracer_api import IN_PLACE, assign
 from .joins import join, promote
 from .misc import as_array
+from .ufuncs import numpy1_promotion
 
 try:
     from numpy.lib._function_base_impl import _i0A, _i0B  # type: ignore[attr-defined]  # (private: not in the stubs)
@@ -74,6 +75,12 @@ def _operand_rule(*operands: tuple[int | None, str]) -> Callable[..., Any]:
                 return per_example(trace, func, args, kwargs, "with a batched option")
             values = [kwargs[n] if p is None else args[p] for p, n in slots]
             vals = aligned_operands(trace, values)
+            if (
+                func is np.clip and not NUMPY2 and "dtype" not in kwargs
+                and all(v is not None for v in values)
+            ):  # fmt: skip
+                # (NumPy 1.26's clip is a ufunc: a 0-d bound promotes by its value)
+                vals = numpy1_promotion(trace, umath_ufuncs()["clip"], tuple(values), vals)
             if not is_batched(trace, values[0]):
                 rank = max(example_ndim(trace, a) for a in values)
                 vals[0] = align_rank(

@@ -59,6 +59,7 @@ from .._rule_helpers import flat_shape, in_example_order, per_example, shift_axi
 from .contractions import dot_rule, matmul_vals, operand_parts
 from .reductions import has_short_rows, others_product, sum_of_short_rows
 from .small_matrices import triangular_solve
+from .ufuncs import gufunc_example_error
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -1056,9 +1057,9 @@ def _per_operand_axis(axis: int, ndims: list[int]) -> list[int]:
 def _cross_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
+    d1, d2 = np.shape(x1)[axis], np.shape(x2)[axis]  # (NumPy's IndexError for a bad axis)
     ndims = [example_ndim(trace, x) for x in (x1, x2)]
     ax1, ax2 = _per_operand_axis(axis, ndims)
-    d1, d2 = np.shape(x1)[ax1], np.shape(x2)[ax2]
     if d1 != 3 or d2 != 3:
         raise ValueError(
             "Both input arrays must be (arrays of) 3-dimensional vectors, "
@@ -1074,7 +1075,10 @@ def _cross_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]
 def _vecdot_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     x1, x2 = args[:2]
     axis = kwargs.get("axis", -1)
-    ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
+    try:
+        ax1, ax2 = _per_operand_axis(axis, [example_ndim(trace, x) for x in (x1, x2)])
+    except np.exceptions.AxisError as e:  # NumPy checks core dims first (a 0-d operand)
+        raise (gufunc_example_error(np.vecdot, (x1, x2), {"axis": axis}) or e) from None
     v1, v2 = aligned_operands(trace, (x1, x2))
     return trace.wrap(np.vecdot(v1, v2, axes=[(ax1,), (ax2,), ()]))  # type: ignore[list-item]
 

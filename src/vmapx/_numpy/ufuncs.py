@@ -73,7 +73,7 @@ def call_rule(ufunc: np.ufunc) -> Any:
         else:
             vals = aligned_operands(trace, args)
         if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
-            vals = _numpy1_promotion(trace, ufunc, args, vals)
+            vals = numpy1_promotion(trace, ufunc, args, vals)
         if not kwargs and len(vals) == 2 and ufunc.nout == 1:
             columns = _outer_columns(vals[0], vals[1])  # (0: not an outer product)
             if columns and columns <= _outer_limit():
@@ -257,7 +257,7 @@ def _with_batch_axis_last(
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 2}  # NumPy 1.26's kinds for promotion
 
 
-def _numpy1_promotion(
+def numpy1_promotion(
     trace: BatchTrace, ufunc: np.ufunc, args: tuple[Any, ...], vals: list[Any]
 ) -> list[Any]:
     """NumPy 1.26 promotes a 0-d operand next to arrays by its value (`int32_array +
@@ -387,6 +387,10 @@ def gufunc_rule(ufunc: np.ufunc) -> Any:
             ncore = len(core)
             if nd < ncore:  # optional core dims missing (a 1-d operand of matmul)
                 gone = [i for i, (_, opt) in enumerate(core) if opt][: ncore - nd]
+                if b and len(gone) < ncore - nd:  # else the batch axis would be a core one
+                    raise gufunc_example_error(ufunc, args, kwargs) or ValueError(
+                        f"{ufunc.__name__}: an example has too few axes"
+                    )
                 names = {core[i][0] for i in gone}
                 if b:
                     for i in gone:
@@ -416,22 +420,52 @@ def gufunc_rule(ufunc: np.ufunc) -> Any:
 def _gufunc_with_axes(
     trace: BatchTrace, ufunc: np.ufunc, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> Any:
-    """`axes=`/`axis=` name per-example axes: make them absolute, then shift by one."""
+    """`axes=`/`axis=` name per-example axes: make them absolute, then shift past the
+    batch axis and the loop axes padded in after it."""
     in_core, out_core = _parse_signature(ufunc.signature)
     ranks = [example_ndim(trace, x) for x in args]
-    vals = [bcast_batch(trace, x) for x in args]
-    kwargs = dict(kwargs)
-    if kwargs.get("axis") is not None:
-        axis = kwargs.pop("axis")
-        kwargs["axes"] = [(axis,) if core else () for core in in_core + out_core]
-    axes = kwargs.pop("axes")
+    call = dict(kwargs)
+    if call.get("axis") is not None:
+        axis = call.pop("axis")
+        call["axes"] = [(axis,) if core else () for core in in_core + out_core]
+    axes = call.pop("axes")
     out_rank = max(r - len(c) for r, c in zip(ranks, in_core, strict=True))
-    all_ranks = ranks + [out_rank + len(c) for c in out_core]
-    shifted = []
-    for ax, r in zip(axes, all_ranks, strict=False):
-        ax = (ax,) if isinstance(ax, int) else tuple(ax)
-        shifted.append(tuple(a % r + 1 if a < 0 else a + 1 for a in ax))
-    return _wrap(trace, ufunc(*vals, axes=shifted, **kwargs))
+    vals, shifted = [], []
+    try:
+        for x, ax, r, core in zip(args, axes, ranks, in_core, strict=False):
+            v, b = unwrap(trace, x)
+            ax = (ax,) if isinstance(ax, int) else tuple(ax)
+            if b:  # loop axes line up from the right: pad this operand's to `out_rank`
+                pad = out_rank - (r - len(core))
+                v = align_rank(v, r, r + pad)
+                ax = tuple(a % r + 1 + pad if a < 0 else a + 1 + pad for a in ax)
+            vals.append(v)
+            shifted.append(ax)
+        for ax, c in zip(axes[len(args) :], out_core, strict=False):
+            ax = (ax,) if isinstance(ax, int) else tuple(ax)
+            r = out_rank + len(c)
+            shifted.append(tuple(a % r + 1 if a < 0 else a + 1 for a in ax))
+        return _wrap(trace, ufunc(*vals, axes=shifted, **call))
+    except (ValueError, TypeError, IndexError, ZeroDivisionError) as e:  # (`a % 0`: 0-d)
+        raise (gufunc_example_error(ufunc, args, kwargs) or e) from None
+
+
+def gufunc_example_error(
+    ufunc: np.ufunc, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> Exception | None:
+    """NumPy's own error for one example, if it raises: zeros of each operand's example
+    shape and dtype (these errors come from shapes and types, never values)."""
+
+    def example(x: Any) -> Any:
+        if not isinstance(x, Tracer):
+            return x
+        return np.zeros(x.shape, dtype=np.result_type(x), like=like(x))
+
+    try:
+        ufunc(*map(example, args), **{k: v for k, v in kwargs.items() if k != "out"})
+    except (ValueError, TypeError, IndexError) as e:
+        return e
+    return None
 
 
 # -- reduce / accumulate / reduceat / outer / at ---------------------------------------
