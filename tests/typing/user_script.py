@@ -23,9 +23,13 @@ def double(x: Array) -> Array:
     return x * 2.0
 
 
-@vmapx.vmap
-def row_norm(x: Array) -> Any:
+def vector_norm(x: Array) -> Any:
     return np.sqrt(x @ x)
+
+
+@vmapx.vmap
+def row_norm(x: Array) -> Any:  # (of a batch of vectors: its examples are vectors)
+    return vector_norm(x)
 
 
 @vmapx.grad
@@ -55,7 +59,7 @@ def main() -> None:
     vmapx.linearize(np.sin, x[0])
     vmapx.stop_gradient(x)
     vmapx.vectorized_map(np.sum, x)
-    vmapx.vectorize(row_norm, signature="(n)->()")(x)
+    vmapx.vectorize(vector_norm, signature="(n)->()")(x)
     vmapx.check_grads(np.sin, (x[0],), order=1)
     vmapx.cond(True, np.sin, np.cos, x)
     vmapx.switch(0, [np.sin, np.cos], x)
@@ -81,10 +85,10 @@ def main() -> None:
     vmapx.map(np.sum, [x[0], x[1, :2]])
     vmapx.jacrev(np.sin, chunk_size=2)(x[0])
     vmapx.jacfwd(np.sin, chunk_size=2)(x[0])
-    remat = vmapx.checkpoint(row_norm)
+    remat = vmapx.checkpoint(vector_norm)
     vmapx.grad(remat)(x[0])
     shape: vmapx.ShapeDtypeStruct = vmapx.eval_shape(
-        row_norm, vmapx.ShapeDtypeStruct((3,), x.dtype)
+        vector_norm, vmapx.ShapeDtypeStruct((3,), x.dtype)
     )
     assert shape.shape == ()
     vmapx.random.batch_aware(np.random.default_rng(0))
