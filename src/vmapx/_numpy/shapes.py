@@ -374,17 +374,25 @@ def _dtype_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def stand_in_0d(x: Any) -> Any:  # (all 0-d: NumPy 1.26 promotes them by type)
         return np.zeros((), dtype=x.dtype) if isinstance(x, Tracer) else x
 
+    def zero_d(x: Any) -> bool:
+        return isinstance(x, Tracer) and x.ndim == 0
+
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        if not NUMPY2 and any(isinstance(x, Tracer) and x.ndim == 0 for x in args):
-            # NumPy 1.26 promotes a 0-d value next to arrays by its value (each
-            # example's), 0-d values among themselves by type
-            if any(np.ndim(x) for x in args if not isinstance(x, np.dtype | type | str)):
-                raise trace.concretization(
-                    f"`np.{func.__name__}` of a 0-d value per example next to arrays "
-                    "(NumPy 1.26 decides by the value)",
-                    "pass dtypes (`x.dtype`) rather than values",
-                )
-            return func(*map(stand_in_0d, args), **kwargs)
+        if not NUMPY2 and func in (np.result_type, np.can_cast) and any(map(zero_d, args)):
+            # NumPy 1.26 promotes 0-d values among themselves by type, but a 0-d value
+            # next to arrays by its value (each example's): that lies between what its
+            # least value (0) and its dtype give; where those agree, it is the answer
+            if not any(np.ndim(x) for x in args if not isinstance(x, np.dtype | type | str)):
+                return func(*map(stand_in_0d, args), **kwargs)
+            low = func(*[stand_in_0d(x) if zero_d(x) else stand_in(x) for x in args], **kwargs)
+            high = func(*[x.dtype if zero_d(x) else stand_in(x) for x in args], **kwargs)
+            if low == high:
+                return low
+            raise trace.concretization(
+                f"`np.{func.__name__}` of a 0-d value per example next to arrays (NumPy "
+                "1.26 decides by the value)",
+                "pass dtypes (`x.dtype`) rather than values",
+            )
         return func(*map(stand_in, args), **{k: stand_in(v) for k, v in kwargs.items()})
 
     return rule
