@@ -44,6 +44,11 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
     out = kwargs.pop("out", None)
     if method == "at":
         target, *rest = inputs
+        if isinstance(target, np.ndarray) and not target.flags.writeable:
+            # NumPy's error for a read-only target (an unmapped argument): not the loop,
+            # whose `ufunc.at` would write the caller's memory through the read-only
+            # view (NumPy's `at` does not check the flag)
+            raise ValueError("assignment destination is read-only")
         new = bind(ufunc_primitive(ufunc, "at"), (target, *rest), kwargs)
         assign(target, new)
         return None
@@ -221,11 +226,6 @@ def assign(target: Any, value: Any, operand: bool = False) -> Any:
             setitem(target, Ellipsis, value)
         return target
     if isinstance(value, Tracer):
-        if isinstance(target, np.ndarray) and not target.flags.writeable:
-            # NumPy's own error (an unmapped argument): not the loop, whose `ufunc.at`
-            # would write the caller's memory through the read-only view (NumPy's
-            # `at` does not check the flag)
-            raise ValueError("assignment destination is read-only")
         raise _leave_error(value)
     target[...] = value
     return target
