@@ -476,17 +476,15 @@ def _run(
                 )
                 if not isinstance(refused, ConcretizationSignal):  # (fallback="error")
                     raise refused from error
-            if _indexes_unmapped(f, trace, leaves, axes):  # (fallback="error")
+            # (fallback="error": a table met, or the converters just found)
+            if _indexes_unmapped(f, trace, leaves, axes) or (
+                trace.pending is None and _passthrough.retry(f)
+            ):
                 pop_trace(trace)
                 trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
                 _undo_hidden_draws(legacy, hidden)
                 return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
             if trace.pending is None:
-                if _passthrough.retry(f):  # (fallback="error": the converters just found)
-                    pop_trace(trace)
-                    trace = None  # type: ignore[assignment]  # (popped: the finally must not pop it again)
-                    _undo_hidden_draws(legacy, hidden)
-                    return _rerun(f, opts, leaves, treedef, axes, kwargs, size, made, dtypes)
                 _explain_read_only(error, axes)
                 raise_own_cause(error)
                 raise

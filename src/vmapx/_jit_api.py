@@ -48,8 +48,6 @@ R = TypeVar("R")
 MAX_SIGNATURES = 64  # recordings kept per function; further signatures run `f`
 
 _NUMBER_TYPES = (int, float, complex, np.integer, np.floating, np.complexfloating)
-# values `==` tells apart exactly (the others go through `_exact`)
-_BY_VALUE = frozenset((str, int, bool, bytes, type(None)))
 
 
 class Program:
@@ -191,7 +189,7 @@ class Jitted(Generic[P, R]):
                     hash(x)
                 except TypeError:
                     return None, frozenset()
-                parts.append((t, x) if t in _BY_VALUE else _exact(x))
+                parts.append(_exact(x))
         return tuple(parts), frozenset(numbers)
 
     # -- recordings ----------------------------------------------------------------------

@@ -71,7 +71,7 @@ _untrusted: set[Any] = set()
 # -- the wrappers ------------------------------------------------------------------
 
 
-def converted_in(trace: Any = None) -> Trace | None:
+def converted_in() -> Trace | None:
     """The vmap in scope on this thread where a converter passed a tracer through in
     its run (`np.asfortranarray(x)` gave `x` itself: the memory layout it asked for is
     not the traced value's), else None."""

@@ -58,6 +58,10 @@ except ImportError:  # NumPy 1.x
 _ABSENT = object()
 
 
+# NumPy 1.26's `np.clip` is this ufunc (promotion by value: see `_operand_rule`)
+_NUMPY1_CLIP = None if NUMPY2 else umath_ufuncs()["clip"]
+
+
 def _operand_rule(*operands: tuple[int | None, str]) -> Callable[..., Any]:
     """Functions elementwise in the arguments named by `operands` ((position, keyword);
     position None: keyword only). Another batched argument makes the call loop. The
@@ -76,11 +80,11 @@ def _operand_rule(*operands: tuple[int | None, str]) -> Callable[..., Any]:
             values = [kwargs[n] if p is None else args[p] for p, n in slots]
             vals = aligned_operands(trace, values)
             if (
-                func is np.clip and not NUMPY2 and "dtype" not in kwargs
+                func is np.clip and _NUMPY1_CLIP is not None and "dtype" not in kwargs
                 and all(v is not None for v in values)
             ):  # fmt: skip
                 # (NumPy 1.26's clip is a ufunc: a 0-d bound promotes by its value)
-                vals = numpy1_promotion(trace, umath_ufuncs()["clip"], tuple(values), vals)
+                vals = numpy1_promotion(trace, _NUMPY1_CLIP, tuple(values), vals)
             if not is_batched(trace, values[0]):
                 rank = max(example_ndim(trace, a) for a in values)
                 vals[0] = align_rank(

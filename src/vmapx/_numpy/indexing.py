@@ -132,21 +132,17 @@ def _plan(
             "use `np.where(mask, x, fill)` to keep the shape, or `np.compress`/`np.nonzero` "
             "outside the vmapped function",
         )
-    has_arrays = any(_is_array(c) for c in comps)
-    adv = [i for i, c in enumerate(comps) if _is_array(c) or (has_arrays and _is_int(c))]
+    adv, rank = _advanced(trace, comps)
     adjacent = not adv or adv[-1] - adv[0] + 1 == len(adv)
-    rank = max((_adv_rank(trace, comps[i]) for i in adv), default=0)
     basic = sum(_result_dims(c) for c in comps)
     region_rank = rank + basic
     if not any(is_batched(trace, c) for c in comps):
-        if has_arrays and not adjacent:  # NumPy put the advanced dims before the batch
+        if adv and not adjacent:  # NumPy put the advanced dims before the batch
             perm = (rank, *range(rank), *range(rank + 1, region_rank + 1))
             return (slice(None), *comps), perm, region_rank
         return (slice(None), *comps), None, region_rank
     arange = np.arange(trace.axis_size, like=like(*comps)).reshape((-1,) + (1,) * rank)
-    for i in adv:
-        v, b = unwrap(trace, comps[i])
-        comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
+    _align_advanced(trace, comps, adv, rank)
     index = (arange, *comps)
     if not adjacent or adv[0] == 0:
         return index, None, region_rank
@@ -158,6 +154,22 @@ def _plan(
         *range(1 + rank + before, 1 + region_rank),
     )
     return index, perm, region_rank
+
+
+def _advanced(trace: BatchTrace, comps: list[Any]) -> tuple[list[int], int]:
+    """The positions of the advanced components (index arrays, and the integers beside
+    them, which NumPy broadcasts with them) and the rank they broadcast to per example."""
+    has_arrays = any(_is_array(c) for c in comps)
+    adv = [i for i, c in enumerate(comps) if _is_array(c) or (has_arrays and _is_int(c))]
+    return adv, max((_adv_rank(trace, comps[i]) for i in adv), default=0)
+
+
+def _align_advanced(trace: BatchTrace, comps: list[Any], adv: list[int], rank: int) -> None:
+    """Each batched advanced component as its batch-front value, (B, 1.., its shape) to
+    `rank`; the unbatched ones broadcast against it from the right as they are."""
+    for i in adv:
+        v, b = unwrap(trace, comps[i])
+        comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
 
 
 def batched_index(
@@ -261,15 +273,10 @@ def _gather_from_unbatched(trace: BatchTrace, x: Any, idx: Any) -> Any:
     comps = _components(trace, np.ndim(x), idx)
     if any(_is_bool_array(c) for c in comps):
         return None  # (a mask's axes: the general path)
-    has_arrays = any(_is_array(c) for c in comps)
-    adv = [i for i, c in enumerate(comps) if _is_array(c) or (has_arrays and _is_int(c))]
+    adv, rank = _advanced(trace, comps)
     if not any(is_batched(trace, comps[i]) for i in adv):
         return None
-    rank = max(_adv_rank(trace, comps[i]) for i in adv)
-    for i in adv:
-        v, b = unwrap(trace, comps[i])
-        # batched: (B, 1.., its shape); plain ones broadcast against it from the right
-        comps[i] = align_rank(v, example_ndim(trace, comps[i]), rank) if b else v
+    _align_advanced(trace, comps, adv, rank)
     plain_rows = (
         adv == [0] and type(x) is np.ndarray and type(comps[0]) is np.ndarray
         and comps[0].dtype.kind == "i"  # (NumPy 1's take refuses uint64 indices)
