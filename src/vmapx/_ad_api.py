@@ -28,7 +28,7 @@ from ._autodiff import (
     strip,
     vjp_flat,
 )
-from ._core import Tracer
+from ._core import Tracer, is_numpy_scalar
 from ._unmapped import plain_array
 from .errors import DifferentiationError
 
@@ -107,7 +107,7 @@ def _diff_leaves(
     out = []
     for i, leaf in enumerate(leaves):
         x = leaf
-        if isinstance(x, float | complex):
+        if not isinstance(x, Tracer) and isinstance(x, float | complex):
             x = np.asarray(x)
         if not is_float(x) and not (allow_int and _is_integer(x)):
             path = optree.tree_paths(diff, is_leaf=_is_leaf)[i]  # (for the message only)
@@ -174,7 +174,7 @@ def _finish(derivatives: list[Any], given: list[Any]) -> list[Any]:
 def _shaped_as(ct: Any, leaf: Any) -> Any:
     """The cotangent of an array argument as an array (NumPy's arithmetic on 0-d arrays
     gives scalars: `grad(lambda x: x * 2)` of a 0-d array is a 0-d array too)."""
-    return np.asarray(ct) if type(leaf) is np.ndarray and isinstance(ct, np.generic) else ct
+    return np.asarray(ct) if type(leaf) is np.ndarray and is_numpy_scalar(ct) else ct
 
 
 # -- reverse mode ---------------------------------------------------------------------
@@ -546,7 +546,7 @@ def _out_leaves(name: str, out: Any, holomorphic: bool) -> tuple[list[Any], Any]
     leaves, tree = optree.tree_flatten(out, is_leaf=_is_leaf)
     fixed = []
     for k, x in enumerate(leaves):
-        if isinstance(x, numbers.Number):
+        if not isinstance(x, Tracer) and isinstance(x, numbers.Number):
             x = np.asarray(x)
         dtype = getattr(x, "dtype", None)
         if dtype is None or dtype.kind not in "fc":

@@ -32,7 +32,7 @@ from . import (
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, BatchTracer, caught_error, user_stacklevel
 from ._chunk_outputs import slice_axis as _slice_axis
-from ._core import ConcretizationSignal, Tracer, pop_trace, push_trace
+from ._core import ConcretizationSignal, Tracer, is_ndarray, pop_trace, push_trace
 from ._elision import CONSUMED
 from ._unmapped import UnmappedArray, plain_array, unmapped_view
 from ._vmap_arguments import check_vmap_arguments
@@ -781,7 +781,7 @@ def fresh_arrays(
 
 def memory_owner(x: np.ndarray) -> Any:
     """The object that owns the memory a view looks into."""
-    while isinstance(x, np.ndarray) and x.base is not None:
+    while is_ndarray(x) and x.base is not None:
         x = x.base
     return x
 
@@ -909,7 +909,7 @@ def _whole_function_loop(
 
     with _chunk_outputs.withheld():  # (a chunk's slices: not for a vmap inside `f`)
         results = _run_examples(f, leaves, treedef, axes, kwargs, size)
-    if dtypes is None and opts.out_axes == 0 and isinstance(results[0], _PLAIN_OUTPUTS):
+    if dtypes is None and opts.out_axes == 0 and _plain_output(results[0]):
         return _stack_column(results, 0)  # (what `_stack_outputs` gives for one array output)
     stacked = _stack_outputs(results, dtypes)
     return _place_axes(stacked, opts.out_axes)
@@ -938,6 +938,10 @@ def _run_examples(
 
 
 _PLAIN_OUTPUTS = (np.ndarray, np.generic, float, int, complex)
+
+
+def _plain_output(x: Any) -> bool:
+    return not isinstance(x, Tracer) and isinstance(x, _PLAIN_OUTPUTS)
 
 
 def _plain_examples(

@@ -68,7 +68,7 @@ import numpy as np
 from . import _config, _core, _passthrough, _payload, _scaled
 from ._batching import BatchTracer, user_stacklevel
 from ._compat import astype
-from ._core import Trace, Tracer, bind, pop_trace, push_trace, user_frame_location
+from ._core import Trace, Tracer, bind, pop_trace, posed_class, push_trace, user_frame_location
 from ._direct import direct_binary
 from ._inplace import accumulate_into
 from ._registry import ALL, Primitive, builder, each_function, register
@@ -124,6 +124,10 @@ class ADTracer(Tracer):
     @property
     def size(self) -> int:
         return cast(int, self.primal.size)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105
+        return posed_class(self, self.primal.__class__)  # (the example's class: `Tracer`)
 
     # The tape is eager: Python control flow and conversions use the value (the
     # derivative does not flow through a Python number; printing a loss inside `f`

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _config, _core, _frames, _passthrough, _payload
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
-from ._core import ConcretizationSignal, Trace, Tracer, user_frame_location
+from ._core import ConcretizationSignal, Trace, Tracer, posed_class, user_frame_location
 from ._registry import Primitive, ViewTest, builder, each_function, prim_of, register
 from ._unmapped import plain_arguments
 from .errors import ConcretizationError, FallbackError, PerformanceWarning, UnsupportedError
@@ -58,6 +58,11 @@ class BatchTracer(Tracer):
     @property
     def size(self) -> int:
         return math.prod(self.val.shape[1:])
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105  (the example's class: `Tracer`'s comment)
+        cls = self.val.__class__  # (the batch's: an array class, or a duck's)
+        return posed_class(self, np.ndarray if issubclass(cls, np.ndarray) else cls)
 
     def _become(self, other: Tracer) -> None:
         self.val = cast(BatchTracer, other).val

@@ -167,7 +167,7 @@ def ufunc_destination(trace: Any, ufunc: np.ufunc, vals: Any) -> np.ndarray | No
         return None  # (a `vmap` inside `f`: its values are not the chunk's outputs)
     shapes, dtypes = [], []
     for v in vals:
-        if type(v) is np.ndarray or isinstance(v, np.generic):
+        if type(v) is np.ndarray or (not isinstance(v, Tracer) and isinstance(v, np.generic)):
             shapes.append(v.shape)
             dtypes.append(v.dtype)
         elif type(v) in _WEAK:  # (a Python number: weak in NumPy 2's promotion)

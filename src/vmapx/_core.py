@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import numpy as np
+
 from .errors import EscapedTracerError, TraceMixError
 
 if TYPE_CHECKING:
@@ -94,6 +96,16 @@ class Tracer:
         def __neg__(self) -> Any: ...
         def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any: ...
 
+    # -- the example's type -------------------------------------------------------------
+    # `isinstance(x, np.ndarray)` and `isinstance(x, float)` in `f` must answer as the
+    # loop's value would (an `np.ndarray`, or for one number an `np.float64`, which is a
+    # `float`): code branches on them, and a different answer is a silently wrong value.
+    # Python's `isinstance` consults `__class__` where the real type does not match, so
+    # each kind of tracer reports its example's type there (`posed_class`); `type(x)`
+    # stays the tracer's class. vmapx tests its own values with `type(x)`, `is_ndarray`,
+    # `is_numpy_scalar`, or `isinstance(x, Tracer)` first: `isinstance(x, np.ndarray)`
+    # or a number type is true of a tracer.
+
     @property
     def _aliased(self) -> bool:
         return self._view is not None
@@ -153,6 +165,36 @@ class Tracer:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self._leave_trace("array", None, (dtype,))
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def posed_class(tracer: Tracer, inner: type) -> type:
+    """The class `isinstance` sees for `tracer` (its `__class__`), where `inner` is the
+    class of its example's value one level down: the NumPy scalar or Python number its
+    mark says (`vmapx._scalars`: the mark is set on the outermost tracer of a result),
+    else `inner` where it is NumPy's (an array or scalar class) or a Python number's.
+    Over a duck payload (CuPy) a tracer is itself: the library's own checks
+    (`isinstance(x, numpy.ndarray)` in CuPy's `__array_ufunc__`) must not take it for a
+    NumPy array, or they would not defer to vmapx."""
+    if not (issubclass(inner, np.ndarray | np.generic) or inner in _PYTHON_NUMBERS):
+        return type(tracer)
+    mark = getattr(tracer, "_scalar", False)
+    if mark and tracer.ndim == 0:
+        return cast(type, tracer.dtype.type if mark is True else mark)
+    return inner
+
+
+def is_ndarray(x: Any) -> bool:
+    """Whether `x` is a NumPy array (or a subclass), not a tracer posing as one for
+    `isinstance` (`Tracer.__class__`)."""
+    return issubclass(type(x), np.ndarray)
+
+
+def is_numpy_scalar(x: Any) -> bool:
+    """Whether `x` is a NumPy scalar (`np.float64(1.0)`, ...), not a tracer posing as one."""
+    return issubclass(type(x), np.generic)
 
 
 class _State(threading.local):

@@ -134,6 +134,10 @@ class RecordTracer(Tracer):
         # the slots whose shapes, with the signature's, fix this value's shape
         self.shaped_by = shaped_by
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105
+        return _core.posed_class(self, self.value.__class__)  # (the example's class: `Tracer`)
+
     @property
     def shape(self) -> tuple[int, ...]:
         self._trace.shapes_read |= self.shaped_by  # (replays check them: `_ShapeGuard`)
@@ -882,13 +886,13 @@ def _spelled(value: Any) -> str | None:
             return f"({inner})" if type(value) is tuple else f"[{inner}]"
     if isinstance(value, np.dtype):
         return f"np.dtype({value.str!r})"
-    if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biufc":
+    if _core.is_numpy_scalar(value) and value.ndim == 0 and value.dtype.kind in "biufc":
         return f"np.{value.dtype.name}({value.item()!r})"
     return None
 
 
 def _described(value: Any) -> str:
-    if isinstance(value, np.ndarray):
+    if _core.is_ndarray(value):
         if value.size <= 6:
             return repr(value)
         return f"<{value.dtype} array of shape {value.shape}>"
@@ -1034,7 +1038,7 @@ def _restore_generators(legacy: tuple[Any, ...], hidden: list[Any]) -> None:
 def _cache_bound(largest: int, results: list[Any]) -> bool:
     """Whether a call whose largest array had `largest` bytes is one that `vmap` runs in
     chunks (`_autochunk`'s rule): a whole-batch replay would stream it through memory."""
-    biggest_result = max((r.nbytes for r in results if isinstance(r, np.ndarray)), default=0)
+    biggest_result = max((r.nbytes for r in results if _core.is_ndarray(r)), default=0)
     return largest >= LARGE_BYTES and largest >= _autochunk.RESULT_RATIO * biggest_result
 
 

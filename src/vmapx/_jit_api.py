@@ -177,7 +177,8 @@ class Jitted(Generic[P, R]):
                 # (strides too: whether a NumPy call returns a view or a copy depends on them)
                 parts.append((x.shape, x.dtype.str, x.strides, first.setdefault(id(x), i)))
             elif (
-                self._trace_numbers and isinstance(x, _NUMBER_TYPES) and t is not bool
+                self._trace_numbers and t is not bool and not isinstance(x, Tracer)
+                and isinstance(x, _NUMBER_TYPES)
                 and i not in read
             ):  # fmt: skip
                 numbers.append(i)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._core import Tracer
+from ._core import Tracer, is_ndarray
 
 INNER: dict[type, Callable[[Any], Any]] = {}
 """Per tracer type: its value one level down (registered by each tracer's module)."""
@@ -39,7 +39,7 @@ def is_array(v: Any) -> bool:
 
 def is_duck(v: Any) -> bool:
     """Whether `v` is a payload that is not a NumPy array (it must not meet host arrays)."""
-    return not isinstance(v, np.ndarray) and is_array(v)
+    return not is_ndarray(v) and is_array(v)
 
 
 def innermost(x: Any) -> Any:
@@ -63,7 +63,9 @@ def moved(x: Any, *values: Any) -> Any:
     """`x` (a host array or a number made by vmapx) moved to the array type of the
     payloads under `values`; unchanged when they live in NumPy or `x` is not host."""
     ref = like(*values)
-    if ref is None or not isinstance(x, np.ndarray | np.generic | bool | int | float | complex):
+    if ref is None or isinstance(x, Tracer):
+        return x
+    if not isinstance(x, np.ndarray | np.generic | bool | int | float | complex):
         return x
     return np.asarray(x, like=ref)
 
@@ -71,7 +73,7 @@ def moved(x: Any, *values: Any) -> Any:
 def listed(x: Any) -> Any:
     """A host parameter array vmapx computed (pad widths, ...) as Python lists, which
     every array type reads; anything else unchanged."""
-    return x.tolist() if isinstance(x, np.ndarray) else x
+    return x.tolist() if is_ndarray(x) else x
 
 
 def onto(args: Any, ref: Any) -> Any:
@@ -85,10 +87,10 @@ def onto(args: Any, ref: Any) -> Any:
 
 
 def _onto_one(a: Any, ref: Any) -> Any:
-    if isinstance(a, np.ndarray):
+    if is_ndarray(a):
         return np.asarray(a, like=ref)
-    if type(a) in (list, tuple) and any(isinstance(c, np.ndarray) for c in a):
-        return type(a)(np.asarray(c, like=ref) if isinstance(c, np.ndarray) else c for c in a)
+    if type(a) in (list, tuple) and any(is_ndarray(c) for c in a):
+        return type(a)(np.asarray(c, like=ref) if is_ndarray(c) else c for c in a)
     return a
 
 

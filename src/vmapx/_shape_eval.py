@@ -105,7 +105,11 @@ ShapeDtypeStruct(shape=(), dtype=dtype('float32')))
     if not callable(f):
         raise TypeError(f"eval_shape: `f` must be callable, got {type(f).__name__}")
     leaves, treedef = optree.tree_flatten(args, is_leaf=_is_shaped)
-    mapped = [_is_shaped(x) and not isinstance(x, numbers.Number) for x in leaves]
+    # (a traced number of an outer transform is mapped: `Tracer.__class__` says `float`)
+    mapped = [
+        _is_shaped(x) and (isinstance(x, Tracer) or not isinstance(x, numbers.Number))
+        for x in leaves
+    ]
     stand_ins = [_empty_batch(x) if m else x for x, m in zip(leaves, mapped, strict=True)]
     in_axes: Any = treedef.unflatten([0 if m else None for m in mapped])
     if not any(mapped):  # nothing to map: an empty batch of one dummy argument

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._fallback_memory import Reason
 from ._unmapped import UnmappedArray
 from .errors import UnsupportedError
@@ -27,7 +28,7 @@ _PLAIN_SUBCLASSES = (np.memmap, UnmappedArray)
 def subclass_reason(leaves: list[Any], axes: list[Any]) -> Reason | None:
     """Why the call must run the loop, where a mapped leaf is an ndarray subclass."""
     for x, axis in zip(leaves, axes, strict=True):
-        if axis is None or type(x) is np.ndarray or not isinstance(x, np.ndarray):
+        if axis is None or type(x) is np.ndarray or not _core.is_ndarray(x):
             continue
         if isinstance(x, _PLAIN_SUBCLASSES):
             continue

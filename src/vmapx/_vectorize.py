@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _dask, _pytree
 from ._api import vmap
+from ._core import is_ndarray
 
 _DIMS = r"\((?:\w+(?:,\w+)*)?\)"
 _MAX_CACHED = 32
@@ -201,7 +202,7 @@ def _text_as_array(x: Any) -> Any:
 
 
 def _as_array(x: Any) -> Any:
-    return x if _dask.is_dask(x) or isinstance(x, np.ndarray) else np.asanyarray(x)
+    return x if _dask.is_dask(x) or is_ndarray(x) else np.asanyarray(x)
 
 
 def _core_sizes(values: list[Any], ins: list[Any], signature: str | None) -> dict[Any, Any]:

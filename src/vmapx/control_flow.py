@@ -132,6 +132,14 @@ def _traced(value: Any) -> bool:
     return any(isinstance(x, Tracer | BatchGenerator) for x in _leaves(value))
 
 
+def _python_number_as_array(x: Any) -> Any:
+    """A Python (or NumPy) float or complex as a 0-d array; anything else (a tracer,
+    whose `__class__` may say `float`) unchanged."""
+    if not isinstance(x, Tracer) and isinstance(x, float | complex):
+        return np.asarray(x)
+    return x
+
+
 def _traced_cells(fn: Any) -> list[types.CellType]:
     """The closure cells of `fn` (and of functions it closes over) holding traced values."""
     found: list[Any] = []
@@ -895,7 +903,7 @@ class _FlatLoop:
         captured, self.cap_def = optree.tree_flatten([c.cell_contents for c in self.cells])
         carry, self.carry_def = optree.tree_flatten(val)
         # a Python float carried may come to depend on the inputs: give it a dtype
-        carry = [np.asarray(x) if isinstance(x, float | complex) else x for x in carry]
+        carry = [_python_number_as_array(x) for x in carry]
         self.n_cap = len(captured)
         self.leaves = captured + carry
         self.cond = BranchFn(functools.partial(self.call, cond_fun, False))

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _elision, _payload, _scalars
 from .._batching import BatchTracer, defbatch
 from .._compat import NUMPY2, astype
-from .._core import Tracer, bind, find_top_trace
+from .._core import Tracer, bind, find_top_trace, is_ndarray, is_numpy_scalar
 from .._registry import (
     FUNCTIONS,
     GETITEM,
@@ -44,7 +44,7 @@ def _array_ufunc(self: Tracer, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
     out = kwargs.pop("out", None)
     if method == "at":
         target, *rest = inputs
-        if isinstance(target, np.ndarray) and not target.flags.writeable:
+        if is_ndarray(target) and not target.flags.writeable:
             # NumPy's error for a read-only target (an unmapped argument): not the loop,
             # whose `ufunc.at` would write the caller's memory through the read-only
             # view (NumPy's `at` does not check the flag)
@@ -366,7 +366,7 @@ def _power_ufunc(base: Tracer, exponent: Any) -> Any:
     if not NUMPY2 and _scalars.is_scalar(base):
         return None  # a NumPy 1.26 scalar's `**` is np.power, promoting by value
     if type(exponent) in (int, float) or (not NUMPY2 and (
-        isinstance(exponent, np.floating | np.integer)
+        (is_numpy_scalar(exponent) and isinstance(exponent, np.floating | np.integer))
         or (type(exponent) is np.ndarray and exponent.ndim == 0 and exponent.dtype.kind in "iuf")
     )):  # fmt: skip
         return _POWERS.get(float(exponent))
@@ -595,7 +595,7 @@ def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect"
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
     if dtype is None or np.dtype(dtype) == self.dtype:
         return self
-    if self.__class__ is BatchTracer and np.dtype(dtype).itemsize == self.dtype.itemsize:
+    if isinstance(self, BatchTracer) and np.dtype(dtype).itemsize == self.dtype.itemsize:
         out = self._trace.wrap(self.val.view(dtype))  # (element by element: batched)
         out._view = (self, self._version)
         return out

@@ -461,7 +461,7 @@ def _put_rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) 
     vals = np.reshape(vals, _rows_shape(vals) if vb else (-1,))
     m = vals.shape[-1]
     idx, ib = unwrap(trace, ind)
-    if isinstance(ind, _NUMPY_INDICES) and n and m:
+    if not isinstance(ind, Tracer) and isinstance(ind, _NUMPY_INDICES) and n and m:
         # plain indices converted by NumPy itself, and `mode` applied: its errors too
         idx = np.take(np.arange(n), cast(Any, ind), mode=mode)
     idx = np.reshape(_positions(ind, idx), _rows_shape(idx) if ib else (-1,))

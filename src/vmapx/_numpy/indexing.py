@@ -39,7 +39,7 @@ from .._batching import (
     is_batched,
     unwrap,
 )
-from .._core import Tracer, bind
+from .._core import Tracer, bind, is_ndarray
 from .._payload import is_array, like
 from .._registry import GETITEM, Primitive, register, register_ufunc_defaults
 from .._rule_helpers import example_shape
@@ -53,6 +53,8 @@ def _is_array(c: Any) -> bool:
 
 
 def _is_int(c: Any) -> bool:
+    if isinstance(c, Tracer):
+        return False
     return isinstance(c, int | np.integer) and not isinstance(c, bool | np.bool_)
 
 
@@ -74,7 +76,7 @@ def _list_index(c: list[Any]) -> Any:
 def _as_component(c: Any) -> Any:
     if isinstance(c, list):
         return _list_index(c)
-    if isinstance(c, bool | np.bool_):  # a 0-d boolean index: an advanced index
+    if not isinstance(c, Tracer) and isinstance(c, bool | np.bool_):  # a 0-d boolean index
         return np.asarray(c)
     return c
 
@@ -413,9 +415,11 @@ def _is_basic(idx: Any) -> bool:
     """An index that selects each element at most once (no integer arrays)."""
     comps = idx if isinstance(idx, tuple) else (idx,)
     for c in comps:
+        if isinstance(c, Tracer):
+            return False
         if c is None or c is Ellipsis or isinstance(c, slice | int | np.integer):
             continue
-        if isinstance(c, np.ndarray) and c.dtype == np.bool_:
+        if is_ndarray(c) and c.dtype == np.bool_:
             continue
         return False
     return True

@@ -736,7 +736,7 @@ def gelsd_kept(s: Any, rcond: Any) -> Any:
     (`dlamch("E")`, 2**-53: NumPy computes in double precision) stands for `rcond`. A
     NaN `rcond` keeps them all (LAPACK drops where `s <= tol`)."""
     eps = np.finfo(np.float64).eps / 2
-    if isinstance(rcond, float | int | np.number):  # (one for all: a Python number)
+    if not isinstance(rcond, Tracer) and isinstance(rcond, float | int | np.number):  # one for all
         rcond = eps if rcond <= 0 or rcond >= 1 else float(rcond)
     else:  # (one per example, in the library of `s`)
         rcond = np.where((np.less_equal(rcond, 0)) | (np.greater_equal(rcond, 1)), eps, rcond)

@@ -28,7 +28,7 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import RankWarning, trapezoid
-from .._core import Tracer
+from .._core import Tracer, is_ndarray
 from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like
 from .._plain import PLAIN_ARRAYS
@@ -92,7 +92,7 @@ def searchsorted_rows(a: Any, v: Any, side: str = "left") -> Any:
 
 def _complex(re: Any, im: Any) -> Any:
     """`re + 1j * im` built part by part (exact also for infinite parts)."""
-    if isinstance(re, np.ndarray) and isinstance(im, np.ndarray):
+    if is_ndarray(re) and is_ndarray(im):
         out = np.empty(np.broadcast_shapes(re.shape, im.shape), np.complex128)
         out.real, out.imag = re, im
         return out
@@ -255,7 +255,7 @@ def _interp_part(x: Any, x0: Any, y0: Any, slope: Any, upper: Callable[..., Any]
     point (`None` where no derivative with respect to it can flow) and its value."""
     res = slope * (x - x0) + y0
     nan = np.isnan(res)
-    if not isinstance(nan, np.ndarray) or nan.any():  # (usually no retry is needed)
+    if not is_ndarray(nan) or nan.any():  # (usually no retry is needed)
         x1, y1 = upper()
         other = slope * (x - x1) + y1
         other = np.where(np.isnan(other) & (y0 == y1), y0, other)

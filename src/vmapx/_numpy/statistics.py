@@ -27,6 +27,7 @@ from .._batching import (
     user_stacklevel,
 )
 from .._compat import NUMPY2, normalize_axis_tuple
+from .._core import is_ndarray
 from .._differentiate_rule import defcomposite_by_rule, own_impl
 from .._payload import like, moved
 from .._rule_helpers import example_shape, in_example_order, shift_axis
@@ -555,7 +556,7 @@ def _clip_unit(c: Any) -> Any:
     """Real and imaginary parts clipped to [-1, 1], as `np.corrcoef` does in place."""
     if c.dtype.kind != "c":
         return np.clip(c, -1, 1)
-    if isinstance(c, np.ndarray):
+    if is_ndarray(c):
         np.clip(c.real, -1, 1, out=c.real)
         np.clip(c.imag, -1, 1, out=c.imag)
         return c

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._autodiff import NoRule, arg_item, defjvp_argnums, defvjp_argnums
-from .._core import bind
+from .._core import Tracer, bind
 from .._registry import builder, each_function, register
 from .indexing import SCATTER_ADD
 
@@ -203,7 +203,10 @@ def _static_key(
 
 
 def _freeze(x: Any) -> Any:
-    if x is None or isinstance(x, int | float | complex | str | np.generic | np.dtype | type):
+    if x is None or (
+        not isinstance(x, Tracer)
+        and isinstance(x, int | float | complex | str | np.generic | np.dtype | type)
+    ):
         return (type(x), x)
     if isinstance(x, list | tuple):
         return (type(x), *map(_freeze, x))
@@ -220,7 +223,7 @@ def _sender(source: Any, total: int) -> Callable[..., Any]:
     """`g -> cotangent` of the `total` labelled elements, where result element `j` is
     labelled element `source[j]` (counted from 1; 0: none): a gather when no label
     repeats."""
-    if not isinstance(source, np.ndarray):  # labels traced by an outer transform
+    if isinstance(source, Tracer):  # labels traced by an outer transform
         zeros: Callable[[Any], Any] = lambda g: np.zeros_like(g, shape=(total + 1,))  # noqa: E731
         return lambda g: bind(SCATTER_ADD, (zeros(g), source, g), {})[1:]
     where = np.flatnonzero(source)

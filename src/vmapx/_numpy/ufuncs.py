@@ -641,7 +641,7 @@ def _divide_dx(ans: Any, x: Any, y: Any) -> Any:
 
 
 def _pow_dx(ans: Any, x: Any, y: Any) -> Any:
-    if isinstance(y, int | float):  # x ** 2 is the common case
+    if type(y) in (int, float):  # x ** 2 is the common case
         return 2 * x if y == 2 else y * x ** (y - 1) if y != 0 else 0
     return np.where(y == 0, 0, y * x ** np.where(y == 0, 1, y - 1))
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._batching import user_stacklevel
 from .._compat import RankWarning
+from .._core import Tracer
 from . import _adapter
 from ._adapter import Unsupported, adapts
 
@@ -115,7 +116,9 @@ def _fits(x: Any, y: Any, deg: Any, w: Any) -> bool:
     """Whether `polyfit` takes these arguments as NumPy's `polyutils._fit` checks them (a
     degree of at least 0, nonempty 1-D `x`, `y` and `w` of its length) and the lowering
     covers them (one degree, one column, numbers); the library raises its own errors."""
-    if not isinstance(deg, int | np.integer) or isinstance(deg, bool) or deg < 0:
+    if isinstance(deg, Tracer) or not isinstance(deg, int | np.integer) or isinstance(deg, bool):
+        return False
+    if deg < 0:
         return False
     arrays = (x, y) if w is None else (x, y, w)
     if not _numeric(*arrays) or any(np.ndim(a) != 1 for a in arrays):

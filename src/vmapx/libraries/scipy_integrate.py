@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.integrate
 
+from .._core import is_numpy_scalar
 from . import _adapter
 from ._adapter import Unsupported, adapts
 
@@ -19,7 +20,7 @@ def _library_dtype(name: str, y: Any, x: Any, dx: Any, initial: Any = None) -> A
     """The dtype SciPy's `name` gives for samples of `y`'s dtype at points of `x`'s (the
     samples' own floating dtype in recent SciPy: `float32` stays `float32`)."""
     x_dtype = None if x is None else np.result_type(x)
-    if isinstance(dx, int | float | complex | np.generic):  # (asked once per kind)
+    if type(dx) in (int, float, complex) or is_numpy_scalar(dx):  # (asked once per kind)
         kind: Any = type(dx)  # (a class: hashable, whatever NumPy's stubs say)
         return _asked_dtype(name, np.result_type(y), x_dtype, kind, initial)
     return _ask_dtype(name, np.result_type(y), x_dtype, dx, initial)

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from .._batching import BatchTracer
+from .._core import Tracer
 from ..extend import primitive, register_batch_rule
 from . import _adapter, _systems
 from ._adapter import Unsupported, adapts, batch_by_axis
@@ -315,7 +316,7 @@ def _is_plain_flag(lower: Any) -> bool:
     0-d boolean array, earlier versions a bool)."""
     if type(lower) is np.ndarray:
         return bool(lower.shape == () and lower.dtype == np.bool_)
-    return isinstance(lower, bool | np.bool_)
+    return not isinstance(lower, Tracer) and isinstance(lower, bool | np.bool_)
 
 
 def _cho_solve_rule(axis_size: int, in_batched: list[Any], c_and_lower: Any, b: Any,

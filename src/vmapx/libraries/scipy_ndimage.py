@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.ndimage as nd
 
+from .._core import Tracer
 from . import _adapter
 from ._by_axes import adapt_by_axes, shifted
 
@@ -39,7 +40,9 @@ def _gradient_magnitude(fun: Any, x: Any, options: dict[str, Any]) -> Any:
     sigma, nd = options.get("sigma"), x.ndim - 1
     if options.get("radius") is not None:
         raise _adapter.Unsupported
-    if isinstance(sigma, int | float | np.integer | np.floating) and not isinstance(sigma, bool):
+    if not isinstance(sigma, Tracer) and (
+        isinstance(sigma, int | float | np.integer | np.floating) and not isinstance(sigma, bool)
+    ):
         sigma = [sigma] * nd
     elif not isinstance(sigma, list | tuple) or len(sigma) != nd:
         raise _adapter.Unsupported  # (an array, a wrong length: the library's own call)

@@ -17,6 +17,7 @@ import scipy.spatial.distance as sd
 
 from .._batching import BatchTracer
 from .._compat import NUMPY2
+from .._core import Tracer
 from .._numpy.reductions import sum_last_axis
 from . import _adapter
 from ._adapter import Unsupported, adapts, batch_by_axis
@@ -371,7 +372,9 @@ def _vector_batched(name: Any) -> Any:
             if x.dtype.kind not in "biuf":  # (as `_check_vectors`)
                 raise Unsupported
         p = options.pop("p", 2)
-        real = isinstance(p, int | float | np.integer | np.floating) and not isinstance(p, bool)
+        real = not isinstance(p, Tracer) and (
+            isinstance(p, int | float | np.integer | np.floating) and not isinstance(p, bool)
+        )
         if options or not real:
             raise Unsupported
         dtype = _dtype_of(name, u.dtype, v.dtype, (("p", p),) if name == "minkowski" else ())

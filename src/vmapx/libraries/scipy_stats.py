@@ -1,6 +1,6 @@
 """Adapters for `scipy.stats`' location-scale distributions on the whole real line
 (`norm`, `logistic`, `laplace`, `cauchy`, `gumbel_r`, `gumbel_l`): their density and
-distribution methods with per-example `x`, `loc` and `scale`.
+distribution methods with per-example `x`, `loc` and `scale`; and for `variation`.
 
 SciPy's generic methods validate and place values into plain arrays; the distribution's
 own formulas (`_logpdf`, `_cdf`, ...) are NumPy and `scipy.special` code, which vmapx
@@ -95,6 +95,34 @@ for _dist_name in DISTRIBUTIONS:
         adapts("scipy.stats", f"{_dist_name}.{_method_name}", ("x", "loc", "scale"))(
             _method(_dist, _formula, _rescale)
         )
+
+
+@adapts("scipy.stats", "variation", ("a",))
+def _variation(
+    a: Any, axis: Any = 0, nan_policy: str = "propagate", ddof: Any = 0, *, keepdims: bool = False
+) -> Any:
+    """SciPy's `variation` (`std * sqrt(n / (n - ddof)) / mean`; where `ddof == n`, an
+    infinity of the mean's sign, or NaN where the deviation is 0), in NumPy calls. SciPy's
+    `apply_where` would write a traced fill value into a plain array."""
+    if not isinstance(a, Tracer) or a.dtype not in (np.float32, np.float64):
+        raise Unsupported  # (integers, complex values, lists: the library's own ways)
+    if nan_policy != "propagate" or type(keepdims) is not bool or type(ddof) is not int:
+        raise Unsupported
+    kept = a.ndim * (1,)  # (`keepdims` of `axis=None`: every axis kept, of length 1)
+    if axis is None:
+        a, axis = np.reshape(a, (-1,)), 0
+    if type(axis) is not int or not -a.ndim <= axis < a.ndim or a.shape[axis] == 0:
+        raise Unsupported  # (SciPy's errors and its warning for an empty sample)
+    n = np.asarray(a.shape[axis], dtype=a.dtype)  # (SciPy's: in the sample's dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean, std = np.mean(a, axis=axis), np.std(a, axis=axis)
+        result = std * (n / (n - ddof)) ** 0.5 / mean
+    if ddof == a.shape[axis]:
+        result = np.where(std > 0, np.copysign(np.asarray(np.inf, a.dtype), mean), np.nan)
+    result = result.astype(a.dtype, copy=False)  # (NumPy 1's promotion of 0-d values)
+    if keepdims:
+        return np.reshape(result, kept) if a.ndim == 1 else np.expand_dims(result, axis)
+    return result
 
 
 def install() -> None:
