@@ -191,7 +191,7 @@ def test_calls_bound_by_writing_their_results_stay_whole():
     results = [np.empty(8 << 20)]  # (64 MiB)
     for cpu, split in ((0.010, False), (0.040, True)):  # 0.15 and 0.6 ns per byte
         auto = _autochunk.AutoChunk()
-        for _ in range(2):
+        for _ in range(1 + _autochunk.WARM_WHOLES):
             auto.observe_whole(("k",), 100, made, results, cpu, workers=2, cpu_seconds=cpu)
         assert (auto.chunk_for(("k",)) is not None) is split
 
@@ -201,7 +201,7 @@ def test_threads_that_do_not_pay_leave_the_rules_of_one_thread():
     threads, and where those are not 10% faster, on one thread again."""
     auto, key = _autochunk.AutoChunk(), ("k",)
     made = type("Made", (), {"largest": 24 << 20, "made": 64 << 20})()
-    for _ in range(2):
+    for _ in range(1 + _autochunk.WARM_WHOLES):  # (chunks after warm whole calls)
         auto.observe_whole(key, 2048, made, [np.empty(1 << 17)], 0.010, workers=2)
     cache = 2048 * _autochunk.CHUNK_BYTES // (24 << 20)
     assert auto.chunk_for(key) == cache and not auto.threaded(key)  # (one thread first)
@@ -489,7 +489,7 @@ def test_threads_dropped_after_one_thread_chunks_keep_those_chunks():
     thread would otherwise start again from the whole batch)."""
     auto, key = _autochunk.AutoChunk(), ("k",)
     made = type("Made", (), {"largest": 12 << 20, "made": 40 << 20})()  # (not cache-bound)
-    for _ in range(2):
+    for _ in range(1 + _autochunk.WARM_WHOLES):  # (chunks after warm whole calls)
         auto.observe_whole(key, 2048, made, [np.empty(1 << 17)], 0.006, workers=2)
     small = auto.chunk_for(key)
     assert small and not auto.threaded(key)

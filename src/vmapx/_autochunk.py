@@ -22,7 +22,11 @@ mapped shapes and dtypes) from its calls. The batch trace records the largest ba
 value it made and the bytes of all of them. After a whole-batch call,
 
 - whose largest value was at least `LARGE_BYTES` and `RESULT_RATIO` times its largest
-  result, the next calls run in chunks of about `CHUNK_BYTES` of intermediates each;
+  result, calls run in chunks of about `CHUNK_BYTES` of intermediates each after
+  `WARM_WHOLES` more whole-batch calls, whose best the chunks must beat (the first
+  calls run with cold caches and fresh pages: w21's bag-of-words classifier took 9.2
+  and 7.5 ms whole, then 2.3 warm; chunks that took 2.9 were kept against the cold
+  ones);
 - whose values other than results came to at least `MIN_BYTES` (and to as much as the
   results: copying results out of chunks is not free), the next `FAULT_CHECKS` calls
   count the page faults they take (`resource.getrusage`, where Python has it); if each
@@ -180,7 +184,8 @@ class _Seen:
     __slots__ = ("chunk", "candidate", "whole_seconds", "chunked_calls", "checks", "fault_bytes",
                  "parallel", "trials", "work", "cpu", "write_bound_cpu", "single", "threads_later",
                  "baseline", "outputs", "wholes", "process", "whole_wall", "walls",
-                 "baseline_wall", "split", "slow_calls", "retry_in", "retry_every")  # fmt: skip
+                 "baseline_wall", "split", "slow_calls", "retry_in", "retry_every",
+                 "pending")  # fmt: skip
 
     def __init__(
         self, chunk: int | None, candidate: int | None, whole_seconds: float, parallel: bool = False
@@ -213,6 +218,7 @@ class _Seen:
         self.slow_calls = 0  # (split calls in a row slower than the baseline, once kept)
         self.retry_in = 0  # (calls on one thread before threads are tried again; 0: never)
         self.retry_every = 0  # (and the next such wait, once threads were dropped)
+        self.pending: int | None = None  # (cache-sized chunks, after `WARM_WHOLES` whole calls)
 
 
 class AutoChunk:
@@ -283,6 +289,10 @@ class AutoChunk:
         if entry is not None:
             entry.whole_seconds = min(entry.whole_seconds, seconds)
             entry.whole_wall = min(entry.whole_wall, wall)
+            if entry.pending is not None:
+                entry.wholes += 1
+                if entry.wholes >= WARM_WHOLES:
+                    entry.chunk, entry.pending = entry.pending, None
             if entry.parallel and entry.chunk is None and not entry.chunked_calls:
                 self._second_call(entry, size, min(entry.cpu, cpu), workers, result_bytes)
             if faulted is not None and entry.fault_bytes > 0:
@@ -310,8 +320,8 @@ class AutoChunk:
             if 2 * result_bytes >= trace.made:  # (values mostly results: maybe write-bound)
                 entry.write_bound_cpu = WRITE_BOUND_SECONDS_PER_BYTE * trace.made
             return
-        self.seen[key] = entry = _Seen(single[0], single[1], seconds)
-        entry.fault_bytes = single[2]
+        self.seen[key] = entry = _Seen(None, single[1], seconds)
+        entry.fault_bytes, entry.pending = single[2], single[0]
 
     def _second_call(
         self, entry: _Seen, size: int, cpu: float, workers: int, result_bytes: int
@@ -325,22 +335,26 @@ class AutoChunk:
         split = parallel_chunk(size, cpu, workers, 0 if in_place else result_bytes)
         small = entry.single[1]  # (cache-sized chunks, where the batch has enough examples)
         if not split or (cpu < entry.write_bound_cpu and not in_place):
-            self._one_thread(entry)
+            self._one_thread(entry, warm_first=True)
         elif small and not in_place:
             # (timed on one thread first: threads must beat them, in chunks as small;
             # not where each thread writes its part of the results in place: cache-sized
             # chunks do not make writing them faster)
-            self._one_thread(entry)
-            entry.chunk, entry.threads_later = small, min(small, split)
+            self._one_thread(entry, warm_first=True)
+            entry.pending, entry.wholes, entry.threads_later = small, 1, min(small, split)
         else:
             entry.wholes += 1
             if entry.wholes >= WARM_WHOLES:
                 entry.chunk = entry.candidate = entry.split = split
 
-    def _one_thread(self, entry: _Seen) -> None:
-        """From now on the rules of one thread (cache-sized chunks, fault checks)."""
+    def _one_thread(self, entry: _Seen, warm_first: bool = False) -> None:
+        """From now on the rules of one thread (cache-sized chunks, fault checks);
+        `warm_first`: the cache-sized chunks after `WARM_WHOLES` whole calls (the
+        whole calls so far were the first ones, with cold caches and fresh pages)."""
         entry.parallel = False
         entry.chunk, entry.candidate, entry.fault_bytes = entry.single
+        if warm_first and entry.chunk is not None:
+            entry.chunk, entry.pending, entry.wholes = None, entry.chunk, 1
         entry.chunked_calls = entry.checks = entry.slow_calls = 0
         entry.trials, entry.work, entry.walls = [], [], []
 
