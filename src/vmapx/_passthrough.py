@@ -27,6 +27,7 @@ through such calls, under four rules:
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import types
@@ -42,8 +43,15 @@ from ._frames import location, package_dir
 # the converters and their default `copy` (True: always; None: only where needed)
 _CONVERTERS = {"array": True, "asarray": None, "asanyarray": None,
                "ascontiguousarray": None, "asfortranarray": None}  # fmt: skip
-_ORIGINALS = {getattr(np, name): name for name in _CONVERTERS}
+# NumPy's filling constructors: `np.full(n, traced)` writes the value into a plain
+# array NumPy made (its `copyto` dispatches on the value, but the array is NumPy's)
+_FILLERS = ("full", "full_like")
+_ORIGINALS = {getattr(np, name): name for name in (*_CONVERTERS, *_FILLERS)}
 _CONVERTER_TYPES = {type(original) for original in _ORIGINALS}
+_FILLER_CODES = {
+    inspect.unwrap(getattr(f, "_implementation", f)).__code__
+    for f in (getattr(np, name) for name in _FILLERS)
+}  # (`full_like` is NumPy's dispatcher of its Python function)
 _VMAPX = package_dir("vmapx")
 # ascontiguousarray/asfortranarray of a 0-d array: NumPy versions differ
 _MIN_NDIM = {name: getattr(np, name)(np.zeros(())).ndim for name in _CONVERTERS}
@@ -150,7 +158,54 @@ def _wrapper(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     return converter
 
 
-_WRAPPERS = {original: _wrapper(original, name) for original, name in _ORIGINALS.items()}
+def _filled(value: Any, dtype: Any, shape: Any, order: Any) -> Any:
+    """A traced array of `shape` (and `dtype`, default the value's) holding `value`
+    broadcast, as `np.full` fills its array (`casting="unsafe"`)."""
+    value = convert("asarray", value, None, None, 0)
+    out = np.zeros_like(value, dtype=value.dtype if dtype is None else dtype, shape=shape)
+    np.copyto(out, value, casting="unsafe")  # (NumPy's error where it does not broadcast)
+    return out
+
+
+def _on_host(kwargs: dict[Any, Any]) -> bool:
+    return kwargs.get("like") is None and kwargs.get("device") in (None, "cpu")
+
+
+def _full_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def full(
+        shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", **kwargs: Any
+    ) -> Any:
+        if _local.depth and has_tracer(fill_value) and _on_host(kwargs):
+            return _filled(fill_value, dtype, shape, order)
+        return original(shape, fill_value, dtype, order, **kwargs)
+
+    return full
+
+
+def _full_like_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def full_like(a: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        plain = type(a) is np.ndarray  # (a subclass keeps NumPy's `subok` ways: the loop)
+        if _local.depth and plain and has_tracer(fill_value) and _on_host(kwargs):
+            shape = args[2] if len(args) > 2 else kwargs.get("shape")
+            order = args[0] if args else kwargs.get("order", "K")
+            dtype = a.dtype if dtype is None else dtype
+            return _filled(fill_value, dtype, a.shape if shape is None else shape, order)
+        return original(a, fill_value, dtype, *args, **kwargs)
+
+    return full_like
+
+
+def _named(wrapper: Callable[..., Any], original: Callable[..., Any], name: str) -> Any:
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
+_WRAPPERS = {original: _wrapper(original, name) for original, name in _ORIGINALS.items()
+             if name in _CONVERTERS}  # fmt: skip
+_WRAPPERS[np.full] = _named(_full_wrapper(np.full), np.full, "full")
+_WRAPPERS[np.full_like] = _named(_full_like_wrapper(np.full_like), np.full_like, "full_like")
 
 
 class _NumpyView(types.ModuleType):
@@ -181,7 +236,9 @@ def _bind(namespace: dict[Any, Any], name: str, original: Any) -> None:
 
 def _install() -> None:
     _NUMPY_VIEW.__dict__.update(vars(np))  # (NumPy as it is now, monkeypatches included)
-    _NUMPY_VIEW.__dict__.update({name: _WRAPPERS[getattr(np, name)] for name in _CONVERTERS})
+    _NUMPY_VIEW.__dict__.update(
+        {name: _WRAPPERS[getattr(np, name)] for name in (*_CONVERTERS, *_FILLERS)}
+    )
     for namespace, name, original in _bindings.values():
         if namespace.get(name) is original:
             namespace[name] = _replacement(original)
@@ -196,6 +253,20 @@ def _restore() -> None:
 def _is_numpy_name(value: Any) -> bool:
     """Whether a module global is NumPy or one of its converters."""
     return value is np or (type(value) in _CONVERTER_TYPES and value in _ORIGINALS)
+
+
+def learn_filler_caller(frame: Any) -> None:
+    """Where `frame` (a write of a traced value into a plain array) runs inside NumPy's
+    `np.full`/`np.full_like`, learn the line that called it (`learn_caller`): a run
+    again fills a traced array there."""
+    for _ in range(8):
+        if frame is None:
+            return
+        if frame.f_code in _FILLER_CODES:
+            if frame.f_back is not None:
+                learn_caller(frame.f_back)
+            return
+        frame = frame.f_back
 
 
 def learn_caller(frame: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .. import _elision, _payload, _scalars
+from .. import _elision, _passthrough, _payload, _scalars
 from .._batching import BatchTracer, defbatch
 from .._compat import NUMPY2, astype
 from .._core import Tracer, bind, find_top_trace, is_ndarray, is_numpy_scalar
@@ -232,6 +232,7 @@ def assign(target: Any, value: Any, operand: bool = False) -> Any:
 
 
 def _leave_error(value: Tracer) -> BaseException:
+    _passthrough.learn_filler_caller(sys._getframe(1))  # (`np.full(n, traced)`: a retry fills)
     return value._trace.concretization(
         "a traced value was written into a plain NumPy array (`out=` or index assignment)",
         "create the array from the traced value, e.g. `buf = np.zeros_like(x, shape=(n,))`, "
