@@ -28,7 +28,7 @@ from ._autodiff import (
     strip,
     vjp_flat,
 )
-from ._core import Tracer, is_numpy_scalar
+from ._core import Tracer
 from ._unmapped import plain_array
 from .errors import DifferentiationError
 
@@ -96,6 +96,15 @@ def _describe(x: Any) -> str:
     return f"{dtype}{list(getattr(x, 'shape', ()))}"
 
 
+def _as_array(x: Any) -> Any:
+    """`np.asarray(x)` of a number (a 0-d array), also of a traced one."""
+    if isinstance(x, Tracer):
+        out: Any = np.copy(x)  # (a tracer's `np.asarray` is refused: an unmarked copy instead)
+        out._scalar = False
+        return out
+    return np.asarray(x)
+
+
 def _diff_leaves(
     name: str, f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[Any, ...],
     allow_int: bool = False,
@@ -107,8 +116,8 @@ def _diff_leaves(
     out = []
     for i, leaf in enumerate(leaves):
         x = leaf
-        if not isinstance(x, Tracer) and isinstance(x, float | complex):
-            x = np.asarray(x)
+        if isinstance(x, float | complex):  # (a traced number too: as the loop's)
+            x = _as_array(x)
         if not is_float(x) and not (allow_int and _is_integer(x)):
             path = optree.tree_paths(diff, is_leaf=_is_leaf)[i]  # (for the message only)
             where = _arg_name(f, nums[path[0]]) + "".join(f"[{k!r}]" for k in path[1:])
@@ -174,7 +183,8 @@ def _finish(derivatives: list[Any], given: list[Any]) -> list[Any]:
 def _shaped_as(ct: Any, leaf: Any) -> Any:
     """The cotangent of an array argument as an array (NumPy's arithmetic on 0-d arrays
     gives scalars: `grad(lambda x: x * 2)` of a 0-d array is a 0-d array too)."""
-    return np.asarray(ct) if type(leaf) is np.ndarray and is_numpy_scalar(ct) else ct
+    array = type(leaf) is np.ndarray or (isinstance(leaf, Tracer) and isinstance(leaf, np.ndarray))
+    return _as_array(ct) if array and isinstance(ct, np.generic) else ct  # (traced: posed)
 
 
 # -- reverse mode ---------------------------------------------------------------------

@@ -127,7 +127,8 @@ class ADTracer(Tracer):
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105
-        return posed_class(self, self.primal.__class__)  # (the example's class: `Tracer`)
+        primal = self.primal  # (the example's class: `Tracer`'s comment; a plain primal's own)
+        return posed_class(self, primal.__class__, exact=not isinstance(primal, Tracer))
 
     # The tape is eager: Python control flow and conversions use the value (the
     # derivative does not flow through a Python number; printing a loss inside `f`
@@ -845,7 +846,7 @@ def jvp_flat(
 
     def unpack(leaf: Any) -> tuple[Any, Any]:
         if isinstance(leaf, JVPTracer) and leaf._trace is trace:
-            return leaf.primal, leaf.tangent
+            return strip(trace, leaf), leaf.tangent
         return leaf, None
 
     return unpack, out
@@ -871,9 +872,14 @@ def vjp_flat(
 
 
 def strip(trace: Trace, x: Any) -> Any:
-    """The primal of `x` if it is a tracer of `trace`, else `x`."""
+    """The primal of `x` if it is a tracer of `trace`, else `x`. A traced primal gets
+    `x`'s NumPy-scalar mark (marks are set on the outermost tracer of a result, and the
+    example's value leaving this transform is that scalar: `value_and_grad`'s value)."""
     if isinstance(x, ADTracer) and x._trace is trace:
-        return x.primal
+        primal, mark = x.primal, getattr(x, "_scalar", False)
+        if mark and isinstance(primal, Tracer) and primal.ndim == 0:
+            primal._scalar = mark
+        return primal
     return x
 
 

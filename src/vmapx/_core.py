@@ -106,6 +106,17 @@ class Tracer:
     # `is_numpy_scalar`, or `isinstance(x, Tracer)` first: `isinstance(x, np.ndarray)`
     # or a number type is true of a tracer.
 
+    # a number's own methods (`s.is_integer()`, `n.bit_length()`), where the tracer
+    # poses as a number: the loop's value has them (`_NumberMethod`)
+    as_integer_ratio: Any
+    bit_count: Any
+    bit_length: Any
+    denominator: Any
+    hex: Any
+    is_integer: Any
+    numerator: Any
+    to_bytes: Any
+
     @property
     def _aliased(self) -> bool:
         return self._view is not None
@@ -167,20 +178,45 @@ class Tracer:
         return self._leave_trace("array", None, (dtype,))
 
 
+class _NumberMethod:
+    """A method or attribute of Python's and NumPy's numbers that arrays lack
+    (`s.is_integer()`): where the tracer poses as a number (`Tracer.__class__`), the
+    value's own, read as the trace reads values (`_leave_trace`: under `vmap` the value
+    the examples agree on, else the loop); elsewhere no such attribute, as for an
+    array."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, tracer: Any, owner: Any = None) -> Any:
+        if tracer is None:
+            return self
+        cls, name = tracer.__class__, self.name
+        if cls is type(tracer) or issubclass(cls, np.ndarray) or not hasattr(cls, name):
+            raise AttributeError(f"{type(tracer).__name__!r} object has no attribute {name!r}")
+        return tracer._leave_trace(name, lambda v: getattr(cls(v), name))
+
+
+for _name in ("as_integer_ratio", "bit_count", "bit_length", "denominator", "hex",
+              "is_integer", "numerator", "to_bytes"):  # fmt: skip
+    setattr(Tracer, _name, _NumberMethod(_name))
+
+
 _PYTHON_NUMBERS = (bool, int, float, complex)
 
 
-def posed_class(tracer: Tracer, inner: type) -> type:
+def posed_class(tracer: Tracer, inner: type, exact: bool = False) -> type:
     """The class `isinstance` sees for `tracer` (its `__class__`), where `inner` is the
     class of its example's value one level down: the NumPy scalar or Python number its
     mark says (`vmapx._scalars`: the mark is set on the outermost tracer of a result),
     else `inner` where it is NumPy's (an array or scalar class) or a Python number's.
     Over a duck payload (CuPy) a tracer is itself: the library's own checks
     (`isinstance(x, numpy.ndarray)` in CuPy's `__array_ufunc__`) must not take it for a
-    NumPy array, or they would not defer to vmapx."""
+    NumPy array, or they would not defer to vmapx. `exact`: `inner` is the class of the
+    example's value itself (a plain value one level down), which no mark overrides."""
     if not (issubclass(inner, np.ndarray | np.generic) or inner in _PYTHON_NUMBERS):
         return type(tracer)
-    mark = getattr(tracer, "_scalar", False)
+    mark = not exact and getattr(tracer, "_scalar", False)
     if mark and tracer.ndim == 0:
         return cast(type, tracer.dtype.type if mark is True else mark)
     return inner

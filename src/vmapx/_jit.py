@@ -136,7 +136,7 @@ class RecordTracer(Tracer):
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105
-        return _core.posed_class(self, self.value.__class__)  # (the example's class: `Tracer`)
+        return _core.posed_class(self, type(self.value), exact=True)  # (the value's own class)
 
     @property
     def shape(self) -> tuple[int, ...]:

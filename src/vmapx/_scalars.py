@@ -33,7 +33,9 @@ SCALAR_FUNCTIONS = frozenset(
         np.linalg.matrix_rank, np.linalg.slogdet, getattr(np.linalg, "trace", None),
         np.linalg.det, np.linalg.norm, getattr(np.linalg, "vector_norm", None),
         getattr(np.linalg, "matrix_norm", None), getattr(np.linalg, "vecdot", None),
-        np.take, np.digitize, np.linalg.multi_dot,
+        np.take, np.digitize, np.linalg.multi_dot, np.isclose, np.kron, np.choose,
+        np.emath.sqrt, np.emath.log, np.emath.log2, np.emath.log10, np.emath.logn,
+        np.emath.power, np.emath.arccos, np.emath.arcsin, np.emath.arctanh,
     )
     if f is not None
 )  # fmt: skip
@@ -101,7 +103,7 @@ def mark_weak(out: Any) -> Any:
     return out
 
 
-def _weak_type(x: Any) -> type | None:
+def weak_type(x: Any) -> type | None:
     if type(x) in _PY_TYPES:
         return type(x)
     if isinstance(x, Tracer):
@@ -113,14 +115,14 @@ def _weak_type(x: Any) -> type | None:
 
 def any_weak(operands: tuple[Any, ...]) -> bool:
     """Whether a weakly typed tracer is among `operands`."""
-    return any(isinstance(x, Tracer) and _weak_type(x) is not None for x in operands)
+    return any(isinstance(x, Tracer) and weak_type(x) is not None for x in operands)
 
 
 def bools_as_ints(operands: tuple[Any, ...]) -> tuple[Any, ...]:
     """Where every operand is a Python bool (one traced at least), the traced ones as
     Python ints: Python's arithmetic on bools is on ints (`~True` is -2, `True + True`
     is 2, where NumPy's bools give False and True)."""
-    weak = [_weak_type(x) for x in operands]
+    weak = [weak_type(x) for x in operands]
     if not all(w is bool for w in weak):
         return operands
     return tuple(
@@ -132,7 +134,7 @@ def bools_as_ints(operands: tuple[Any, ...]) -> tuple[Any, ...]:
 def strengthen(operands: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
     """`operands` with weak tracers cast to the dtype NumPy gives their Python type among
     the other operands, and whether all are Python numbers (then the result is one)."""
-    weak = [_weak_type(x) for x in operands]
+    weak = [weak_type(x) for x in operands]
     strong = [np.result_type(x) for x, w in zip(operands, weak, strict=True) if w is None]
     if not strong:
         return operands, True
@@ -148,5 +150,5 @@ def stacked_dtype(x: Any) -> np.dtype | None:
     numbers (float64 for floats: a float32 draw's `float`), else None."""
     if not SEEN.weak:
         return None
-    w = _weak_type(x)
+    w = weak_type(x)
     return None if w is None else np.result_type(w(0))

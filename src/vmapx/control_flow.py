@@ -189,8 +189,9 @@ class _Chain:
         self.sizes = tuple(t.axis_size for t in traces)
         self.size = int(np.prod(self.sizes, dtype=np.int64))
         self.lo = traces[0].level
-        # ids of the results (`run`'s values) that are NumPy scalars for each example
-        self.scalars: set[int] = set()
+        # ids of the results (`run`'s values) that are numbers for each example, and
+        # their marks (`vmapx._scalars`: True for a NumPy scalar, else a Python type)
+        self.scalars: dict[int, Any] = {}
 
     def peel(self, x: Any) -> tuple[Any, list[int]]:
         """`x` below the chain, and the chain positions of its leading (batch) axes."""
@@ -242,9 +243,11 @@ class _Chain:
         treedef: Any,
         ix: tuple[Any, ...],
         what: str,
+        marks: list[Any] | None = None,
     ) -> tuple[Any, ...]:
         """`fn(*args)` on the examples `ix`; `inputs` are the gathered argument leaves as
-        `(value, kind)`. Returns the output leaves as `(value, batched)` and their treedef."""
+        `(value, kind)`, `marks` how each is a number for each example (`_scalar_mark`).
+        Returns the output leaves as `(value, batched)` and their treedef."""
         top = self.traces[-1]
         sub = BatchTrace(len(ix[0]), _InBranch(self.traces, ix), top.fallback, top.randomness)
         sub.like = top.like
@@ -258,7 +261,11 @@ class _Chain:
         try:
             fn, undo = self._capture(fn, ix, sub)
             try:
-                out = fn(*treedef.unflatten([self._enter(sub, v, k) for v, k in inputs]))
+                marks = marks or [None] * len(inputs)
+                entered = [
+                    self._enter(sub, v, k, m) for (v, k), m in zip(inputs, marks, strict=True)
+                ]
+                out = fn(*treedef.unflatten(entered))
             finally:
                 undo()
         except ConcretizationSignal as signal:
@@ -285,9 +292,12 @@ class _Chain:
             failure = _CAPTURE
         raise top.concretization(failure.what, failure.fix)
 
-    def _enter(self, sub: BatchTrace, v: Any, kind: int) -> Any:
+    def _enter(self, sub: BatchTrace, v: Any, kind: int, mark: Any = None) -> Any:
         if kind == _BATCHED:
-            return sub.wrap(v)
+            x = sub.wrap(v)
+            if mark:  # (the loop's value is a number: `isinstance`, `s += y` rebinding)
+                x._scalar = mark
+            return x
         if kind == _GENERATOR:
             return subbatch_generator(v, self.traces, sub)
         return v
@@ -295,10 +305,11 @@ class _Chain:
     def _exit(self, sub: BatchTrace, x: Any, what: str) -> tuple[Any, ...] | None:
         if type(x) is BatchTracer and x._trace is sub:
             if _scalars.is_scalar(x):
-                self.scalars.add(id(x.val))
+                self.scalars[id(x.val)] = x._scalar
             return x.val, True
-        if _is_scalar_value(x):
-            self.scalars.add(id(x))
+        mark = _scalar_mark(x)
+        if mark:
+            self.scalars[id(x)] = mark
         if isinstance(x, BatchGenerator):
             raise ControlFlowError(f"{what}: a random generator cannot be a result or carry")
         if isinstance(x, Tracer) and x._trace.level >= self.lo:
@@ -344,8 +355,9 @@ class _Chain:
 
     def _joined(self, pieces: Sequence[Any], idxs: list[Any], what: str) -> Any:
         out = self.wrap(self._join(pieces, idxs, what))
-        if all(id(v) in self.scalars for v, _ in pieces):  # (`s += y` rebinds a scalar)
-            _scalars.mark(out)
+        marks = {self.scalars.get(id(v)) for v, _ in pieces}
+        if len(marks) == 1 and isinstance(out, Tracer) and out.ndim == 0:  # (numbers alike)
+            (out._scalar,) = marks  # (`s += y` rebinds a scalar; `isinstance` as the loop's)
         return out
 
     def _join(self, pieces: Sequence[Any], idxs: list[Any], what: str) -> Any:
@@ -712,31 +724,31 @@ def _while_partitioned(
         raise ControlFlowError("while_loop: a random generator cannot be part of the loop value")
     parts = []
     # which leaves are NumPy scalars for each example (`s += y` rebinds a scalar)
-    scalar = [_is_scalar_value(x) for x in leaves]
-    finished_scalars: set[int] = set()  # (ids of values alive in `parts`)
+    scalar = [_scalar_mark(x) for x in leaves]
+    finished_scalars: dict[int, Any] = {}  # (ids of values alive in `parts`: their marks)
     while True:
         if not go.all():
             done, keep = np.flatnonzero(~go), np.flatnonzero(go)
             finished = [(v[_payload.moved(done, v)], True) if k else (v, False) for v, k in state]
             finished_scalars.update(
-                id(v) for (v, _), s in zip(finished, scalar, strict=True) if s
+                (id(v), s) for (v, _), s in zip(finished, scalar, strict=True) if s
             )  # fmt: skip
             parts.append((active[done], finished, treedef))
             active = active[keep]
             state = [(v[_payload.moved(keep, v)], k) if k else (v, k) for v, k in state]
-        chain.scalars = set(finished_scalars)  # (an earlier iteration's ids may be reused)
+        chain.scalars = dict(finished_scalars)  # (an earlier iteration's ids may be reused)
         if not len(active):
             return chain.stitch(parts, "while_loop")
         ix = chain.index(active)
-        pairs, out_def = chain.run(body_fun, state, args_def, ix, "while_loop")
+        pairs, out_def = chain.run(body_fun, state, args_def, ix, "while_loop", scalar)
         if out_def != treedef:
             raise ControlFlowError(
                 f"while_loop: `body_fun` must return the structure of the loop value "
                 f"({treedef}), got {out_def}"
             )
         state = [(v, int(b)) for v, b in pairs]
-        scalar = [id(v) in chain.scalars for v, _ in pairs]
-        (c, c_batched), *rest = chain.run(cond_fun, state, args_def, ix, "while_loop")[0]
+        scalar = [chain.scalars.get(id(v)) for v, _ in pairs]
+        (c, c_batched), *rest = chain.run(cond_fun, state, args_def, ix, "while_loop", scalar)[0]
         if rest:
             raise TypeError("while_loop: `cond_fun` must return a boolean scalar")
         if c_batched:
@@ -745,9 +757,14 @@ def _while_partitioned(
             go = np.full(len(active), bool(c))
 
 
-def _is_scalar_value(x: Any) -> bool:
-    """Whether `x` is a NumPy scalar (for each example, where it is traced)."""
-    return isinstance(x, np.generic) or (isinstance(x, Tracer) and _scalars.is_scalar(x))
+def _scalar_mark(x: Any) -> Any:
+    """How `x` is a number for each example, as `vmapx._scalars` marks tracers: True
+    for a NumPy scalar, the type of a Python number, else None (an array)."""
+    if isinstance(x, Tracer):
+        return x._scalar if _scalars.is_scalar(x) else None
+    if isinstance(x, np.generic):
+        return True
+    return type(x) if type(x) in (bool, int, float, complex) else None
 
 
 def _concrete(v: Any, what: str) -> np.ndarray:

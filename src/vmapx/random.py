@@ -168,11 +168,17 @@ class BatchGenerator:
             size = a.get("size")  # (`_elementwise` takes it out of `a`)
             out = self._elementwise(name, a)
             # one number per example without size=: the loop gets a Python float (weakly
-            # typed); with size=() a 0-d array
-            return out if name == "integers" or size is not None else mark_weak(out)
+            # typed; `integers` a NumPy integer); with size=() a 0-d array
+            if size is not None:
+                return out
+            return mark(out) if name == "integers" else mark_weak(out)
+        population = a.get("a")
         out = self._per_example(name, a)
-        # `choice` without size= gives a NumPy scalar (`s += y` rebinds it)
-        return mark(out) if name == "choice" and a.get("size") is None else out
+        if name != "choice" or a.get("size") is not None:
+            return out
+        # `choice` without size= gives a NumPy scalar (`s += y` rebinds it), a Python int
+        # from `range(n)` where `a` is one
+        return mark_weak(out) if type(population) is int else mark(out)
 
     def _into(self, name: str, a: dict[Any, Any], out: Any) -> Any:
         """`out=`: draw the numbers of `out`'s shape and dtype, then write them into it

@@ -116,6 +116,13 @@ def _check_out_casting(
         ufunc(*map(stand_in, inputs), out=probe_out, **probe_kwargs)
 
 
+def _array_result(func: Any, kwargs: dict[Any, Any]) -> bool:
+    """Whether a function that gives NumPy scalars gives a 0-d array for these options:
+    `np.einsum(..., optimize=...)` contracts through `tensordot`, whose 0-d result it
+    returns as it is."""
+    return func is np.einsum and bool(kwargs.get("optimize", False))
+
+
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
     """`np.copyto` writes into `dst`: functionally when `dst` is traced."""
     if isinstance(dst, Tracer):  # NumPy's casting check (and error) on a stand-in
@@ -150,7 +157,7 @@ def _array_function(
     if func in _PARTS and _scalars.SEEN.weak and _scalars.any_weak(args[:1]):
         return _part_of_python_number(prim, args[0])
     if out is None:
-        if func in _scalars.SCALAR_FUNCTIONS or (
+        if (func in _scalars.SCALAR_FUNCTIONS and not _array_result(func, kwargs)) or (
             func in _scalars.SCALAR_PRESERVING and args and isinstance(args[0], Tracer)
             and _scalars.is_scalar(args[0])
         ):  # fmt: skip
@@ -490,11 +497,25 @@ _UNARY_OPS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "inver
 
 
 def _divmod(self: Tracer, other: Any) -> Any:
-    return np.divmod(self, other)
+    return _python_numbers(np.divmod(self, other), self, other)
 
 
 def _rdivmod(self: Tracer, other: Any) -> Any:
-    return np.divmod(other, self)
+    return _python_numbers(np.divmod(other, self), self, other)
+
+
+def _python_numbers(out: Any, *operands: Any) -> Any:
+    """`out` (a result or a tuple) as Python numbers where every operand is one for each
+    example (a weakly typed draw, `vmapx._scalars`): Python's own arithmetic gives
+    Python numbers (`divmod(r, 0.3)`, `round(r, 2)`, `r.conjugate()`)."""
+    weak = _scalars.SEEN.weak and all(
+        type(x) in (int, float, complex, bool) or _scalars.weak_type(x) is not None
+        for x in operands
+    )  # fmt: skip
+    if weak:
+        for o in out if isinstance(out, tuple) else (out,):
+            _scalars.mark_weak(o)
+    return out
 
 
 # -- methods: each forwards to the NumPy function, which dispatches back here -----
@@ -578,7 +599,7 @@ def _squeeze(self: Tracer, axis: Any = None) -> Any:
 
 
 def _conj(self: Tracer) -> Any:
-    return np.conjugate(self)
+    return _python_numbers(np.conjugate(self), self)
 
 
 def _fill(self: Tracer, value: Any) -> None:
@@ -598,6 +619,8 @@ def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
         return self
     if isinstance(self, BatchTracer) and np.dtype(dtype).itemsize == self.dtype.itemsize:
         out = self._trace.wrap(self.val.view(dtype))  # (element by element: batched)
+        if _scalars.is_scalar(self):  # (a NumPy scalar's view is a scalar: `s.view(np.int64)`)
+            return _scalars.mark(out)
         out._view = (self, self._version)
         return out
     raise self._trace.concretization(
@@ -637,7 +660,7 @@ def _round(self: Tracer, ndigits: Any = None) -> Any:
         raise TypeError(f"type {type(self).__name__} doesn't define __round__ method")
     if ndigits is None:
         return int(np.round(self))
-    return np.round(self, ndigits)
+    return _python_numbers(np.round(self, ndigits), self)
 
 
 def _trunc(self: Tracer) -> int:
@@ -648,11 +671,19 @@ def _trunc(self: Tracer) -> int:
 
 
 def _copy_dunder(self: Tracer) -> Any:
-    return np.copy(self)
+    # (a NumPy scalar's copy is a scalar: `np.copy` would give a 0-d array)
+    return self if _scalars.is_scalar(self) else np.copy(self)
 
 
 def _deepcopy(self: Tracer, memo: Any) -> Any:
-    return np.copy(self)
+    return _copy_dunder(self)
+
+
+def _reduce_ex(self: Tracer, protocol: Any) -> Any:
+    raise self._trace.concretization(
+        "a traced value was pickled (`pickle`, `multiprocessing`: its bytes are the value's)",
+        "pickle the results of the transformed function, outside it",
+    )
 
 
 def _part_setter(name: str) -> Any:
@@ -696,6 +727,7 @@ _METHODS = {
     "__trunc__": _trunc,
     "__copy__": _copy_dunder,
     "__deepcopy__": _deepcopy,
+    "__reduce_ex__": _reduce_ex,
     "reshape": _reshape,
     "transpose": _transpose,
     "astype": _astype,
