@@ -1732,10 +1732,6 @@ _ZERO_D_AXIS_OPS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reductions/squeeze with axis=0 or -1 on 0-d examples raise AxisError; NumPy accepts",
-)
 @pytest.mark.parametrize("name", list(_ZERO_D_AXIS_OPS))
 def test_axis_zero_on_zero_d_examples(name):
     # functorch's test_sum_scalar: vmap(lambda x: x.sum(0))(tensor([10.])).

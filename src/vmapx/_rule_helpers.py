@@ -65,6 +65,27 @@ def shift_one(axis: int, ndim: int) -> int:
     return axis % ndim + 1
 
 
+def scalar_axis(axis: Any, ndim: int) -> bool:
+    """Whether `axis` is one NumPy lets through on a 0-d example (`ndim == 0`): a single
+    integer 0 or -1, not in a tuple. NumPy keeps it for backwards compatibility with
+    scalars (`np.sum(np.float64(2), axis=0)` is 2.0): its ufunc reductions then reduce no
+    axis (`reduced_axes`), and its functions that view a 0-d array as 1-d (`argmax`,
+    `cumsum`, `argsort`, `take`, `repeat`, ...) take axis 0 of that one-element view
+    (`value_and_axis` with `as_1d`). Others (`mean`, `sort`, `flip`, ...) raise."""
+    if ndim != 0 or axis is None or isinstance(axis, tuple | list | bool | np.bool_):
+        return False
+    try:
+        return operator.index(axis) in (0, -1)
+    except TypeError:  # (not an axis: the rule's own checks raise NumPy's error)
+        return False
+
+
+def reduced_axes(axis: Any, ndim: int) -> Any:
+    """`shift_axis` for a ufunc reduction (`np.sum`, `np.add.reduce`, ...), where axis 0
+    or -1 of a 0-d example reduces no axis, as NumPy's does (see `scalar_axis`)."""
+    return () if scalar_axis(axis, ndim) else shift_axis(axis, ndim)
+
+
 def example_shape(trace: BatchTrace, x: Any) -> tuple[int, ...]:
     """The shape of `x` as one example sees it."""
     v, batched = unwrap(trace, x)
@@ -76,11 +97,13 @@ def flat_shape(v: Any) -> tuple[int, int]:
     return (v.shape[0], int(np.prod(v.shape[1:], dtype=np.int64)))
 
 
-def value_and_axis(trace: BatchTrace, x: Any, axis: Any) -> tuple[Any, int]:
+def value_and_axis(trace: BatchTrace, x: Any, axis: Any, *, as_1d: bool = False) -> tuple[Any, int]:
     """The batched value of `x` and the batched axis for its per-example `axis`
-    (`axis=None` flattens each example, as NumPy's `axis=None` does)."""
+    (`axis=None` flattens each example, as NumPy's `axis=None` does). With `as_1d`, for a
+    function that views a 0-d array as 1-d (`argsort`, `take`, `repeat`, ...), axis 0 or
+    -1 of a 0-d example is its one-element flattened view too (see `scalar_axis`)."""
     v = bcast_batch(trace, x)
-    if axis is None:
+    if axis is None or (as_1d and scalar_axis(axis, example_ndim(trace, x))):
         return v.reshape(flat_shape(v)), 1
     return v, shift_one(axis, example_ndim(trace, x))
 

@@ -45,7 +45,7 @@ from .._compat import normalize_axis_index, normalize_axis_tuple, put
 from .._core import Tracer, bind
 from .._payload import like
 from .._registry import GETITEM, builder, get_arg, primitive, register, set_arg
-from .._rule_helpers import flat_shape, shift_one, value_and_axis, zero_batch
+from .._rule_helpers import flat_shape, scalar_axis, shift_one, value_and_axis, zero_batch
 from .._scalars import is_scalar
 from ._tracer_api import IN_PLACE, SETITEM, assign
 from .indexing import SCATTER_ADD, getitem_rule, last_writes, value_layout
@@ -133,19 +133,20 @@ def _take_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         call = (func, args, kwargs)
         ind = _positions(indices, ind)
         if not ib and not isinstance(ind, Tracer):  # a per-example axis of a batched array
-            v, ax = value_and_axis(trace, a, axis)
+            v, ax = value_and_axis(trace, a, axis, as_1d=True)
             return trace.wrap(replaying(trace, *call, lambda: np.take(v, ind, axis=ax, mode=mode)))
         if not ib or not is_batched(trace, a):
             if not ib:  # indices of an outer vmap: `np.take` would not dispatch on them
-                v, ax = value_and_axis(trace, a, axis)
+                v, ax = value_and_axis(trace, a, axis, as_1d=True)
                 index = (slice(None),) * ax + (_mode_index(ind, v.shape[ax], mode),)
                 out = replaying(trace, *call, lambda: bind(GETITEM, (v, index), {}))
                 return trace.wrap(out)
             # a gather from one array: the batch is an index axis
-            gather_axis = None if axis is None else shift_one(axis, np.ndim(a)) - 1
+            flat = axis is None or scalar_axis(axis, np.ndim(a))  # (0-d: its 1-d view)
+            gather_axis = None if flat else shift_one(axis, np.ndim(a)) - 1
             out = replaying(trace, *call, lambda: np.take(a, ind, axis=gather_axis, mode=mode))
             return trace.wrap(out if not gather_axis else np.moveaxis(out, gather_axis, 0))
-        v, ax = value_and_axis(trace, a, axis)
+        v, ax = value_and_axis(trace, a, axis, as_1d=True)
         index = (slice(None),) * (ax - 1) + (trace.wrap(_mode_index(ind, v.shape[ax], mode)),)
         return replaying(trace, *call, lambda: getitem_rule(trace, (trace.wrap(v), index), {}))
 
@@ -228,7 +229,7 @@ def _compress_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         condition, a = args[0], get_arg(args, kwargs, 1, "a")
         if is_batched(trace, condition):
             raise _data_shape(trace, func)
-        v, ax = value_and_axis(trace, a, get_arg(args, kwargs, 2, "axis"))
+        v, ax = value_and_axis(trace, a, get_arg(args, kwargs, 2, "axis"), as_1d=True)
         run = lambda: np.compress(condition, v, axis=ax)  # noqa: E731
         return trace.wrap(replaying(trace, func, args, kwargs, run))
 
@@ -282,7 +283,7 @@ def _as_index(ind: Any) -> Any:
 def _take_vjp(ans: Any, a: Any, indices: Any, axis: Any = None, out: Any = None,
               mode: str = "raise") -> Callable[..., Any]:  # fmt: skip
     ind = _as_index(indices)
-    if axis is None:
+    if axis is None or scalar_axis(axis, a.ndim):  # (0-d: its one-element view)
         index = (_mode_index(ind, _size(a), mode),)
         return lambda g: np.reshape(scatter(g, (_size(a),), index), a.shape)
     ax = normalize_axis_index(axis, a.ndim)
@@ -402,7 +403,7 @@ def _compress_vjp(
     ans: Any, condition: Any, a: Any, axis: Any = None, out: Any = None
 ) -> Callable[..., Any]:
     kept = np.nonzero(condition)[0]
-    if axis is None:
+    if axis is None or scalar_axis(axis, a.ndim):  # (0-d: its one-element view)
         return lambda g: np.reshape(scatter(g, (_size(a),), (kept,), add=False), a.shape)
     ax = normalize_axis_index(axis, a.ndim)
     return lambda g: scatter(g, a.shape, (slice(None),) * ax + (kept,), add=False)

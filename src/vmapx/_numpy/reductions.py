@@ -35,6 +35,7 @@ from .._rule_helpers import (
     batch_axis_fastest,
     flat_shape,
     in_example_order,
+    scalar_axis,
     shift_axis,
     shift_one,
 )
@@ -60,11 +61,16 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
             else:
                 v = unwrap(trace, x)[0]
             axis = get_arg(args, kwargs, axis_pos, "axis")
-            if axis is None and flatten_none:
+            if flatten_none and (axis is None or scalar_axis(axis, nd)):
+                # (axis 0 or -1 of a 0-d example: NumPy's one-element 1-d view of it)
                 v = v.reshape(flat_shape(v))
                 axis = 1
                 if kwargs.get("keepdims"):
                     return _keepdims_flat(trace, func, v, args, kwargs, axis_pos, nd)
+            elif _reduces_no_axis(func, v, axis, nd):
+                axis = ()
+            elif flatten_none and not _masks_nan_first(func, v):
+                axis = shift_one(axis, nd)  # (an int only: a tuple is NumPy's TypeError)
             elif isinstance(axis, tuple | list):
                 axis = shift_axis(tuple(axis), nd)
             else:
@@ -94,6 +100,28 @@ def _axis_rule(*, axis_pos: int, flatten_none: bool, operand_kw: tuple[str, ...]
         return rule
 
     return factory
+
+
+# NumPy's reductions whose axis 0 or -1 of a 0-d example reduces no axis (`scalar_axis`):
+# ufunc reductions, and the nan* means and spreads through their NaN-masked sums, which
+# they take for inexact (and object) dtypes only: other dtypes go to `np.mean`/`np.var`,
+# which count the elements along the axis (NumPy's AxisError, as for `np.mean` itself).
+_COUNTING = frozenset((np.mean, np.var, np.std))
+_NAN_COUNTING = frozenset((np.nanmean, np.nanvar, np.nanstd))
+
+
+def _reduces_no_axis(func: Callable[..., Any], v: Any, axis: Any, nd: int) -> bool:
+    """Whether NumPy's `func` reduces no axis of `v`'s 0-d examples for `axis`."""
+    if not scalar_axis(axis, nd) or func in _COUNTING:
+        return False
+    return func not in _NAN_COUNTING or np.dtype(v.dtype).kind in "fcO"
+
+
+def _masks_nan_first(func: Callable[..., Any], v: Any) -> bool:
+    """Whether NumPy's `func` reduces the NaN mask of `v` along `axis` before its
+    `argmax`/`argmin` (the nan* forms, for inexact dtypes): a tuple axis passes there,
+    or fails as a reduction's does (AxisError for a 0-d example), not as a TypeError."""
+    return func in (np.nanargmax, np.nanargmin) and np.dtype(v.dtype).kind in "fcO"
 
 
 # the reductions that add along their axes (NumPy's pairwise order: see in_example_order)
@@ -315,9 +343,13 @@ def _params(
     return params
 
 
-def _axes(ndim: int, axis: Any) -> tuple[int, ...]:
+def _axes(ndim: int, axis: Any, scalar_ok: bool = True) -> tuple[int, ...]:
+    """The example's axes a reduction reduces (none for axis 0 or -1 of a 0-d example,
+    as NumPy's ufunc reductions, unless not `scalar_ok`: see `scalar_axis`)."""
     if axis is None:
         return tuple(range(ndim))
+    if scalar_ok and scalar_axis(axis, ndim):
+        return ()
     axis = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
     return tuple(sorted(shift_one(a, ndim) - 1 for a in axis))
 
@@ -500,7 +532,9 @@ def _variance(nan: bool, root: bool) -> Callable[..., Any]:
             return NotImplemented
         if correction is not None:
             ddof = correction
-        axes = _axes(x.ndim, axis)
+        # (NumPy's nan* forms reduce no axis for axis 0 of a 0-d example; var and std
+        # count the elements along it: AxisError. See `_reduces_no_axis`)
+        axes = _axes(x.ndim, axis, scalar_ok=nan and np.dtype(x.dtype).kind in "fcO")
         mask = (~np.isnan(x) & where) if nan else where
         if mask is True:
             n = _count(x, axes, True)
@@ -554,7 +588,7 @@ def _cumsum_vjp(
     ans: Any, x: Any, axis: Any = None, *args: Any, **kwargs: Any
 ) -> Callable[..., Any]:
     def pull(g: Any) -> Any:
-        if axis is None:
+        if axis is None or scalar_axis(axis, x.ndim):  # (0-d: its one-element view)
             return np.reshape(np.cumsum(g[::-1])[::-1], x.shape)
         ax = shift_one(axis, x.ndim) - 1
         return _reversed_along(np.cumsum(_reversed_along(g, ax), axis=ax), ax)
@@ -569,7 +603,7 @@ defvjp(np.cumsum, _cumsum_vjp)
 def _cumprod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     if out is not None:
         return NotImplemented
-    if axis is None:
+    if axis is None or scalar_axis(axis, x.ndim):  # (0-d: its one-element view)
         x, axis = np.ravel(x), 0
     return np.multiply.accumulate(x, axis=axis, dtype=dtype)
 
@@ -596,11 +630,14 @@ def _cumulative_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         v = unwrap(trace, args[0])[0]
         axis = get_arg(args, kwargs, 1, "axis")
         nd = example_ndim(trace, args[0])
+        if nd == 0:  # (NumPy's `atleast_1d` of the example: one element)
+            v, nd = v.reshape(flat_shape(v)), 1
         if axis is None:
             if nd != 1:
                 raise ValueError(f"axis must be given for a {nd}-d array in {func.__name__}")
             axis = 0
-        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_one(axis, nd))
+        # (`shift_axis`: NumPy takes a one-axis tuple too)
+        args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", shift_axis(axis, nd))
         return trace.wrap(func(*args, **kwargs))
 
     return rule
@@ -614,6 +651,8 @@ def _cumulative(func: Callable[..., Any], fill: float) -> Callable[..., Any]:
              include_initial: bool = False) -> Any:  # fmt: skip
         if out is not None:
             return NotImplemented
+        if x.ndim == 0:  # (NumPy's `atleast_1d` of the example)
+            x = np.reshape(x, (1,))
         if axis is None:
             if x.ndim != 1:
                 return NotImplemented

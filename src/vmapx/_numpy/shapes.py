@@ -46,6 +46,8 @@ from .._rule_helpers import (
     example_shape,
     flat_shape,
     per_example,
+    reduced_axes,
+    scalar_axis,
     shift_axis,
     shift_one,
     value_and_axis,
@@ -253,7 +255,7 @@ def _squeeze_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         nd = v.ndim - 1
         if axis is None:  # never the batch axis, even when the batch has size 1
             axis = tuple(i for i, d in enumerate(v.shape[1:]) if d == 1)
-        return trace.wrap(np.squeeze(v, shift_axis(axis, nd)))
+        return trace.wrap(np.squeeze(v, reduced_axes(axis, nd)))  # (0-d: see scalar_axis)
 
     return rule
 
@@ -621,7 +623,7 @@ def _repeat_rule(func: Callable[..., Any]) -> Callable[..., Any]:
         axis = get_arg(args, kwargs, 2, "axis")
         if is_batched(trace, repeats) or not is_batched(trace, x):
             return per_example(trace, func, args, kwargs, "with batched `repeats`")
-        v, ax = value_and_axis(trace, x, axis)
+        v, ax = value_and_axis(trace, x, axis, as_1d=True)
         return trace.wrap(np.repeat(v, repeats, axis=ax))
 
     return rule
@@ -687,7 +689,7 @@ def _repeat_vjp(
         get_arg(args, kwargs, 2, "axis"),
         np.shape(x),
     )
-    if axis is None:
+    if axis is None or scalar_axis(axis, len(shape)):  # (0-d: its one-element view)
         size = int(np.prod(shape, dtype=np.intp))
         return lambda g: (np.reshape(np.sum(np.reshape(g, (size, count)), axis=1), shape),)
     ax = axis % len(shape)

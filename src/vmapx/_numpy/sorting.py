@@ -26,11 +26,12 @@ from .._batching import (
     unwrap,
     warn_fallback,
 )
-from .._compat import normalize_axis_index
-from .._core import bind
+from .._compat import NUMPY2, normalize_axis_index
+from .._core import Tracer, bind
 from .._payload import like, moved
 from .._registry import GETITEM, builder, get_arg, primitive, set_arg
 from .._rule_helpers import flat_shape, shift_one, value_and_axis
+from .._scalars import is_scalar
 from .gather import along_axis_index, replay_errors, replaying, scatter
 
 # -- sort, argsort, partition, argpartition --------------------------------------------
@@ -40,7 +41,8 @@ def _sort_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func(a, axis=-1, ...)`; `axis=None` sorts each flattened example."""
 
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
-        v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 1, "axis", -1))
+        axis = get_arg(args, kwargs, 1, "axis", -1)  # (`np.argsort` views 0-d as 1-d)
+        v, axis = value_and_axis(trace, args[0], axis, as_1d=func is np.argsort)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 1, "axis", axis)
         return trace.wrap(func(*args, **kwargs))
 
@@ -53,11 +55,26 @@ def _partition_rule(func: Callable[..., Any]) -> Callable[..., Any]:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         if is_batched(trace, get_arg(args, kwargs, 1, "kth")):
             return loop_rule(trace, primitive(func), args, kwargs)
-        v, axis = value_and_axis(trace, args[0], get_arg(args, kwargs, 2, "axis", -1))
+        x, axis = args[0], get_arg(args, kwargs, 2, "axis", -1)
+        v, axis = value_and_axis(trace, x, axis, as_1d=func is np.argpartition)
         args, kwargs = set_arg((v, *args[1:]), kwargs, 2, "axis", axis)
-        return trace.wrap(replaying(trace, func, args, kwargs, lambda: func(*args, **kwargs)))
+        out = replaying(trace, func, args, kwargs, lambda: func(*args, **kwargs))
+        return trace.wrap(out[:, 0] if _scalar_argpartition(trace, func, x) else out)
 
     return rule
+
+
+def _scalar_argpartition(trace: BatchTrace, func: Callable[..., Any], x: Any) -> bool:
+    """Whether NumPy 1's `np.argpartition` of a NumPy scalar example gives a scalar: its
+    scalars have no `argpartition` method, and NumPy 1 wraps the array's one-element
+    result back into a scalar (NumPy 2: the array)."""
+    return (
+        not NUMPY2
+        and func is np.argpartition
+        and isinstance(x, Tracer)
+        and example_ndim(trace, x) == 0
+        and is_scalar(x)
+    )
 
 
 def _lexsort_rule(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -44,7 +44,7 @@ from .._core import Tracer
 from .._payload import like, moved
 from .._plain import PLAIN_ARRAYS
 from .._registry import register, register_ufunc_defaults, ufunc_primitive
-from .._rule_helpers import shift_axis, shift_one
+from .._rule_helpers import reduced_axes, scalar_axis, shift_one
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
@@ -494,17 +494,28 @@ def reduce_rule(ufunc: np.ufunc) -> Any:
         else:
             v = unwrap(trace, x)[0]
         axis = kwargs.get("axis", 0)
-        kwargs["axis"] = shift_axis(axis, nd)
+        kwargs["axis"] = reduced_axes(axis, nd)
         return trace.wrap(ufunc.reduce(v, **kwargs))
 
     return rule
+
+
+def _scalar_error(ufunc: np.ufunc, method: str, v: Any, axis: Any, nd: int) -> None:
+    """NumPy's own error of `ufunc.accumulate`/`reduceat` (`method`) for a 0-d example
+    (a TypeError, "cannot accumulate on a scalar", or its AxisError for a tuple `axis`),
+    raised by calling it on one: the batched value's axes would let it through."""
+    if nd == 0:
+        indices = ([0],) if method == "reduceat" else ()
+        getattr(ufunc, method)(np.zeros((), v.dtype), *indices, axis=axis)
 
 
 def accumulate_rule(ufunc: np.ufunc) -> Any:
     def rule(trace: BatchTrace, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
         kwargs = _reduce_kwargs(args, kwargs, ("axis", "dtype", "out"))
         v = unwrap(trace, args[0])[0]
-        kwargs["axis"] = shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
+        nd = example_ndim(trace, args[0])
+        _scalar_error(ufunc, "accumulate", v, kwargs.get("axis", 0), nd)
+        kwargs["axis"] = shift_one(kwargs.get("axis", 0), nd)
         return trace.wrap(ufunc.accumulate(v, **kwargs))
 
     return rule
@@ -520,7 +531,9 @@ def reduceat_rule(ufunc: np.ufunc) -> Any:
                 "use unbatched indices, or `np.add.at`/`np.bincount` style scatter",
             )
         v = bcast_batch(trace, args[0])
-        kwargs["axis"] = shift_one(kwargs.get("axis", 0), example_ndim(trace, args[0]))
+        nd = example_ndim(trace, args[0])
+        _scalar_error(ufunc, "reduceat", v, kwargs.get("axis", 0), nd)
+        kwargs["axis"] = shift_one(kwargs.get("axis", 0), nd)
         return trace.wrap(ufunc.reduceat(v, indices, **kwargs))
 
     return rule
@@ -812,6 +825,8 @@ def _logsumexp(exp: Any, log: Any) -> Any:
 def _squeeze_axes(axis: Any, ndim: int) -> tuple[Any, ...]:
     if axis is None:
         return tuple(range(ndim))
+    if scalar_axis(axis, ndim):  # (0-d: no axis reduced, as NumPy's)
+        return ()
     axes = axis if isinstance(axis, tuple) else (axis,)
     return tuple(a % ndim for a in axes)
 
