@@ -203,6 +203,7 @@ for _name in ("as_integer_ratio", "bit_count", "bit_length", "denominator", "hex
 
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
+_NUMPY_CLASSES = (np.ndarray, np.generic)
 
 
 def posed_class(tracer: Tracer, inner: type, exact: bool = False) -> type:
@@ -214,7 +215,7 @@ def posed_class(tracer: Tracer, inner: type, exact: bool = False) -> type:
     (`isinstance(x, numpy.ndarray)` in CuPy's `__array_ufunc__`) must not take it for a
     NumPy array, or they would not defer to vmapx. `exact`: `inner` is the class of the
     example's value itself (a plain value one level down), which no mark overrides."""
-    if not (issubclass(inner, np.ndarray | np.generic) or inner in _PYTHON_NUMBERS):
+    if not (issubclass(inner, _NUMPY_CLASSES) or inner in _PYTHON_NUMBERS):
         return type(tracer)
     mark = not exact and getattr(tracer, "_scalar", False)
     if mark and tracer.ndim == 0:

@@ -43,7 +43,7 @@ from .errors import AxisSizeError, InAxesError, UnsupportedError
 def is_dask(x: Any) -> bool:
     """Whether `x` is a Dask array (without importing Dask where nothing did)."""
     module = sys.modules.get("dask.array")
-    return module is not None and isinstance(x, module.Array)
+    return module is not None and issubclass(type(x), module.Array)
 
 
 def any_dask(leaves: list[Any], kwargs: dict[Any, Any]) -> bool:

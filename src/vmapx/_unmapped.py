@@ -119,7 +119,7 @@ def unmapped_view(x: np.ndarray) -> UnmappedArray:
 
 def plain_array(x: Any) -> Any:
     """`x` as a plain `np.ndarray` view where it is an `UnmappedArray`, else `x`."""
-    return x.view(np.ndarray) if isinstance(x, UnmappedArray) else x
+    return x.view(np.ndarray) if type(x) is UnmappedArray else x
 
 
 def plain_arguments(

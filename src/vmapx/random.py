@@ -46,7 +46,7 @@ from . import _api
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._batching import BatchTrace, align_rank, example_ndim, is_batched, loop_apply, unwrap
 from ._compat import signature
-from ._core import _state, user_frame_location
+from ._core import Tracer, _state, user_frame_location
 from ._scalars import mark, mark_weak
 from .errors import RandomnessError, UnsupportedError
 
@@ -410,6 +410,8 @@ class _CallGenerator:
 
 
 def _prepare(leaf: Any, randomness: str) -> Any:
+    if isinstance(leaf, Tracer) or type(leaf) is np.ndarray:  # (the common leaves, at once)
+        return None
     if isinstance(leaf, _GEN | BatchGenerator):
         return _CallGenerator(leaf, randomness)
     if isinstance(leaf, np.random.RandomState):

@@ -6,6 +6,7 @@ implementation: each entry turns a NumPy-style call into `bind(primitive, ...)`.
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 import sys
@@ -411,7 +412,7 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
 
     # `sys.getrefcount(self)` must be taken right here, as `_elision` measured it
     def op(self: Tracer, other: Any) -> Any:
-        if repeats and isinstance(other, _SEQUENCES) and _scalars.is_scalar(self):
+        if repeats and issubclass(type(other), _SEQUENCES) and _scalars.is_scalar(self):
             return _repeated(other, self)
         if _scalars.SEEN.weak and _scalars.any_weak((self, other)):
             return weak_op(self, other)
@@ -427,7 +428,7 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, ...]:
         return _scalars.mark(bind(prim, (self, other), {}))
 
     def rop(self: Tracer, other: Any) -> Any:
-        if repeats and isinstance(other, _SEQUENCES) and _scalars.is_scalar(self):
+        if repeats and issubclass(type(other), _SEQUENCES) and _scalars.is_scalar(self):
             return _repeated(other, self)
         if type(other) is complex and complex_first and _scalars.is_float64_scalar(self):
             # np.float64 is a Python float: `1j * x` is Python's complex arithmetic
@@ -615,6 +616,15 @@ def _partition(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect"
 
 
 def _view(self: Tracer, dtype: Any = None, type: Any = None) -> Any:
+    subclass = type if type is not None else dtype  # (`x.view(np.matrix)`: a class as dtype)
+    if isinstance(subclass, builtins.type) and issubclass(subclass, np.ndarray):
+        if subclass is not np.ndarray:  # (`np.asmatrix(x)`: a matrix keeps rows 2-d)
+            raise self._trace.concretization(
+                f"`x.view({subclass.__name__})` of a traced value (an ndarray subclass "
+                "has its own behaviour, which a traced value does not keep)",
+                "compute with plain arrays (`np.asarray`), or call it outside the function",
+            )
+        dtype = None if type is None else dtype
     if dtype is None or np.dtype(dtype) == self.dtype:
         return self
     if isinstance(self, BatchTracer) and np.dtype(dtype).itemsize == self.dtype.itemsize:

@@ -48,7 +48,7 @@ from .._rule_helpers import reduced_axes, scalar_axis, shift_one
 
 
 def _wrap(trace: BatchTrace, out: Any) -> Any:
-    return tuple(trace.wrap(o) for o in out) if isinstance(out, tuple) else trace.wrap(out)
+    return tuple(trace.wrap(o) for o in out) if type(out) is tuple else trace.wrap(out)
 
 
 def call_rule(ufunc: np.ufunc) -> Any:
