@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vmapx
-from harness import assert_same, check_vmap, loop_reference
+from harness import check_vmap
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(4, 3))
