@@ -530,9 +530,13 @@ def _indexes_unmapped(
 
 def _refuses_tracer(error: Exception) -> bool:
     """Whether `error` is a `TypeError` of code that takes NumPy arrays or scalars but not
-    a batched value (`np.ndarray.sum(x)`, `{0: a}[x]`, `struct.pack("d", x)`), which the
+    a batched value (`np.ndarray.sum(x)`, `{0: a}[x]`, `struct.pack("d", x)`; NumPy's
+    `SeedSequence` names the value itself: `not BatchTracer(int64[], ...)`), which the
     loop's values pass."""
-    return type(error) is TypeError and "'BatchTracer'" in str(error)
+    if type(error) is not TypeError:
+        return False
+    message = str(error)
+    return "'BatchTracer'" in message or "BatchTracer(" in message
 
 
 def _first_line(error: Exception) -> str:
