@@ -34,6 +34,16 @@ def kinds(v):
     )
 
 
+def _draws_as_the_loop(f):
+    """`vmap(f, randomness="different")` over three examples equals the loop, which draws
+    from one generator in turn."""
+    M = np.arange(3.0)
+    rng = np.random.default_rng(0)
+    ref = np.stack([f(m, rng) for m in M])
+    got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(M, np.random.default_rng(0))
+    assert_same(got, ref)
+
+
 def test_posed_float_lacks_float_methods():
     """A traced number says `isinstance(s, float)` (it poses as np.float64) but has none of
     float's own methods (`is_integer`, `as_integer_ratio`, `hex`): code that normalises
@@ -129,11 +139,7 @@ def test_random_integers_draw_poses_as_ndarray():
     def f(m, rng):
         return kinds(rng.integers(5)) + 0 * m
 
-    M = np.arange(3.0)
-    rng = np.random.default_rng(0)
-    ref = np.stack([f(m, rng) for m in M])
-    got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(M, np.random.default_rng(0))
-    assert_same(got, ref)
+    _draws_as_the_loop(f)
 
 
 def test_random_choice_of_int_poses_as_numpy_int():
@@ -143,11 +149,7 @@ def test_random_choice_of_int_poses_as_numpy_int():
     def f(m, rng):
         return kinds(rng.choice(3)) + 0 * m
 
-    M = np.arange(3.0)
-    rng = np.random.default_rng(0)
-    ref = np.stack([f(m, rng) for m in M])
-    got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(M, np.random.default_rng(0))
-    assert_same(got, ref)
+    _draws_as_the_loop(f)
 
 
 @pytest.mark.parametrize(
@@ -167,11 +169,7 @@ def test_python_float_draw_becomes_numpy_scalar(op):
         v = op(rng.random())
         return np.array([isinstance(v, np.floating), isinstance(v, np.generic)], float) + 0 * m
 
-    M = np.arange(3.0)
-    rng = np.random.default_rng(0)
-    ref = np.stack([f(m, rng) for m in M])
-    got = vmapx.vmap(f, in_axes=(0, None), randomness="different")(M, np.random.default_rng(0))
-    assert_same(got, ref)
+    _draws_as_the_loop(f)
 
 
 @pytest.mark.parametrize(
