@@ -282,9 +282,14 @@ def _auto_chunked(
     wall = time.perf_counter()  # (and what a split must beat)
     out = _run(f, opts, leaves, treedef, axes, kwargs, size, made, recalled=recalled)
     wall = time.perf_counter() - wall
+    large = bool(made) and made[0].made >= _autochunk.MIN_BYTES
+    if not large and wall < _autochunk.PARALLEL_SECONDS / 2:
+        # (a thread's CPU time is at most the wall time: the CPU clocks, ~0.6 us each,
+        # are read again only where the call may have taken PARALLEL_SECONDS of it)
+        return out
     cpu = time.thread_time() - cpu
     process = time.process_time() - process
-    if made and (made[0].made >= _autochunk.MIN_BYTES or cpu >= _autochunk.PARALLEL_SECONDS):
+    if made and (large or cpu >= _autochunk.PARALLEL_SECONDS):
         auto.observe_whole(
             key if key is not None else _autochunk.signature(size, leaves, axes),
             size,

@@ -109,21 +109,26 @@ class ADTracer(Tracer):
     _trace: ADTrace
     primal: Any  # the value one level down
 
+    # (annotated locals, not `cast`: a function call on every read of these hot properties)
     @property
     def shape(self) -> tuple[int, ...]:
-        return cast("tuple[int, ...]", self.primal.shape)
+        shape: tuple[int, ...] = self.primal.shape
+        return shape
 
     @property
     def ndim(self) -> int:
-        return cast(int, self.primal.ndim)
+        ndim: int = self.primal.ndim
+        return ndim
 
     @property
     def dtype(self) -> np.dtype:
-        return cast("np.dtype[Any]", self.primal.dtype)
+        dtype: np.dtype = self.primal.dtype
+        return dtype
 
     @property
     def size(self) -> int:
-        return cast(int, self.primal.size)
+        size: int = self.primal.size
+        return size
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105
@@ -295,9 +300,10 @@ def _unwrap_seq(
 ) -> Any:
     out = None
     for i, a in enumerate(seq):
-        if isinstance(a, ADTracer) and a._trace is trace:
+        # (`type`: a failed `isinstance` asks a batch tracer's `__class__` property)
+        if issubclass(type(a), ADTracer) and a._trace is trace:
             new = a.primal
-            if (a.tangent if type(a) is JVPTracer else cast(VJPTracer, a).node) is not None:
+            if (a.tangent if type(a) is JVPTracer else a.node) is not None:
                 argnums.append(prefix + (i,) if prefix else i)
                 tracers.append(a)
         elif type(a) in (list, tuple) and a:
@@ -863,7 +869,9 @@ def vjp_flat(
     trace = push_trace(VJPTrace(name))
     try:
         tracers = [trace.new_input(p) for p in primals]
-        inputs = [_snapshot(t) for t in tracers]  # `f` may write into its arguments
+        # `f` may write into its arguments: copies of the fresh tracers (what `_snapshot`
+        # makes of them, without its generic slot copy, whose unset `_scalar` raises)
+        inputs = [VJPTracer(trace, t.primal, t.node, t.out) for t in tracers]
         out = f(*tracers)
     except Exception as error:
         raise_own_cause(error)
@@ -926,7 +934,8 @@ def defvjp(
             raise NoRule(argnum, "vjp")
         if m is None:
             return _zero_pullback
-        return cast("Callable[..., Any]", m(ans, *args, **kwargs))
+        pullback: Callable[..., Any] = m(ans, *args, **kwargs)
+        return pullback
 
     defvjp_argnum(func, maker, replace=replace)
 

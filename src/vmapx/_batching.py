@@ -43,17 +43,21 @@ class BatchTracer(Tracer):
         self._version = 0
         self.val = val
 
+    # (annotated locals, not `cast`: a function call on every read of these hot properties)
     @property
     def shape(self) -> tuple[int, ...]:
-        return cast("tuple[int, ...]", self.val.shape[1:])
+        shape: tuple[int, ...] = self.val.shape[1:]
+        return shape
 
     @property
     def ndim(self) -> int:
-        return cast(int, self.val.ndim - 1)
+        ndim: int = self.val.ndim - 1
+        return ndim
 
     @property
     def dtype(self) -> np.dtype:
-        return cast("np.dtype[Any]", self.val.dtype)
+        dtype: np.dtype = self.val.dtype
+        return dtype
 
     @property
     def size(self) -> int:
@@ -290,7 +294,8 @@ def _ndim(x: Any) -> int:
 def example_ndim(trace: BatchTrace, x: Any) -> int:
     """Number of axes of `x` as one example sees it."""
     if type(x) is BatchTracer and x._trace is trace:
-        return cast(int, x.val.ndim - 1)
+        ndim: int = x.val.ndim - 1
+        return ndim
     return _ndim(x)
 
 

@@ -146,7 +146,10 @@ def _held_generators(value: Any, depth: int = _HOLDER_DEPTH) -> list[Any]:
         items = _plain_attributes(value)
     if len(items) > _MAX_ITEMS:
         return []
-    return [g for item in items for g in _held_generators(item, depth - 1)]
+    return [
+        g for item in items if type(item) not in _HOLDS_NONE  # (nothing found in them)
+        for g in _held_generators(item, depth - 1)
+    ]  # fmt: skip
 
 
 def _plain_attributes(value: Any) -> Any:
@@ -178,7 +181,7 @@ def _referenced(f: Any) -> list[Any]:
             pass
     scope = f.__globals__
     if not _is_own_module(scope):  # (vmapx's own globals hold no generator of the user's)
-        found.extend(scope.get(name) for name in _global_names(f.__code__) if name in scope)
+        found += [scope[name] for name in _global_names(f.__code__) if name in scope]
     return _with_held(found)
 
 

@@ -149,13 +149,17 @@ def _array_function(
         return in_place(*args, **kwargs)
     if func is _NP_ASTYPE and self is not None and args and isinstance(args[0], Tracer):
         return _np_astype(*args, **kwargs)  # (not from `_astype`'s `_call`: self is None)
-    if all(a is not self for a in args) and find_top_trace(args, kwargs) is None:
+    if (
+        (not args or args[0] is not self)  # (the common case: no scan of the arguments)
+        and all(a is not self for a in args)
+        and find_top_trace(args, kwargs) is None
+    ):
         # reached through `like=self` alone: create where the traced values live
         if _payload.like(self) is not None:
             return func(*args, like=_payload.like(self), **kwargs)
     prim = FUNCTIONS.get(func) or primitive(func)
     out = kwargs.get("out")
-    if func in _PARTS and _scalars.SEEN.weak and _scalars.any_weak(args[:1]):
+    if _scalars.SEEN.weak and func in _PARTS and _scalars.any_weak(args[:1]):
         return _part_of_python_number(prim, args[0])
     if out is None:
         if (func in _scalars.SCALAR_FUNCTIONS and not _array_result(func, kwargs)) or (

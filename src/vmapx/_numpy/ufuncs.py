@@ -74,7 +74,12 @@ def call_rule(ufunc: np.ufunc) -> Any:
             vals = aligned_operands(trace, args)
         if not NUMPY2 and "dtype" not in kwargs and "signature" not in kwargs:
             vals = numpy1_promotion(trace, ufunc, args, vals)
-        if not kwargs and len(vals) == 2 and ufunc.nout == 1:
+        if (
+            not kwargs and len(vals) == 2 and ufunc.nout == 1
+            # (what each of the layouts below needs first: arrays, one of 3+ dimensions)
+            and type(vals[0]) in PLAIN_ARRAYS and type(vals[1]) in PLAIN_ARRAYS
+            and (vals[0].ndim >= 3 or vals[1].ndim >= 3)
+        ):  # fmt: skip
             columns = _outer_columns(vals[0], vals[1])  # (0: not an outer product)
             if columns and columns <= _outer_limit():
                 out = _by_columns(trace, ufunc, vals[0], vals[1], columns)
@@ -90,7 +95,8 @@ def call_rule(ufunc: np.ufunc) -> Any:
             out = ufunc_destination(trace, ufunc, vals)
             if out is not None:
                 return trace.wrap(ufunc(*vals, out=out))
-        return _wrap(trace, ufunc(*vals, **kwargs))
+        out = ufunc(*vals, **kwargs)
+        return trace.wrap(out) if type(out) is not tuple else _wrap(trace, out)
 
     return rule
 
