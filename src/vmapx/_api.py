@@ -798,7 +798,7 @@ def memory_owner(x: np.ndarray) -> Any:
 def output_axes(out_axes: Any, out: Any, treedef: Any) -> list[Any]:
     if isinstance(out_axes, int) or out_axes is None:
         return [out_axes] * treedef.num_leaves
-    if isinstance(out_axes, list):
+    if isinstance(out_axes, list) and type(out) is not list:  # (a list output: a list prefix)
         out_axes = tuple(out_axes)
     return leaf_axes(
         out_axes,

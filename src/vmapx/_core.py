@@ -179,7 +179,7 @@ class Tracer:
 
 
 class _NumberMethod:
-    """A method or attribute of Python's and NumPy's numbers that arrays lack
+    """A method or attribute of Python's and NumPy's numbers (or text) that arrays lack
     (`s.is_integer()`): where the tracer poses as a number (`Tracer.__class__`), the
     value's own, read as the trace reads values (`_leave_trace`: under `vmap` the value
     the examples agree on, else the loop); elsewhere no such attribute, as for an
@@ -197,8 +197,11 @@ class _NumberMethod:
         return tracer._leave_trace(name, lambda v: getattr(cls(v), name))
 
 
-for _name in ("as_integer_ratio", "bit_count", "bit_length", "denominator", "hex",
-              "is_integer", "numerator", "to_bytes"):  # fmt: skip
+_NUMBER_METHODS = ("as_integer_ratio", "bit_count", "bit_length", "denominator", "hex",
+                   "is_integer", "numerator", "to_bytes")  # fmt: skip
+# and text's (`s.upper()` of an element of a string array, an `np.str_` in the loop)
+_TEXT_METHODS = tuple(n for n in dir(str) if not n.startswith("_") and not hasattr(Tracer, n))
+for _name in (*_NUMBER_METHODS, *_TEXT_METHODS):
     setattr(Tracer, _name, _NumberMethod(_name))
 
 

@@ -642,8 +642,9 @@ class _GroupRunner:
             return f(*args, *vals[nflat + nshared :], **kwargs)
 
         mapped = vmap(
-            one_example, in_axes=tuple(axes), chunk_size=self.chunk_size, fallback=fallback
-        )
+            one_example, in_axes=tuple(axes), chunk_size=self.chunk_size, fallback=fallback,
+            axis_size=len(idxs),  # (examples of Python numbers only: nothing else tells it)
+        )  # fmt: skip
         return mapped(*values, **plan.kwargs)
 
     def _scatter(self, out: Any, idxs: list[Any], results: list[Any]) -> None:
@@ -660,6 +661,10 @@ class _GroupRunner:
             return
         leaves, treedef = optree.tree_flatten(out)
         columns = [_rows(leaf, len(idxs)) for leaf in leaves]
+        if not columns:  # (`f` returned no arrays: `None`, `{}`, `()` for every example)
+            for e in idxs:
+                results[e] = treedef.unflatten([])
+            return
         if not plan.padded:
             for e, parts in zip(idxs, zip(*columns, strict=True), strict=True):
                 results[e] = treedef.unflatten(parts)

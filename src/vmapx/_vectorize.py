@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import _dask, _pytree
+from . import _core, _dask, _pytree
 from ._api import vmap
 from ._core import is_ndarray
 
@@ -197,7 +197,14 @@ class vectorize:  # noqa: N801 (the name of NumPy's class it stands in for)
 
 def _text_as_array(x: Any) -> Any:
     """A `str` or `bytes` result as a 0-d array (`np.vectorize` gives arrays of text; `vmap`
-    takes arrays and numbers only)."""
+    takes arrays and numbers only). Text of a traced value (`str(x)`: the whole batch's)
+    cannot be a result: the loop runs."""
+    if isinstance(x, str) and "Tracer(" in x and _core._state.stack:
+        raise _core._state.stack[-1].concretization(
+            "`str(x)` of a traced value became a result (its text shows the batch)",
+            "format the value with a spec (`f'{x:.6g}'`), or compute numbers and format "
+            "them outside",
+        )
     return np.asarray(x) if isinstance(x, str | bytes) else x
 
 
