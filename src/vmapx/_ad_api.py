@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, cast
 
 import numpy as np
 
-from . import _payload
+from . import _passthrough, _payload
 from . import _pytree as optree  # optree in vmapx.config.pytree_namespace
 from ._api import fresh_arrays, vmap
 from ._autodiff import (
@@ -98,10 +98,8 @@ def _describe(x: Any) -> str:
 
 def _as_array(x: Any) -> Any:
     """`np.asarray(x)` of a number (a 0-d array), also of a traced one."""
-    if isinstance(x, Tracer):
-        out: Any = np.copy(x)  # (a tracer's `np.asarray` is refused: an unmarked copy instead)
-        out._scalar = False
-        return out
+    if isinstance(x, Tracer):  # (a tracer's `np.asarray` is refused: the pass-through's)
+        return _passthrough.convert("asarray", x, None, None, 0)
     return np.asarray(x)
 
 

@@ -107,7 +107,7 @@ class Tracer:
     # or a number type is true of a tracer.
 
     # a number's own methods (`s.is_integer()`, `n.bit_length()`), where the tracer
-    # poses as a number: the loop's value has them (`_NumberMethod`)
+    # poses as a number: the loop's value has them (`_ScalarMethod`)
     as_integer_ratio: Any
     bit_count: Any
     bit_length: Any
@@ -178,9 +178,9 @@ class Tracer:
         return self._leave_trace("array", None, (dtype,))
 
 
-class _NumberMethod:
-    """A method or attribute of Python's and NumPy's numbers (or text) that arrays lack
-    (`s.is_integer()`): where the tracer poses as a number (`Tracer.__class__`), the
+class _ScalarMethod:
+    """A method or attribute of Python's and NumPy's scalars (numbers, text) that arrays lack
+    (`s.is_integer()`): where the tracer poses as a scalar (`Tracer.__class__`), the
     value's own, read as the trace reads values (`_leave_trace`: under `vmap` the value
     the examples agree on, else the loop); elsewhere no such attribute, as for an
     array."""
@@ -202,7 +202,7 @@ _NUMBER_METHODS = ("as_integer_ratio", "bit_count", "bit_length", "denominator",
 # and text's (`s.upper()` of an element of a string array, an `np.str_` in the loop)
 _TEXT_METHODS = tuple(n for n in dir(str) if not n.startswith("_") and not hasattr(Tracer, n))
 for _name in (*_NUMBER_METHODS, *_TEXT_METHODS):
-    setattr(Tracer, _name, _NumberMethod(_name))
+    setattr(Tracer, _name, _ScalarMethod(_name))
 
 
 _PYTHON_NUMBERS = (bool, int, float, complex)

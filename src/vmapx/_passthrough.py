@@ -141,6 +141,16 @@ def _passes(obj: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> bool:
     return not sys._getframe(2).f_code.co_filename.startswith(_VMAPX)
 
 
+def _named(
+    wrapper: Callable[..., Any], original: Callable[..., Any], name: str
+) -> Callable[..., Any]:
+    """`wrapper`, named and documented as NumPy's `original` that it stands in for."""
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
 def _wrapper(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def converter(obj: Any, *args: Any, **kwargs: Any) -> Any:
         if _local.depth and _passes(obj, args, kwargs):
@@ -152,13 +162,10 @@ def _wrapper(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             return out
         return original(obj, *args, **kwargs)
 
-    converter.__name__ = converter.__qualname__ = name
-    converter.__doc__ = original.__doc__
-    converter.__wrapped__ = original  # type: ignore[attr-defined]
-    return converter
+    return _named(converter, original, name)
 
 
-def _filled(value: Any, dtype: Any, shape: Any, order: Any) -> Any:
+def _filled(value: Any, dtype: Any, shape: Any) -> Any:
     """A traced array of `shape` (and `dtype`, default the value's) holding `value`
     broadcast, as `np.full` fills its array (`casting="unsafe"`)."""
     value = convert("asarray", value, None, None, 0)
@@ -176,10 +183,10 @@ def _full_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
         shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", **kwargs: Any
     ) -> Any:
         if _local.depth and has_tracer(fill_value) and _on_host(kwargs):
-            return _filled(fill_value, dtype, shape, order)
+            return _filled(fill_value, dtype, shape)
         return original(shape, fill_value, dtype, order, **kwargs)
 
-    return full
+    return _named(full, original, "full")
 
 
 def _full_like_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -187,25 +194,17 @@ def _full_like_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
         plain = type(a) is np.ndarray  # (a subclass keeps NumPy's `subok` ways: the loop)
         if _local.depth and plain and has_tracer(fill_value) and _on_host(kwargs):
             shape = args[2] if len(args) > 2 else kwargs.get("shape")
-            order = args[0] if args else kwargs.get("order", "K")
             dtype = a.dtype if dtype is None else dtype
-            return _filled(fill_value, dtype, a.shape if shape is None else shape, order)
+            return _filled(fill_value, dtype, a.shape if shape is None else shape)
         return original(a, fill_value, dtype, *args, **kwargs)
 
-    return full_like
-
-
-def _named(wrapper: Callable[..., Any], original: Callable[..., Any], name: str) -> Any:
-    wrapper.__name__ = wrapper.__qualname__ = name
-    wrapper.__doc__ = original.__doc__
-    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-    return wrapper
+    return _named(full_like, original, "full_like")
 
 
 _WRAPPERS = {original: _wrapper(original, name) for original, name in _ORIGINALS.items()
              if name in _CONVERTERS}  # fmt: skip
-_WRAPPERS[np.full] = _named(_full_wrapper(np.full), np.full, "full")
-_WRAPPERS[np.full_like] = _named(_full_like_wrapper(np.full_like), np.full_like, "full_like")
+_WRAPPERS[np.full] = _full_wrapper(np.full)
+_WRAPPERS[np.full_like] = _full_like_wrapper(np.full_like)
 
 
 class _NumpyView(types.ModuleType):

@@ -764,7 +764,7 @@ def _scalar_mark(x: Any) -> Any:
         return x._scalar if _scalars.is_scalar(x) else None
     if isinstance(x, np.generic):
         return True
-    return type(x) if type(x) in (bool, int, float, complex) else None
+    return _scalars.weak_type(x)
 
 
 def _concrete(v: Any, what: str) -> np.ndarray:

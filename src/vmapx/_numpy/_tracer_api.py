@@ -513,11 +513,7 @@ def _python_numbers(out: Any, *operands: Any) -> Any:
     """`out` (a result or a tuple) as Python numbers where every operand is one for each
     example (a weakly typed draw, `vmapx._scalars`): Python's own arithmetic gives
     Python numbers (`divmod(r, 0.3)`, `round(r, 2)`, `r.conjugate()`)."""
-    weak = _scalars.SEEN.weak and all(
-        type(x) in (int, float, complex, bool) or _scalars.weak_type(x) is not None
-        for x in operands
-    )  # fmt: skip
-    if weak:
+    if _scalars.SEEN.weak and all(_scalars.weak_type(x) is not None for x in operands):
         for o in out if isinstance(out, tuple) else (out,):
             _scalars.mark_weak(o)
     return out
