@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import numbers
 import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -137,3 +138,23 @@ def counting(f):
         return f(*args, **kwargs)
 
     return counted, calls
+
+
+def type_answers(v: Any) -> np.ndarray:
+    """The type questions code asks of a value (`isinstance`, `np.isscalar`), answered as
+    numbers: code that branches on them takes a branch per answer."""
+    return np.array(
+        [
+            isinstance(v, np.ndarray),
+            isinstance(v, np.generic),
+            isinstance(v, np.floating),
+            isinstance(v, np.integer),
+            isinstance(v, np.bool_),
+            isinstance(v, float),
+            isinstance(v, int),
+            isinstance(v, numbers.Number),
+            isinstance(v, numbers.Real),
+            np.isscalar(v),
+        ],
+        dtype=float,
+    )

@@ -7,14 +7,13 @@ Every check compares a transform against the explicit loop of the same function.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 import pytest
 
 import vmapx
-from harness import assert_same, check_vmap, loop_reference
+from harness import assert_same, check_vmap, loop_reference, type_answers
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(4, 3))
@@ -22,28 +21,10 @@ V = rng.normal(size=4)
 I = np.arange(4) * 3  # noqa: E741
 
 
-def kinds(v):
-    """The type questions code asks of a value, answered as numbers (a branch per kind)."""
-    return np.array(
-        [
-            isinstance(v, np.ndarray),
-            isinstance(v, np.generic),
-            isinstance(v, np.floating),
-            isinstance(v, np.integer),
-            isinstance(v, float),
-            isinstance(v, int),
-            isinstance(v, numbers.Number),
-            isinstance(v, numbers.Real),
-            np.isscalar(v),
-        ],
-        dtype=float,
-    )
-
-
 def branchy(x):
     """Branches on the types of the argument and of values made from it."""
     s = x.sum() if isinstance(x, np.ndarray) and x.ndim else x
-    out = kinds(x) + 10 * kinds(s) + 100 * kinds(x * 2)
+    out = type_answers(x) + 10 * type_answers(s) + 100 * type_answers(x * 2)
     return out * (s if isinstance(s, float) else s * -1.0)
 
 
@@ -65,16 +46,16 @@ def test_the_branch_taken_is_the_loops() -> None:
 def test_nested_vmap_and_in_axes() -> None:
     f = vmapx.vmap(branchy, in_axes=1)
     check_vmap(f, [X[:, :, None] * np.ones(2)])
-    check_vmap(lambda x, y: branchy(x) + kinds(y).sum(), [X, 2.0], in_axes=(0, None))
+    check_vmap(lambda x, y: branchy(x) + type_answers(y).sum(), [X, 2.0], in_axes=(0, None))
 
 
 def test_python_numbers_drawn_per_example_are_floats_not_numpy_scalars() -> None:
     def draw(m, g):
         r = g.random()  # the loop: a Python float
-        return kinds(r) + m
+        return type_answers(r) + m
 
     out = vmapx.vmap(draw, in_axes=(0, None), randomness="different")(V, np.random.default_rng(1))
-    assert_same(out, np.stack([kinds(0.5) + m for m in V]))
+    assert_same(out, np.stack([type_answers(0.5) + m for m in V]))
 
 
 def test_under_grad_the_primals_type() -> None:
@@ -93,7 +74,7 @@ def test_under_grad_the_primals_type() -> None:
 def test_under_jit_the_values_type() -> None:
     def f(x, n):
         a = x * 2 if isinstance(x, np.ndarray) else x
-        return a + (1 if isinstance(n, float) else 2) + kinds(x.sum()).sum()
+        return a + (1 if isinstance(n, float) else 2) + type_answers(x.sum()).sum()
 
     jf = vmapx.jit(f)
     for _ in range(3):  # the recording, then replays

@@ -13,25 +13,10 @@ import numpy as np
 import pytest
 
 import vmapx
-from harness import assert_same, check_vmap
+from harness import assert_same, check_vmap, type_answers
 from vmapx.control_flow import fori_loop, while_loop
 
 X = np.random.default_rng(0).random((3, 4))
-
-
-def kinds(v):
-    """What code that branches on the type of `v` sees, as numbers."""
-    return np.array(
-        [
-            isinstance(v, np.ndarray),
-            isinstance(v, np.generic),
-            isinstance(v, float),
-            isinstance(v, int),
-            isinstance(v, np.integer),
-            isinstance(v, np.bool_),
-        ],
-        dtype=float,
-    )
 
 
 def _draws_as_the_loop(f):
@@ -113,7 +98,7 @@ def test_inner_autodiff_primal_output_loses_scalar_mark(transform):
     jvp/vjp's output, has_aux's aux, checkpoint's output) is an np.float64 in the loop
     but poses as an ndarray: `_autodiff.strip` returns the ADTracer's primal without its
     NumPy-scalar mark."""
-    check_vmap(lambda x: kinds(transform(x)), (X,))
+    check_vmap(lambda x: type_answers(transform(x)), (X,))
 
 
 @pytest.mark.parametrize(
@@ -128,7 +113,7 @@ def test_grad_wrt_numpy_scalar_poses_as_scalar(transform):
     """`grad` with respect to an np.float64 argument returns a 0-d ndarray in the loop
     (`_diff_leaves` turns the float into an array), but under vmap the traced
     np.float64 is kept as it is, so the gradient poses as np.float64."""
-    check_vmap(lambda x: kinds(transform(x)), (X,))
+    check_vmap(lambda x: type_answers(transform(x)), (X,))
 
 
 def test_random_integers_draw_poses_as_ndarray():
@@ -137,7 +122,7 @@ def test_random_integers_draw_poses_as_ndarray():
     `isinstance(k, (int, np.integer))` / `numbers.Integral` checks go the other way)."""
 
     def f(m, rng):
-        return kinds(rng.integers(5)) + 0 * m
+        return type_answers(rng.integers(5)) + 0 * m
 
     _draws_as_the_loop(f)
 
@@ -147,7 +132,7 @@ def test_random_choice_of_int_poses_as_numpy_int():
     poses as np.int64."""
 
     def f(m, rng):
-        return kinds(rng.choice(3)) + 0 * m
+        return type_answers(rng.choice(3)) + 0 * m
 
     _draws_as_the_loop(f)
 
@@ -195,7 +180,7 @@ def test_numpy_function_result_type_differs_under_vmap(fn):
     loop (vmap: ndarray), np.real_if_close(s) a 0-d array (vmap: np.float64),
     np.kron/np.choose/np.emath.sqrt of scalars and `s.view(dtype)` NumPy scalars (vmap:
     ndarray). The scalar marks (`vmapx._scalars`) do not follow NumPy for these."""
-    check_vmap(lambda x: kinds(fn(x)), (X,))
+    check_vmap(lambda x: type_answers(fn(x)), (X,))
 
 
 def test_einsum_optimize_result_poses_as_scalar():
